@@ -1,0 +1,44 @@
+"""kinema: batch-first inverse kinematics for characters, creatures and rigs.
+
+Quaternions are xyzw everywhere.  Poses carry leading batch dimensions
+``(*batch, J, ...)``; one call solves one character or a million.
+
+``import kinema`` is cheap: numba and the kernels load on the first call
+that needs them.
+"""
+
+from __future__ import annotations
+
+from . import rotation
+from .errors import (
+    BoneNotFoundError,
+    FileFormatError,
+    KinemaError,
+    ShapeError,
+    SkeletonError,
+    SolverInputError,
+)
+from .fk import FKResult, forward_kinematics, world_to_local
+from .pose import Clip, Pose
+from .result import SolveResult
+from .skeleton import Skeleton
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "rotation",
+    "Skeleton",
+    "Pose",
+    "Clip",
+    "FKResult",
+    "forward_kinematics",
+    "world_to_local",
+    "SolveResult",
+    "KinemaError",
+    "SkeletonError",
+    "BoneNotFoundError",
+    "ShapeError",
+    "FileFormatError",
+    "SolverInputError",
+]

@@ -1,0 +1,1 @@
+"""Compiled kernels (numba).  Private: import only from inside kinema, lazily."""

@@ -1,0 +1,193 @@
+"""Forward kinematics and its inverse over a flattened batch.
+
+Array arguments with a leading batch axis of length 1 are shared by every
+batch item (broadcast without copying); otherwise the axis has length ``N``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import njit, prange
+from .quat import qconj, qmul, qnormalize, qrotate, qto_matrix
+
+
+@njit
+def _mat3_mul(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
+    return (
+        a[0] * b[0] + a[1] * b[3] + a[2] * b[6],
+        a[0] * b[1] + a[1] * b[4] + a[2] * b[7],
+        a[0] * b[2] + a[1] * b[5] + a[2] * b[8],
+        a[3] * b[0] + a[4] * b[3] + a[5] * b[6],
+        a[3] * b[1] + a[4] * b[4] + a[5] * b[7],
+        a[3] * b[2] + a[4] * b[5] + a[5] * b[8],
+        a[6] * b[0] + a[7] * b[3] + a[8] * b[6],
+        a[6] * b[1] + a[7] * b[4] + a[8] * b[7],
+        a[6] * b[2] + a[7] * b[5] + a[8] * b[8],
+    )
+
+
+@njit
+def _mat3_vec(a: tuple, v: tuple) -> tuple:  # type: ignore[type-arg]
+    return (
+        a[0] * v[0] + a[1] * v[1] + a[2] * v[2],
+        a[3] * v[0] + a[4] * v[1] + a[5] * v[2],
+        a[6] * v[0] + a[7] * v[1] + a[8] * v[2],
+    )
+
+
+@njit
+def _mat3_inv(a: tuple) -> tuple:  # type: ignore[type-arg]
+    c00 = a[4] * a[8] - a[5] * a[7]
+    c01 = a[5] * a[6] - a[3] * a[8]
+    c02 = a[3] * a[7] - a[4] * a[6]
+    det = a[0] * c00 + a[1] * c01 + a[2] * c02
+    k = 1.0 / det
+    return (
+        c00 * k, (a[2] * a[7] - a[1] * a[8]) * k, (a[1] * a[5] - a[2] * a[4]) * k,
+        c01 * k, (a[0] * a[8] - a[2] * a[6]) * k, (a[2] * a[3] - a[0] * a[5]) * k,
+        c02 * k, (a[1] * a[6] - a[0] * a[7]) * k, (a[0] * a[4] - a[1] * a[3]) * k,
+    )
+
+
+@njit
+def _read_mat3(m: np.ndarray) -> tuple:  # type: ignore[type-arg]
+    return (m[0, 0], m[0, 1], m[0, 2], m[1, 0], m[1, 1], m[1, 2], m[2, 0], m[2, 1], m[2, 2])
+
+
+@njit
+def _write_linear(out: np.ndarray, lin: tuple, p: tuple) -> None:  # type: ignore[type-arg]
+    for a in range(3):
+        for b in range(3):
+            out[a, b] = lin[3 * a + b]
+        out[a, 3] = p[a]
+        out[3, a] = 0.0
+    out[3, 3] = 1.0
+
+
+@njit(parallel=True)
+def fk(parents, t_local, r_local, s_local, uniform, want_matrices, pos_world, rot_world, scale_world, mat_world):  # type: ignore[no-untyped-def]
+    """World transforms of every joint.
+
+    ``t_local (Nt,J,3)``, ``r_local (Nr,J,4)``, ``s_local (Ns,J,3)`` with
+    ``Nx`` in {1, N}; outputs ``pos_world (N,J,3)``, ``rot_world (N,J,4)``,
+    ``scale_world (N,J)`` (uniform world scale, meaningful when ``uniform``)
+    and ``mat_world (N,J,4,4)`` (written when ``want_matrices`` or not
+    ``uniform``; may be a dummy ``(1,1,4,4)`` otherwise).
+
+    Uniform scales: ``p = p_parent + s_parent * rotate(q_parent, t)``,
+    ``q = q_parent * q``, ``s = s_parent * s``.  Non-uniform scales carry
+    the 3x3 linear part ``L = L_parent R(q) diag(s)`` and
+    ``p = p_parent + L_parent t`` (exact, shear included); ``rot_world`` is
+    then the product of the local rotations.
+    """
+    n = pos_world.shape[0]
+    nj = parents.shape[0]
+    nt = t_local.shape[0]
+    nr = r_local.shape[0]
+    ns = s_local.shape[0]
+    for i in prange(n):
+        # Shared inputs have a batch axis of 1: i % 1 == 0 (a ternary would
+        # mix the parfor index type with a literal and fail to type).
+        it = i % nt
+        ir = i % nr
+        is_ = i % ns
+        for j in range(nj):
+            t = (t_local[it, j, 0], t_local[it, j, 1], t_local[it, j, 2])
+            q = qnormalize((r_local[ir, j, 0], r_local[ir, j, 1], r_local[ir, j, 2], r_local[ir, j, 3]))
+            p = parents[j]
+            if uniform:
+                s = s_local[is_, j, 0]
+                if p < 0:
+                    wp = t
+                    wq = q
+                    ws = s
+                else:
+                    pq = (rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3])
+                    ps = scale_world[i, p]
+                    rt = qrotate(pq, t)
+                    wp = (pos_world[i, p, 0] + ps * rt[0], pos_world[i, p, 1] + ps * rt[1], pos_world[i, p, 2] + ps * rt[2])
+                    wq = qmul(pq, q)
+                    ws = ps * s
+                scale_world[i, j] = ws
+                if want_matrices:
+                    m = qto_matrix(wq)
+                    lin = (m[0] * ws, m[1] * ws, m[2] * ws, m[3] * ws, m[4] * ws, m[5] * ws, m[6] * ws, m[7] * ws, m[8] * ws)
+                    _write_linear(mat_world[i, j], lin, wp)
+            else:
+                m = qto_matrix(q)
+                sx = s_local[is_, j, 0]
+                sy = s_local[is_, j, 1]
+                sz = s_local[is_, j, 2]
+                rs = (m[0] * sx, m[1] * sy, m[2] * sz, m[3] * sx, m[4] * sy, m[5] * sz, m[6] * sx, m[7] * sy, m[8] * sz)
+                if p < 0:
+                    wp = t
+                    wq = q
+                    lin = rs
+                else:
+                    pl = _read_mat3(mat_world[i, p])
+                    lt = _mat3_vec(pl, t)
+                    wp = (pos_world[i, p, 0] + lt[0], pos_world[i, p, 1] + lt[1], pos_world[i, p, 2] + lt[2])
+                    wq = qmul((rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3]), q)
+                    lin = _mat3_mul(pl, rs)
+                scale_world[i, j] = 1.0
+                _write_linear(mat_world[i, j], lin, wp)
+            pos_world[i, j, 0] = wp[0]
+            pos_world[i, j, 1] = wp[1]
+            pos_world[i, j, 2] = wp[2]
+            rot_world[i, j, 0] = wq[0]
+            rot_world[i, j, 1] = wq[1]
+            rot_world[i, j, 2] = wq[2]
+            rot_world[i, j, 3] = wq[3]
+
+
+@njit(parallel=True)
+def world_to_local(parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work):  # type: ignore[no-untyped-def]
+    """Inverse of :func:`fk`: ``q_local = conj(q_parent) q``, ``t = L_parent^-1 (p - p_parent)``.
+
+    ``rot_world (N,J,4)``, ``pos_world (N,J,3)``, ``s_local (Ns,J,3)``;
+    writes ``t_local (N,J,3)``, ``r_local (N,J,4)``; ``mat_work (N,J,3,3)``
+    holds world linear parts when scales are not uniform, and ``(N,J,1,1)``
+    (world uniform scale in ``[0, 0]``) when they are.
+    """
+    n = rot_world.shape[0]
+    nj = parents.shape[0]
+    ns = s_local.shape[0]
+    for i in prange(n):
+        is_ = i % ns
+        for j in range(nj):
+            q = qnormalize((rot_world[i, j, 0], rot_world[i, j, 1], rot_world[i, j, 2], rot_world[i, j, 3]))
+            wp = (pos_world[i, j, 0], pos_world[i, j, 1], pos_world[i, j, 2])
+            p = parents[j]
+            if p < 0:
+                lq = q
+                lt = wp
+            else:
+                pq = qnormalize((rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3]))
+                lq = qmul(qconj(pq), q)
+                d = (wp[0] - pos_world[i, p, 0], wp[1] - pos_world[i, p, 1], wp[2] - pos_world[i, p, 2])
+                if uniform:
+                    inv_s = 1.0 / mat_work[i, p, 0, 0]
+                    lt0 = qrotate(qconj(pq), d)
+                    lt = (lt0[0] * inv_s, lt0[1] * inv_s, lt0[2] * inv_s)
+                else:
+                    lt = _mat3_vec(_mat3_inv(_read_mat3(mat_work[i, p])), d)
+            if uniform:
+                ws = s_local[is_, j, 0]
+                if p >= 0:
+                    ws = ws * mat_work[i, p, 0, 0]
+                mat_work[i, j, 0, 0] = ws
+            else:
+                m = qto_matrix(lq)
+                sx = s_local[is_, j, 0]
+                sy = s_local[is_, j, 1]
+                sz = s_local[is_, j, 2]
+                rs = (m[0] * sx, m[1] * sy, m[2] * sz, m[3] * sx, m[4] * sy, m[5] * sz, m[6] * sx, m[7] * sy, m[8] * sz)
+                lin = rs if p < 0 else _mat3_mul(_read_mat3(mat_work[i, p]), rs)
+                for a in range(3):
+                    for b in range(3):
+                        mat_work[i, j, a, b] = lin[3 * a + b]
+            for c in range(3):
+                t_local[i, j, c] = lt[c]
+            for c in range(4):
+                r_local[i, j, c] = lq[c]

@@ -1,0 +1,414 @@
+"""Scalar quaternion and vector helpers shared by every kernel.
+
+Quaternions are tuples ``(x, y, z, w)`` (scalar last), vectors are tuples
+``(x, y, z)``.  Working on tuples keeps the compiled kernels free of heap
+allocation in their inner loops.  All rotations are active and compose as
+Hamilton products: ``mul(a, b)`` applies ``b`` first, then ``a``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._jit import njit
+
+#: Below this norm a quaternion is treated as zero (``normalize`` returns the
+#: identity instead of dividing by ~0).
+QUAT_NORM_EPS = 1e-12
+
+#: Below this length a direction vector carries no direction; rotations that
+#: would need it are the identity.
+VEC_NORM_EPS = 1e-12
+
+#: ``from_two_vectors``: when the unit vectors' cross product is shorter than
+#: this *and* they point apart, they are taken as exactly opposite and a
+#: perpendicular axis is chosen.  1e-15 is a few ulps of a unit vector: any
+#: real miss (1e-7 rad and up) still has a meaningful cross-product axis.
+OPPOSITE_SINE_EPS = 1e-15
+
+
+@njit
+def vdot(a: tuple, b: tuple) -> float:  # type: ignore[type-arg]
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@njit
+def vcross(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
+    return (
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    )
+
+
+@njit
+def vnorm(a: tuple) -> float:  # type: ignore[type-arg]
+    return math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+
+
+@njit
+def vadd(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+@njit
+def vsub(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
+
+
+@njit
+def vscale(a: tuple, s: float) -> tuple:  # type: ignore[type-arg]
+    return (a[0] * s, a[1] * s, a[2] * s)
+
+
+@njit
+def vmul(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
+    """Component-wise product."""
+    return (a[0] * b[0], a[1] * b[1], a[2] * b[2])
+
+
+@njit
+def vnormalized(a: tuple) -> tuple:  # type: ignore[type-arg]
+    """Unit vector along ``a``; the zero vector when ``|a| <= VEC_NORM_EPS``."""
+    n = vnorm(a)
+    if n <= VEC_NORM_EPS:
+        return (0.0, 0.0, 0.0)
+    return (a[0] / n, a[1] / n, a[2] / n)
+
+
+@njit
+def vperpendicular(u: tuple) -> tuple:  # type: ignore[type-arg]
+    """A unit vector perpendicular to the unit vector ``u``.
+
+    Crosses ``u`` with the basis axis along its smallest component, which is
+    never close to parallel, so the result is well conditioned.
+    """
+    ax = abs(u[0])
+    ay = abs(u[1])
+    az = abs(u[2])
+    if ax <= ay and ax <= az:
+        c = (0.0, -u[2], u[1])  # u x (1,0,0)
+    elif ay <= az:
+        c = (u[2], 0.0, -u[0])  # u x (0,1,0)
+    else:
+        c = (-u[1], u[0], 0.0)  # u x (0,0,1)
+    return vnormalized(c)
+
+
+@njit
+def qmul(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
+    """Hamilton product ``a * b`` of xyzw quaternions."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return (
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    )
+
+
+@njit
+def qconj(q: tuple) -> tuple:  # type: ignore[type-arg]
+    return (-q[0], -q[1], -q[2], q[3])
+
+
+@njit
+def qdot(a: tuple, b: tuple) -> float:  # type: ignore[type-arg]
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
+
+
+@njit
+def qnormalize(q: tuple) -> tuple:  # type: ignore[type-arg]
+    """Unit quaternion along ``q``; identity when ``|q| <= QUAT_NORM_EPS``."""
+    n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    if n <= QUAT_NORM_EPS:
+        return (0.0, 0.0, 0.0, 1.0)
+    return (q[0] / n, q[1] / n, q[2] / n, q[3] / n)
+
+
+@njit
+def qcanonical(q: tuple) -> tuple:  # type: ignore[type-arg]
+    """``q`` or ``-q``, whichever has ``w >= 0`` (ties broken on x, y, z)."""
+    if q[3] > 0.0:
+        return q
+    if q[3] < 0.0:
+        return (-q[0], -q[1], -q[2], -q[3])
+    for k in range(3):
+        if q[k] > 0.0:
+            return q
+        if q[k] < 0.0:
+            return (-q[0], -q[1], -q[2], -q[3])
+    return q
+
+
+@njit
+def qrotate(q: tuple, v: tuple) -> tuple:  # type: ignore[type-arg]
+    """Rotate vector ``v`` by unit quaternion ``q``: ``v + 2w(u x v) + 2u x (u x v)``."""
+    ux, uy, uz, w = q
+    tx = 2.0 * (uy * v[2] - uz * v[1])
+    ty = 2.0 * (uz * v[0] - ux * v[2])
+    tz = 2.0 * (ux * v[1] - uy * v[0])
+    return (
+        v[0] + w * tx + uy * tz - uz * ty,
+        v[1] + w * ty + uz * tx - ux * tz,
+        v[2] + w * tz + ux * ty - uy * tx,
+    )
+
+
+@njit
+def qfrom_axis_angle(axis: tuple, angle: float) -> tuple:  # type: ignore[type-arg]
+    """Rotation by ``angle`` radians about ``axis`` (normalised here; a zero axis gives identity)."""
+    u = vnormalized(axis)
+    h = 0.5 * angle
+    s = math.sin(h)
+    if u[0] == 0.0 and u[1] == 0.0 and u[2] == 0.0:
+        return (0.0, 0.0, 0.0, 1.0)
+    return (u[0] * s, u[1] * s, u[2] * s, math.cos(h))
+
+
+@njit
+def qangle(q: tuple) -> float:  # type: ignore[type-arg]
+    """Rotation angle of unit ``q`` in [0, pi]: ``2 atan2(|xyz|, |w|)``."""
+    s = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2])
+    return 2.0 * math.atan2(s, abs(q[3]))
+
+
+@njit
+def qto_rotvec(q: tuple) -> tuple:  # type: ignore[type-arg]
+    """Rotation vector (axis * angle, angle in [0, pi]) of unit ``q``."""
+    c = qcanonical(q)
+    s = math.sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2])
+    angle = 2.0 * math.atan2(s, c[3])
+    if s <= QUAT_NORM_EPS:
+        # Small angle: angle / s -> 2 / w; use the series to stay exact.
+        k = 2.0 / c[3] if c[3] != 0.0 else 0.0
+    else:
+        k = angle / s
+    return (c[0] * k, c[1] * k, c[2] * k)
+
+
+@njit
+def qfrom_rotvec(r: tuple) -> tuple:  # type: ignore[type-arg]
+    angle = vnorm(r)
+    h = 0.5 * angle
+    if angle <= 1e-6:
+        # sin(h)/angle by its Taylor series: 1/2 - angle^2/48 (+O(angle^4) ~ 1e-26).
+        k = 0.5 - angle * angle / 48.0
+    else:
+        k = math.sin(h) / angle
+    return (r[0] * k, r[1] * k, r[2] * k, math.cos(h))
+
+
+@njit
+def qfrom_two_vectors(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
+    """Minimal rotation taking the direction of ``a`` to the direction of ``b``.
+
+    Exact up to (and including) 180 degrees: the axis is the cross product's
+    direction whenever the cross product is longer than ``OPPOSITE_SINE_EPS``
+    and the angle is ``atan2(|u x v|, u . v)``, so a miss of 1e-7 rad from
+    opposite is still resolved.  Only truly opposite vectors take a stable
+    perpendicular axis.  A zero vector gives the identity.
+    """
+    u = vnormalized(a)
+    v = vnormalized(b)
+    if (u[0] == 0.0 and u[1] == 0.0 and u[2] == 0.0) or (v[0] == 0.0 and v[1] == 0.0 and v[2] == 0.0):
+        return (0.0, 0.0, 0.0, 1.0)
+    c = vcross(u, v)
+    s = vnorm(c)
+    d = vdot(u, v)
+    if s <= OPPOSITE_SINE_EPS:
+        if d > 0.0:
+            return (0.0, 0.0, 0.0, 1.0)  # already aligned
+        # Exactly opposite: any perpendicular axis is a minimal rotation.
+        p = vperpendicular(u)
+        return (p[0], p[1], p[2], 0.0)
+    h = 0.5 * math.atan2(s, d)
+    k = math.sin(h) / s
+    return (c[0] * k, c[1] * k, c[2] * k, math.cos(h))
+
+
+@njit
+def qswing_twist(q: tuple, axis: tuple) -> tuple:  # type: ignore[type-arg]
+    """Split unit ``q`` into ``(swing, twist)`` with ``q = swing * twist``.
+
+    ``twist`` rotates about the unit ``axis``; ``swing`` about an axis
+    perpendicular to it.  When ``q`` is a 180-degree turn about an axis
+    perpendicular to ``axis`` the twist is undefined; it is the identity.
+    """
+    p = q[0] * axis[0] + q[1] * axis[1] + q[2] * axis[2]
+    t = (axis[0] * p, axis[1] * p, axis[2] * p, q[3])
+    n = math.sqrt(t[0] * t[0] + t[1] * t[1] + t[2] * t[2] + t[3] * t[3])
+    if n <= QUAT_NORM_EPS:
+        twist = (0.0, 0.0, 0.0, 1.0)  # degenerate: pure 180-degree swing
+    else:
+        twist = (t[0] / n, t[1] / n, t[2] / n, t[3] / n)
+    swing = qmul(q, qconj(twist))
+    return (swing, twist)
+
+
+@njit
+def twist_angle(twist: tuple, axis: tuple) -> float:  # type: ignore[type-arg]
+    """Signed angle in (-pi, pi] of a twist quaternion about the unit ``axis``."""
+    s = twist[0] * axis[0] + twist[1] * axis[1] + twist[2] * axis[2]
+    w = twist[3]
+    if w < 0.0:
+        s = -s
+        w = -w
+    return 2.0 * math.atan2(s, w)
+
+
+@njit
+def qslerp(a: tuple, b: tuple, t: float) -> tuple:  # type: ignore[type-arg]
+    """Shortest-path spherical interpolation; nlerp when the angle is tiny."""
+    d = qdot(a, b)
+    if d < 0.0:
+        b = (-b[0], -b[1], -b[2], -b[3])
+        d = -d
+    if d > 0.9999999:
+        # Angle below ~9e-4 rad: sin ratio ~ linear, nlerp is exact to ~1e-13.
+        return qnormalize((a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]),
+                           a[2] + t * (b[2] - a[2]), a[3] + t * (b[3] - a[3])))
+    theta = math.acos(d)
+    s = math.sin(theta)
+    wa = math.sin((1.0 - t) * theta) / s
+    wb = math.sin(t * theta) / s
+    return qnormalize((wa * a[0] + wb * b[0], wa * a[1] + wb * b[1],
+                       wa * a[2] + wb * b[2], wa * a[3] + wb * b[3]))
+
+
+@njit
+def qnlerp(a: tuple, b: tuple, t: float) -> tuple:  # type: ignore[type-arg]
+    if qdot(a, b) < 0.0:
+        b = (-b[0], -b[1], -b[2], -b[3])
+    return qnormalize((a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]),
+                       a[2] + t * (b[2] - a[2]), a[3] + t * (b[3] - a[3])))
+
+
+@njit
+def qto_matrix(q: tuple) -> tuple:  # type: ignore[type-arg]
+    """Row-major 3x3 rotation matrix of unit ``q`` as a 9-tuple."""
+    x, y, z, w = q
+    xx = x * x
+    yy = y * y
+    zz = z * z
+    xy = x * y
+    xz = x * z
+    yz = y * z
+    wx = w * x
+    wy = w * y
+    wz = w * z
+    return (
+        1.0 - 2.0 * (yy + zz), 2.0 * (xy - wz), 2.0 * (xz + wy),
+        2.0 * (xy + wz), 1.0 - 2.0 * (xx + zz), 2.0 * (yz - wx),
+        2.0 * (xz - wy), 2.0 * (yz + wx), 1.0 - 2.0 * (xx + yy),
+    )
+
+
+@njit
+def qfrom_matrix(m00: float, m01: float, m02: float, m10: float, m11: float,
+                 m12: float, m20: float, m21: float, m22: float) -> tuple:  # type: ignore[type-arg]
+    """Unit quaternion of a rotation matrix (Shepperd's method, largest pivot)."""
+    tr = m00 + m11 + m22
+    if tr >= m00 and tr >= m11 and tr >= m22:
+        s = math.sqrt(1.0 + tr) * 2.0
+        q = ((m21 - m12) / s, (m02 - m20) / s, (m10 - m01) / s, 0.25 * s)
+    elif m00 >= m11 and m00 >= m22:
+        s = math.sqrt(max(0.0, 1.0 + m00 - m11 - m22)) * 2.0
+        q = (0.25 * s, (m01 + m10) / s, (m02 + m20) / s, (m21 - m12) / s)
+    elif m11 >= m22:
+        s = math.sqrt(max(0.0, 1.0 + m11 - m00 - m22)) * 2.0
+        q = ((m01 + m10) / s, 0.25 * s, (m12 + m21) / s, (m02 - m20) / s)
+    else:
+        s = math.sqrt(max(0.0, 1.0 + m22 - m00 - m11)) * 2.0
+        q = ((m02 + m20) / s, (m12 + m21) / s, 0.25 * s, (m10 - m01) / s)
+    return qcanonical(qnormalize(q))
+
+
+@njit
+def qfrom_euler(a0: float, a1: float, a2: float, i: int, j: int, k: int, extrinsic: bool) -> tuple:  # type: ignore[type-arg]
+    """Quaternion of Euler angles about axes ``i, j, k`` (0=x, 1=y, 2=z).
+
+    Intrinsic (scipy's upper-case ``"XYZ"``): ``q = R_i(a0) R_j(a1) R_k(a2)``.
+    Extrinsic (lower-case ``"xyz"``): ``q = R_k(a2) R_j(a1) R_i(a0)``.
+    """
+    q0 = _elementary(i, a0)
+    q1 = _elementary(j, a1)
+    q2 = _elementary(k, a2)
+    if extrinsic:
+        return qmul(q2, qmul(q1, q0))
+    return qmul(q0, qmul(q1, q2))
+
+
+@njit
+def _elementary(axis: int, angle: float) -> tuple:  # type: ignore[type-arg]
+    h = 0.5 * angle
+    s = math.sin(h)
+    c = math.cos(h)
+    if axis == 0:
+        return (s, 0.0, 0.0, c)
+    if axis == 1:
+        return (0.0, s, 0.0, c)
+    return (0.0, 0.0, s, c)
+
+
+#: Second Euler angle within this of 0 or pi is gimbal lock: the third angle
+#: is set to zero and the first absorbs the whole rotation.
+EULER_GIMBAL_EPS = 1e-7
+
+
+@njit
+def qto_euler(q: tuple, i: int, j: int, k: int, extrinsic: bool) -> tuple:  # type: ignore[type-arg]
+    """Euler angles of unit ``q`` for axes ``i, j, k`` (the convention of ``qfrom_euler``).
+
+    Direct quaternion method of Bernardes and Viollet (2022), as used by
+    scipy.  Angles wrap to [-pi, pi); the middle one is in [0, pi] for proper
+    Euler sequences and [-pi/2, pi/2] for Tait-Bryan ones.
+    """
+    if not extrinsic:
+        t = i
+        i = k
+        k = t
+    symmetric = i == k
+    if symmetric:
+        k = 3 - i - j
+    sign = float((i - j) * (j - k) * (k - i) // 2)
+    if symmetric:
+        a = q[3]
+        b = q[i]
+        c = q[j]
+        d = q[k] * sign
+    else:
+        a = q[3] - q[j]
+        b = q[i] + q[k] * sign
+        c = q[j] + q[3]
+        d = q[k] * sign - q[i]
+    half_sum = math.atan2(b, a)
+    half_diff = math.atan2(d, c)
+    mid = 2.0 * math.atan2(math.hypot(c, d), math.hypot(a, b))
+    # e[0], e[2] in the extrinsic slot order; intrinsic swaps the roles below.
+    e0 = 0.0
+    e2 = 0.0
+    if abs(mid) <= EULER_GIMBAL_EPS:
+        e0 = 2.0 * half_sum  # gimbal lock at 0: one free angle, put in slot 0
+    elif abs(mid - math.pi) <= EULER_GIMBAL_EPS:
+        e0 = 2.0 * half_diff * (-1.0 if extrinsic else 1.0)  # gimbal lock at pi
+    elif extrinsic:
+        e0 = half_sum - half_diff
+        e2 = half_sum + half_diff
+    else:
+        e2 = half_sum - half_diff
+        e0 = half_sum + half_diff
+    if not symmetric:
+        if extrinsic:
+            e2 = e2 * sign
+        else:
+            e0 = e0 * sign
+        mid = mid - 0.5 * math.pi
+    return (_wrap(e0), _wrap(mid), _wrap(e2))
+
+
+@njit
+def _wrap(a: float) -> float:
+    """Wrap an angle to [-pi, pi)."""
+    return (a + math.pi) % (2.0 * math.pi) - math.pi

@@ -1,0 +1,106 @@
+"""Poses (local joint transforms with batch dimensions) and clips (poses over time)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._validate import as_float_array, broadcast_batch
+from .errors import ShapeError
+
+__all__ = ["Pose", "Clip"]
+
+
+class Pose:
+    """Local joint transforms, batch-first.
+
+    * ``translations``: ``(*batch, J, 3)`` local translation in the parent's space.
+    * ``rotations``: ``(*batch, J, 4)`` local rotation, unit quaternion **xyzw**.
+    * ``scales``: ``(*batch, J, 3)`` local scale (ones when omitted).
+
+    The three arrays' batch dimensions only need to broadcast against each
+    other (a clip may animate rotations per frame and share one set of
+    translations).  The arrays are held, not copied: solvers return new
+    poses, or write into a caller-owned pose passed as ``out=``.
+    """
+
+    __slots__ = ("translations", "rotations", "scales")
+
+    def __init__(self, translations: ArrayLike, rotations: ArrayLike, scales: ArrayLike | None = None) -> None:
+        t = as_float_array(translations, "pose translations", (3,))
+        r = as_float_array(rotations, "pose rotations", (4,))
+        if t.ndim < 2:
+            raise ShapeError("pose translations", "(..., J, 3)", tuple(t.shape))
+        if r.ndim < 2:
+            raise ShapeError("pose rotations", "(..., J, 4)", tuple(r.shape))
+        n = t.shape[-2]
+        if r.shape[-2] != n:
+            raise ShapeError("pose rotations", f"(..., {n}, 4) to match {n} translations", tuple(r.shape))
+        if scales is None:
+            s = np.ones((n, 3))
+        else:
+            s = as_float_array(scales, "pose scales", (3,))
+            if s.ndim < 2 or s.shape[-2] != n:
+                raise ShapeError("pose scales", f"(..., {n}, 3)", tuple(s.shape))
+        broadcast_batch(t.shape[:-2], r.shape[:-2], s.shape[:-2])
+        self.translations: NDArray[np.float64] = t
+        self.rotations: NDArray[np.float64] = r
+        self.scales: NDArray[np.float64] = s
+
+    @property
+    def n_joints(self) -> int:
+        return int(self.translations.shape[-2])
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        return broadcast_batch(self.translations.shape[:-2], self.rotations.shape[:-2], self.scales.shape[:-2])
+
+    def broadcast(self, batch_shape: tuple[int, ...] | None = None) -> Pose:
+        """A copy whose three arrays all have the full shape ``(*batch_shape, J, k)``."""
+        shape = self.batch_shape if batch_shape is None else broadcast_batch(self.batch_shape, tuple(batch_shape))
+        n = self.n_joints
+        return Pose(
+            np.broadcast_to(self.translations, shape + (n, 3)).copy(),
+            np.broadcast_to(self.rotations, shape + (n, 4)).copy(),
+            np.broadcast_to(self.scales, shape + (n, 3)).copy(),
+        )
+
+    def copy(self) -> Pose:
+        return Pose(self.translations.copy(), self.rotations.copy(), self.scales.copy())
+
+    def __getitem__(self, index: Any) -> Pose:
+        """Index the batch dimensions (the joint axis is never indexed)."""
+        full = self.broadcast()
+        return Pose(full.translations[index], full.rotations[index], full.scales[index])
+
+    def __repr__(self) -> str:
+        return f"Pose(batch_shape={self.batch_shape}, n_joints={self.n_joints})"
+
+
+@dataclass
+class Clip:
+    """An animation: ``pose`` has time as its first batch dimension, sampled at ``fps``."""
+
+    pose: Pose
+    fps: float
+
+    def __post_init__(self) -> None:
+        if not len(self.pose.batch_shape):
+            raise ShapeError("clip pose", "(frames, J, k) with a time dimension", "(J, k)")
+        if not (np.isfinite(self.fps) and self.fps > 0):
+            raise ValueError(f"fps must be positive and finite, got {self.fps}")
+
+    @property
+    def n_frames(self) -> int:
+        return int(self.pose.batch_shape[0])
+
+    @property
+    def duration(self) -> float:
+        """Seconds from the first to the last frame."""
+        return (self.n_frames - 1) / float(self.fps)
+
+    def __len__(self) -> int:
+        return self.n_frames

@@ -1,0 +1,303 @@
+"""Rotation math on batches of quaternions.
+
+Conventions, everywhere in kinema:
+
+* Quaternions are **xyzw** (scalar last, as glTF, three.js and scipy), shape
+  ``(..., 4)``.  Inputs need not be unit length; they are normalised.
+* Rotations are active; ``multiply(a, b)`` applies ``b`` first, then ``a``.
+* Angles are radians unless ``degrees=True``.
+* Single in, single out: a ``(4,)`` quaternion gives a ``(4,)`` result;
+  leading batch dimensions broadcast like NumPy.
+* Euler sequences follow scipy: upper case ``"ZXY"`` is intrinsic (rotate
+  about Z, then the new X, then the new Y: ``q = Rz Rx Ry``; this is what a
+  BVH channel order ``Zrotation Xrotation Yrotation`` means), lower case
+  ``"zxy"`` extrinsic.  All 12 sequences are accepted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._validate import as_float_array, broadcast_batch
+from .errors import ShapeError
+
+__all__ = [
+    "identity",
+    "multiply",
+    "conjugate",
+    "inverse",
+    "normalize",
+    "canonical",
+    "equal",
+    "rotate",
+    "as_matrix",
+    "from_matrix",
+    "from_axis_angle",
+    "as_axis_angle",
+    "from_rotvec",
+    "as_rotvec",
+    "from_euler",
+    "as_euler",
+    "slerp",
+    "nlerp",
+    "angle_between",
+    "from_two_vectors",
+    "swing_twist",
+    "EULER_SEQUENCES",
+]
+
+FloatArray = NDArray[np.float64]
+
+#: The 12 intrinsic Euler sequences (their lower-case forms are extrinsic).
+EULER_SEQUENCES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "XYX", "XZX", "YXY", "YZY", "ZXZ", "ZYZ")
+
+
+def _kern() -> Any:
+    from ._kernels import rotation
+
+    return rotation
+
+
+def _flat(items: list[tuple[FloatArray, tuple[int, ...]]]) -> tuple[tuple[int, ...], int, list[FloatArray]]:
+    batch = broadcast_batch(*[a.shape[: a.ndim - len(t)] for a, t in items])
+    n = int(np.prod(batch)) if batch else 1
+    flat = [np.ascontiguousarray(np.broadcast_to(a, batch + t)).reshape((n,) + t) for a, t in items]
+    return batch, n, flat
+
+
+def identity(shape: tuple[int, ...] = ()) -> FloatArray:
+    """Identity quaternions of batch ``shape``: ``(*shape, 4)``."""
+    q = np.zeros(tuple(shape) + (4,))
+    q[..., 3] = 1.0
+    return q
+
+
+def multiply(a: ArrayLike, b: ArrayLike) -> FloatArray:
+    """Hamilton product ``a * b`` (apply ``b``, then ``a``)."""
+    qa = as_float_array(a, "a", (4,))
+    qb = as_float_array(b, "b", (4,))
+    batch, n, (fa, fb) = _flat([(qa, (4,)), (qb, (4,))])
+    out = np.empty((n, 4))
+    _kern().mul(fa, fb, out)
+    return out.reshape(batch + (4,))
+
+
+def conjugate(q: ArrayLike) -> FloatArray:
+    """``(-x, -y, -z, w)``; the inverse of a unit quaternion."""
+    a = as_float_array(q, "q", (4,)).copy()
+    a[..., :3] *= -1.0
+    return a
+
+
+def inverse(q: ArrayLike) -> FloatArray:
+    """Inverse rotation (the conjugate of the normalised quaternion)."""
+    return conjugate(normalize(q))
+
+
+def normalize(q: ArrayLike) -> FloatArray:
+    """Unit quaternions; a (near) zero quaternion becomes the identity."""
+    a = as_float_array(q, "q", (4,))
+    batch, n, (f,) = _flat([(a, (4,))])
+    out = np.empty((n, 4))
+    _kern().normalize(f, out)
+    return out.reshape(batch + (4,))
+
+
+def canonical(q: ArrayLike) -> FloatArray:
+    """``q`` or ``-q`` (same rotation), whichever has ``w >= 0``."""
+    a = as_float_array(q, "q", (4,))
+    batch, n, (f,) = _flat([(a, (4,))])
+    out = np.empty((n, 4))
+    _kern().canonical(f, out)
+    return out.reshape(batch + (4,))
+
+
+def equal(a: ArrayLike, b: ArrayLike, atol: float = 1e-9) -> NDArray[np.bool_] | bool:
+    """Whether ``a`` and ``b`` are the same rotation (``q`` and ``-q`` are equal), to ``atol``
+    on the quaternion components.  Returns a bool for single inputs."""
+    qa = normalize(a)
+    qb = normalize(b)
+    same = np.all(np.abs(qa - qb) <= atol, axis=-1) | np.all(np.abs(qa + qb) <= atol, axis=-1)
+    return bool(same) if np.ndim(same) == 0 else same
+
+
+def rotate(q: ArrayLike, v: ArrayLike) -> FloatArray:
+    """Rotate vectors ``v (..., 3)`` by ``q (..., 4)``."""
+    qa = as_float_array(q, "q", (4,))
+    va = as_float_array(v, "v", (3,))
+    batch, n, (fq, fv) = _flat([(qa, (4,)), (va, (3,))])
+    out = np.empty((n, 3))
+    _kern().rotate(fq, fv, out)
+    return out.reshape(batch + (3,))
+
+
+def as_matrix(q: ArrayLike) -> FloatArray:
+    """3x3 rotation matrices ``(..., 3, 3)`` (acting on column vectors)."""
+    a = as_float_array(q, "q", (4,))
+    batch, n, (f,) = _flat([(a, (4,))])
+    out = np.empty((n, 3, 3))
+    _kern().to_matrix(f, out)
+    return out.reshape(batch + (3, 3))
+
+
+def from_matrix(m: ArrayLike) -> FloatArray:
+    """Quaternions (canonical, ``w >= 0``) of rotation matrices ``(..., 3, 3)``."""
+    a = as_float_array(m, "m", (3, 3))
+    batch, n, (f,) = _flat([(a, (3, 3))])
+    out = np.empty((n, 4))
+    _kern().from_matrix(f, out)
+    return out.reshape(batch + (4,))
+
+
+def from_axis_angle(axis: ArrayLike, angle: ArrayLike, degrees: bool = False) -> FloatArray:
+    """Rotation by ``angle (...)`` about ``axis (..., 3)`` (normalised; zero axis gives identity)."""
+    ax = as_float_array(axis, "axis", (3,))
+    an = np.asarray(angle, dtype=np.float64)
+    if degrees:
+        an = np.deg2rad(an)
+    batch, n, (fa, fn) = _flat([(ax, (3,)), (an, ())])
+    out = np.empty((n, 4))
+    _kern().from_axis_angle(fa, fn, out)
+    return out.reshape(batch + (4,))
+
+
+def as_axis_angle(q: ArrayLike, degrees: bool = False) -> tuple[FloatArray, FloatArray]:
+    """``(axis (..., 3), angle (...))`` with angle in [0, pi]; axis +x for the identity."""
+    rv = as_rotvec(q)
+    angle = np.linalg.norm(rv, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        axis = np.where(angle[..., None] > 0.0, rv / np.where(angle > 0.0, angle, 1.0)[..., None],
+                        np.array([1.0, 0.0, 0.0]))
+    return axis, (np.rad2deg(angle) if degrees else angle)
+
+
+def from_rotvec(r: ArrayLike, degrees: bool = False) -> FloatArray:
+    """Quaternions of rotation vectors (axis times angle) ``(..., 3)``."""
+    a = as_float_array(r, "rotvec", (3,))
+    if degrees:
+        a = np.deg2rad(a)
+    batch, n, (f,) = _flat([(a, (3,))])
+    out = np.empty((n, 4))
+    _kern().from_rotvec(f, out)
+    return out.reshape(batch + (4,))
+
+
+def as_rotvec(q: ArrayLike, degrees: bool = False) -> FloatArray:
+    """Rotation vectors ``(..., 3)``, angle in [0, pi]."""
+    a = as_float_array(q, "q", (4,))
+    batch, n, (f,) = _flat([(a, (4,))])
+    out = np.empty((n, 3))
+    _kern().to_rotvec(f, out)
+    out = out.reshape(batch + (3,))
+    return np.rad2deg(out) if degrees else out
+
+
+def _parse_seq(seq: str) -> tuple[int, int, int, bool]:
+    if not isinstance(seq, str) or len(seq) != 3:
+        raise ValueError(f"an Euler sequence is three axes such as 'ZXY' or 'xyz', got {seq!r}")
+    if seq.isupper() and set(seq) <= set("XYZ"):
+        extrinsic = False
+    elif seq.islower() and set(seq) <= set("xyz"):
+        extrinsic = True
+    else:
+        raise ValueError(f"Euler sequence {seq!r}: use all upper case (intrinsic) or all lower case (extrinsic) x/y/z")
+    if seq[0] == seq[1] or seq[1] == seq[2]:
+        raise ValueError(f"Euler sequence {seq!r}: consecutive axes must differ")
+    ax = ["xyz".index(c) for c in seq.lower()]
+    return ax[0], ax[1], ax[2], extrinsic
+
+
+def from_euler(seq: str, angles: ArrayLike, degrees: bool = False) -> FloatArray:
+    """Quaternions of Euler ``angles (..., 3)`` for sequence ``seq`` (see module docs)."""
+    i, j, k, ext = _parse_seq(seq)
+    a = as_float_array(angles, "angles", (3,))
+    if degrees:
+        a = np.deg2rad(a)
+    batch, n, (f,) = _flat([(a, (3,))])
+    out = np.empty((n, 4))
+    _kern().from_euler(f, i, j, k, ext, out)
+    return out.reshape(batch + (4,))
+
+
+def as_euler(q: ArrayLike, seq: str, degrees: bool = False) -> FloatArray:
+    """Euler angles ``(..., 3)`` of ``q`` for ``seq``; wrapped to [-pi, pi).
+
+    At gimbal lock (middle angle within 1e-7 of its singular value) the third
+    angle is zero and the first carries the rotation, as in scipy.
+    """
+    i, j, k, ext = _parse_seq(seq)
+    a = as_float_array(q, "q", (4,))
+    batch, n, (f,) = _flat([(a, (4,))])
+    out = np.empty((n, 3))
+    _kern().to_euler(f, i, j, k, ext, out)
+    out = out.reshape(batch + (3,))
+    return np.rad2deg(out) if degrees else out
+
+
+def slerp(a: ArrayLike, b: ArrayLike, t: ArrayLike) -> FloatArray:
+    """Spherical interpolation from ``a`` (t=0) to ``b`` (t=1) along the shorter arc."""
+    qa = as_float_array(a, "a", (4,))
+    qb = as_float_array(b, "b", (4,))
+    tt = np.asarray(t, dtype=np.float64)
+    batch, n, (fa, fb, ft) = _flat([(qa, (4,)), (qb, (4,)), (tt, ())])
+    out = np.empty((n, 4))
+    _kern().slerp(fa, fb, ft, out)
+    return out.reshape(batch + (4,))
+
+
+def nlerp(a: ArrayLike, b: ArrayLike, t: ArrayLike) -> FloatArray:
+    """Normalised linear interpolation along the shorter arc (cheaper, not constant speed)."""
+    qa = as_float_array(a, "a", (4,))
+    qb = as_float_array(b, "b", (4,))
+    tt = np.asarray(t, dtype=np.float64)
+    batch, n, (fa, fb, ft) = _flat([(qa, (4,)), (qb, (4,)), (tt, ())])
+    out = np.empty((n, 4))
+    _kern().nlerp(fa, fb, ft, out)
+    return out.reshape(batch + (4,))
+
+
+def angle_between(a: ArrayLike, b: ArrayLike) -> FloatArray:
+    """Angle in [0, pi] of the rotation taking ``a`` to ``b``: ``2 atan2(|v|, |w|)`` of ``a^-1 b``."""
+    qa = as_float_array(a, "a", (4,))
+    qb = as_float_array(b, "b", (4,))
+    batch, n, (fa, fb) = _flat([(qa, (4,)), (qb, (4,))])
+    out = np.empty(n)
+    _kern().angle_between(fa, fb, out)
+    return out.reshape(batch)
+
+
+def from_two_vectors(a: ArrayLike, b: ArrayLike) -> FloatArray:
+    """Minimal rotation taking direction ``a (..., 3)`` to direction ``b (..., 3)``.
+
+    Exact near 180 degrees: the cross product's axis is used while it is
+    numerically meaningful (down to ~1e-15 of a unit vector), a stable
+    perpendicular axis only for truly opposite vectors.  A zero vector gives
+    the identity.
+    """
+    va = as_float_array(a, "a", (3,))
+    vb = as_float_array(b, "b", (3,))
+    batch, n, (fa, fb) = _flat([(va, (3,)), (vb, (3,))])
+    out = np.empty((n, 4))
+    _kern().from_two_vectors(fa, fb, out)
+    return out.reshape(batch + (4,))
+
+
+def swing_twist(q: ArrayLike, axis: ArrayLike) -> tuple[FloatArray, FloatArray]:
+    """Split ``q`` into ``(swing, twist)`` with ``q = swing * twist``.
+
+    ``twist`` is the rotation about ``axis (..., 3)`` (in the frame ``q``
+    acts on), ``swing`` rotates about an axis perpendicular to it.  A
+    180-degree swing has no defined twist; it is the identity then.
+    """
+    qa = as_float_array(q, "q", (4,))
+    ax = as_float_array(axis, "axis", (3,))
+    if np.any(np.linalg.norm(ax, axis=-1) == 0.0):
+        raise ShapeError("axis", "non-zero vectors", "a zero vector")
+    batch, n, (fq, fa) = _flat([(qa, (4,)), (ax, (3,))])
+    sw = np.empty((n, 4))
+    tw = np.empty((n, 4))
+    _kern().swing_twist(fq, fa, sw, tw)
+    return sw.reshape(batch + (4,)), tw.reshape(batch + (4,))

@@ -1,0 +1,330 @@
+"""The skeleton: an immutable set of arrays, parents before children."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .errors import BoneNotFoundError, ShapeError, SkeletonError
+
+if TYPE_CHECKING:
+    from .pose import Pose
+
+__all__ = ["Skeleton"]
+
+#: Quaternions shorter than this are rejected as "zero" (no rotation defined).
+ZERO_QUAT_EPS = 1e-8
+
+#: Scales are uniform when their three components agree to this relative tolerance.
+UNIFORM_SCALE_RTOL = 1e-12
+
+
+def _readonly(a: NDArray[Any]) -> NDArray[Any]:
+    a = np.ascontiguousarray(a)
+    a.setflags(write=False)
+    return a
+
+
+class Skeleton:
+    """A joint hierarchy with its rest pose, stored as arrays.
+
+    Joints are in depth-first order: ``parents[j] < j`` for every non-root
+    joint and ``parents[j] == -1`` for roots.
+
+    Attributes (all read-only arrays):
+
+    * ``names``: tuple of ``J`` unique, non-empty joint names.
+    * ``parents``: ``(J,)`` int64, parent index or -1.
+    * ``translations``: ``(J, 3)`` rest local translation (parent space, file units).
+    * ``rotations``: ``(J, 4)`` rest local rotation, unit quaternion **xyzw**.
+    * ``scales``: ``(J, 3)`` rest local scale, all components > 0.
+    * ``meta``: read-only mapping of format-specific data (BVH channels,
+      glTF inverse bind matrices, ...); kinema's solvers never read it.
+
+    A skeleton in another order is rejected; :meth:`from_unordered` reorders
+    it and returns the mapping.
+    """
+
+    __slots__ = ("_names", "_parents", "_translations", "_rotations", "_scales", "_meta", "_index", "_children")
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        parents: ArrayLike,
+        translations: ArrayLike,
+        rotations: ArrayLike | None = None,
+        scales: ArrayLike | None = None,
+        *,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        names_t = tuple(names)
+        n = len(names_t)
+        if n == 0:
+            raise SkeletonError("a skeleton needs at least one joint")
+        for j, name in enumerate(names_t):
+            if not isinstance(name, str) or not name:
+                raise SkeletonError(f"joint {j} has an empty or non-string name: {name!r}")
+        seen: dict[str, int] = {}
+        for j, name in enumerate(names_t):
+            if name in seen:
+                raise SkeletonError(f"joint name {name!r} is used twice (joints {seen[name]} and {j})")
+            seen[name] = j
+
+        par = np.asarray(parents)
+        if par.shape != (n,):
+            raise ShapeError("parents", f"({n},)", tuple(par.shape))
+        if par.size and not np.issubdtype(par.dtype, np.integer):
+            if not np.all(np.mod(par, 1) == 0):
+                raise SkeletonError("parents must be integer indices")
+        par = par.astype(np.int64)
+        for j in range(n):
+            p = int(par[j])
+            if p == -1:
+                continue
+            if p < -1 or p >= n:
+                raise SkeletonError(f"joint {names_t[j]!r} has unknown parent index {p} (skeleton has {n} joints)")
+            if p == j:
+                raise SkeletonError(f"joint {names_t[j]!r} is its own parent (a cycle)")
+            if p > j:
+                raise SkeletonError(
+                    f"joint {names_t[j]!r} (index {j}) comes before its parent {names_t[p]!r} (index {p}): "
+                    "joints must be in depth-first order (parents first); "
+                    "use Skeleton.from_unordered(...) to reorder and get the mapping"
+                )
+
+        t = _checked(translations, (n, 3), "translations", names_t)
+        if rotations is None:
+            r = np.zeros((n, 4))
+            r[:, 3] = 1.0
+        else:
+            r = _checked(rotations, (n, 4), "rotations", names_t)
+            norms = np.linalg.norm(r, axis=1)
+            bad = np.nonzero(norms < ZERO_QUAT_EPS)[0]
+            if bad.size:
+                raise SkeletonError(f"joint {names_t[int(bad[0])]!r} has a zero rotation quaternion")
+            r = r / norms[:, None]
+        if scales is None:
+            s = np.ones((n, 3))
+        else:
+            s = _checked(scales, (n, 3), "scales", names_t)
+            bad = np.nonzero(np.any(s <= 0.0, axis=1))[0]
+            if bad.size:
+                j = int(bad[0])
+                raise SkeletonError(f"joint {names_t[j]!r} has a zero or negative scale {tuple(s[j])}")
+
+        self._names = names_t
+        self._parents = _readonly(par)
+        self._translations = _readonly(t)
+        self._rotations = _readonly(r)
+        self._scales = _readonly(s)
+        self._meta: Mapping[str, Any] = MappingProxyType(dict(meta or {}))
+        self._index = seen
+        kids: list[list[int]] = [[] for _ in range(n)]
+        for j in range(n):
+            if par[j] >= 0:
+                kids[int(par[j])].append(j)
+        self._children = tuple(tuple(k) for k in kids)
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def from_unordered(
+        cls,
+        names: Sequence[str],
+        parents: Sequence[int | str | None] | ArrayLike,
+        translations: ArrayLike,
+        rotations: ArrayLike | None = None,
+        scales: ArrayLike | None = None,
+        *,
+        meta: Mapping[str, Any] | None = None,
+    ) -> tuple[Skeleton, NDArray[np.int64]]:
+        """Build a skeleton from joints in any order.
+
+        ``parents`` holds, per joint, a parent index into the given order, a
+        parent name, or ``None``/-1 for a root.  Returns ``(skeleton, order)``
+        where ``order[new_index] == old_index``; reorder per-joint data with
+        ``data[order]``.  Children keep their relative order; roots come in
+        the order given.
+        """
+        names_t = tuple(names)
+        n = len(names_t)
+        pos = {name: i for i, name in enumerate(names_t)}
+        plist = list(parents) if not isinstance(parents, np.ndarray) else parents.tolist()
+        if len(plist) != n:
+            raise ShapeError("parents", f"({n},)", (len(plist),))
+        par_idx: list[int] = []
+        for j, p in enumerate(plist):
+            if p is None or (isinstance(p, (int, np.integer)) and int(p) == -1):
+                par_idx.append(-1)
+            elif isinstance(p, str):
+                if p not in pos:
+                    raise SkeletonError(f"joint {names_t[j]!r} has unknown parent {p!r}")
+                par_idx.append(pos[p])
+            else:
+                pi = int(p)
+                if pi < -1 or pi >= n:
+                    raise SkeletonError(f"joint {names_t[j]!r} has unknown parent index {pi}")
+                par_idx.append(pi)
+        kids: list[list[int]] = [[] for _ in range(n)]
+        roots = []
+        for j, p in enumerate(par_idx):
+            if p == -1:
+                roots.append(j)
+            else:
+                kids[p].append(j)
+        order: list[int] = []
+        stack = list(reversed(roots))
+        while stack:
+            j = stack.pop()
+            order.append(j)
+            stack.extend(reversed(kids[j]))
+        if len(order) != n:
+            reached = set(order)
+            bad = next(j for j in range(n) if j not in reached)
+            raise SkeletonError(f"joint {names_t[bad]!r} is part of a parent cycle (it never reaches a root)")
+        order_a = np.asarray(order, dtype=np.int64)
+        new_of_old = np.empty(n, dtype=np.int64)
+        new_of_old[order_a] = np.arange(n)
+        new_parents = np.array([-1 if par_idx[o] == -1 else new_of_old[par_idx[o]] for o in order], dtype=np.int64)
+
+        def take(a: ArrayLike | None) -> NDArray[Any] | None:
+            return None if a is None else np.asarray(a)[order_a]
+
+        t = np.asarray(translations, dtype=np.float64)
+        if t.shape != (n, 3):
+            raise ShapeError("translations", f"({n}, 3)", tuple(t.shape))
+        skel = cls([names_t[o] for o in order], new_parents, t[order_a], take(rotations), take(scales), meta=meta)
+        return skel, order_a
+
+    # ------------------------------------------------------------- properties
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self._names
+
+    @property
+    def parents(self) -> NDArray[np.int64]:
+        return self._parents
+
+    @property
+    def translations(self) -> NDArray[np.float64]:
+        return self._translations
+
+    @property
+    def rotations(self) -> NDArray[np.float64]:
+        return self._rotations
+
+    @property
+    def scales(self) -> NDArray[np.float64]:
+        return self._scales
+
+    @property
+    def meta(self) -> Mapping[str, Any]:
+        return self._meta
+
+    @property
+    def n_joints(self) -> int:
+        return len(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        roots = [self._names[j] for j in range(len(self._names)) if self._parents[j] == -1]
+        return f"Skeleton({len(self._names)} joints, roots={roots})"
+
+    # ----------------------------------------------------------------- lookup
+    def index(self, name: str) -> int:
+        """Index of joint ``name``; :class:`BoneNotFoundError` listing the closest names."""
+        try:
+            return self._index[name]
+        except (KeyError, TypeError):
+            raise BoneNotFoundError(name, self._names) from None
+
+    def indices(self, joints: Iterable[int | str]) -> NDArray[np.int64]:
+        """Indices of several joints given by name or index."""
+        from ._validate import resolve_joint
+
+        return np.asarray([resolve_joint(self, j) for j in joints], dtype=np.int64)
+
+    def children(self, joint: int | str) -> tuple[int, ...]:
+        """Indices of the direct children of ``joint``."""
+        from ._validate import resolve_joint
+
+        return self._children[resolve_joint(self, joint)]
+
+    def ancestors(self, joint: int | str) -> tuple[int, ...]:
+        """Indices from ``joint``'s parent up to its root."""
+        from ._validate import resolve_joint
+
+        out = []
+        p = int(self._parents[resolve_joint(self, joint)])
+        while p != -1:
+            out.append(p)
+            p = int(self._parents[p])
+        return tuple(out)
+
+    def chain(self, start: int | str, end: int | str) -> NDArray[np.int64]:
+        """Joint indices from ``start`` down to ``end`` (both included).
+
+        Raises :class:`SkeletonError` when ``end`` is not ``start`` or below it.
+        """
+        from ._validate import resolve_joint
+
+        s = resolve_joint(self, start)
+        e = resolve_joint(self, end)
+        path = [e]
+        j = e
+        while j != s:
+            j = int(self._parents[j])
+            if j == -1:
+                raise SkeletonError(
+                    f"joint {self._names[e]!r} is not below {self._names[s]!r}: no chain from one to the other"
+                )
+            path.append(j)
+        return np.asarray(path[::-1], dtype=np.int64)
+
+    # ------------------------------------------------------------------ poses
+    @property
+    def has_uniform_scale(self) -> bool:
+        """True when every rest scale is uniform (sx == sy == sz)."""
+        s = self._scales
+        return bool(np.allclose(s, s[:, :1], rtol=UNIFORM_SCALE_RTOL, atol=0.0))
+
+    def rest_pose(self, batch_shape: tuple[int, ...] = ()) -> Pose:
+        """The rest pose as a :class:`~kinema.Pose` (copies, broadcast to ``batch_shape``)."""
+        from .pose import Pose
+
+        shape = tuple(batch_shape)
+        return Pose(
+            np.broadcast_to(self._translations, shape + self._translations.shape).copy(),
+            np.broadcast_to(self._rotations, shape + self._rotations.shape).copy(),
+            np.broadcast_to(self._scales, shape + self._scales.shape).copy(),
+        )
+
+    def bone_lengths(self, pose: Pose | None = None) -> NDArray[np.float64]:
+        """World-space distance of each joint from its parent, ``(*batch, J)``; 0 for roots.
+
+        Uses the rest pose when ``pose`` is None.
+        """
+        from .fk import forward_kinematics
+
+        fk = forward_kinematics(self, self.rest_pose() if pose is None else pose)
+        p = fk.positions
+        par = self._parents
+        out = np.zeros(p.shape[:-1])
+        has = par >= 0
+        out[..., has] = np.linalg.norm(p[..., has, :] - p[..., par[has], :], axis=-1)
+        return out
+
+
+def _checked(a: ArrayLike, shape: tuple[int, ...], what: str, names: tuple[str, ...]) -> NDArray[np.float64]:
+    arr = np.array(a, dtype=np.float64)
+    if arr.shape != shape:
+        raise ShapeError(what, str(shape), tuple(arr.shape))
+    bad = np.nonzero(~np.all(np.isfinite(arr), axis=1))[0]
+    if bad.size:
+        raise SkeletonError(f"joint {names[int(bad[0])]!r} has NaN or inf in its rest {what}")
+    return arr

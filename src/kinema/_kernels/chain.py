@@ -1,0 +1,114 @@
+"""Chain helpers shared by the solver kernels.
+
+A *chain* is a contiguous parent path ``joints[0] -> ... -> joints[K-1]``
+(each joint the parent of the next).  Solvers keep the chain's world
+transforms in small scratch arrays ``pos (K,3)``, ``rot (K,4)``,
+``scl (K,)`` and edit the local rotations in ``r (N,J,4)`` in place.
+
+Batch conventions (as in :mod:`kinema._kernels.fk`): ``t (Nt,J,3)``,
+``r (N,J,4)``, ``s (Ns,J,3)`` with ``Nt, Ns`` in {1, N}; item ``i`` reads
+row ``i % Nt``.  Scales are uniform here (the public API rejects
+non-uniform scale on chains with :class:`~kinema.SolverInputError`), so
+only ``s[..., 0]`` is read.
+"""
+
+from __future__ import annotations
+
+from ._jit import njit
+from .quat import qconj, qmul, qnormalize, qrotate
+
+
+@njit
+def read_q(r, i, j):  # type: ignore[no-untyped-def]
+    return (r[i, j, 0], r[i, j, 1], r[i, j, 2], r[i, j, 3])
+
+
+@njit
+def write_q(r, i, j, q):  # type: ignore[no-untyped-def]
+    r[i, j, 0] = q[0]
+    r[i, j, 1] = q[1]
+    r[i, j, 2] = q[2]
+    r[i, j, 3] = q[3]
+
+
+@njit
+def path_world(path, i, t, r, s):  # type: ignore[no-untyped-def]
+    """World ``(pos, rot, scale)`` at the end of ``path`` (root first), e.g. a chain's parent.
+
+    An empty path gives the identity transform (the chain starts at a root).
+    """
+    pos = (0.0, 0.0, 0.0)
+    rot = (0.0, 0.0, 0.0, 1.0)
+    sc = 1.0
+    it = i % t.shape[0]
+    is_ = i % s.shape[0]
+    for a in range(path.shape[0]):
+        j = path[a]
+        d = qrotate(rot, (t[it, j, 0], t[it, j, 1], t[it, j, 2]))
+        pos = (pos[0] + sc * d[0], pos[1] + sc * d[1], pos[2] + sc * d[2])
+        rot = qmul(rot, qnormalize(read_q(r, i, j)))
+        sc = sc * s[is_, j, 0]
+    return pos, rot, sc
+
+
+@njit
+def chain_world(k0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl):  # type: ignore[no-untyped-def]
+    """(Re)compute world transforms of chain joints ``k0..K-1`` into ``pos, rot, scl``.
+
+    Joint ``k``'s parent transform is ``(pos, rot, scl)[k-1]``, or the base
+    transform for ``k == 0``.
+    """
+    it = i % t.shape[0]
+    is_ = i % s.shape[0]
+    for k in range(k0, joints.shape[0]):
+        j = joints[k]
+        if k == 0:
+            pp = base_pos
+            pq = base_rot
+            ps = base_scl
+        else:
+            pp = (pos[k - 1, 0], pos[k - 1, 1], pos[k - 1, 2])
+            pq = (rot[k - 1, 0], rot[k - 1, 1], rot[k - 1, 2], rot[k - 1, 3])
+            ps = scl[k - 1]
+        d = qrotate(pq, (t[it, j, 0], t[it, j, 1], t[it, j, 2]))
+        q = qmul(pq, qnormalize(read_q(r, i, j)))
+        pos[k, 0] = pp[0] + ps * d[0]
+        pos[k, 1] = pp[1] + ps * d[1]
+        pos[k, 2] = pp[2] + ps * d[2]
+        rot[k, 0] = q[0]
+        rot[k, 1] = q[1]
+        rot[k, 2] = q[2]
+        rot[k, 3] = q[3]
+        scl[k] = ps * s[is_, j, 0]
+
+
+@njit
+def parent_world_rot(k, base_rot, rot):  # type: ignore[no-untyped-def]
+    if k == 0:
+        return base_rot
+    return (rot[k - 1, 0], rot[k - 1, 1], rot[k - 1, 2], rot[k - 1, 3])
+
+
+@njit
+def set_world_rot(k, q_world, base_rot, joints, i, r, rot):  # type: ignore[no-untyped-def]
+    """Give chain joint ``k`` the world rotation ``q_world``.
+
+    ``Q_local = inverse(Q_parent_world) * Q_world``; written to ``r`` and to
+    ``rot[k]``.  Descendants' world transforms are stale afterwards: call
+    :func:`chain_world` from ``k + 1`` (or ``k``) before reading them.
+    """
+    pq = parent_world_rot(k, base_rot, rot)
+    ql = qnormalize(qmul(qconj(pq), q_world))
+    write_q(r, i, joints[k], ql)
+    qw = qmul(pq, ql)
+    rot[k, 0] = qw[0]
+    rot[k, 1] = qw[1]
+    rot[k, 2] = qw[2]
+    rot[k, 3] = qw[3]
+
+
+@njit
+def rotate_world(k, dq, base_rot, joints, i, r, rot):  # type: ignore[no-untyped-def]
+    """Left-multiply the world correction ``dq`` onto chain joint ``k``: ``Q_world' = dq * Q_world``."""
+    cur = (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])
+    set_world_rot(k, qmul(dq, cur), base_rot, joints, i, r, rot)

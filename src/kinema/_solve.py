@@ -1,0 +1,149 @@
+"""Plumbing shared by the public solver functions: chains, batch shapes, outputs.
+
+Each public solver validates with these helpers, then hands flat arrays to
+its kernel:
+
+* ``t (Nt, J, 3)``, ``s (Ns, J, 3)``: the input pose's translations and
+  scales, ``Nt, Ns`` in {1, N} (shared rows are not copied);
+* ``r (N, J, 4)``: the *output* pose's rotations, initialised from the
+  input; the kernel edits them in place;
+* extra per-item arrays (targets, poles, ...) flattened to ``(N, ...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._validate import as_float_array, broadcast_batch, require_finite, resolve_joint
+from .errors import ShapeError, SolverInputError
+from .pose import Pose
+from .skeleton import Skeleton
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: Scales along a chain must agree to this relative tolerance to count as uniform.
+UNIFORM_SCALE_RTOL = 1e-12
+
+
+def resolve_chain(skeleton: Skeleton, chain: Any) -> tuple[IntArray, NDArray[np.bool_]]:
+    """Joints of a chain given as ``(start, end)`` or as an explicit list, root first.
+
+    Returns ``(joints, listed)``: ``joints`` is the contiguous parent path
+    from the first to the last joint, ``listed`` marks the joints the caller
+    named (for a ``(start, end)`` pair, all of them).  Joints between listed
+    ones (twist or helper bones) ride along but are not turned.
+    """
+    items = list(chain) if not isinstance(chain, (str, int, np.integer)) else [chain]
+    if len(items) < 2:
+        raise SolverInputError(f"a chain needs at least two joints (start and end), got {chain!r}")
+    idx = [resolve_joint(skeleton, j) for j in items]
+    if len(items) == 2:
+        path = skeleton.chain(idx[0], idx[1])
+        if len(path) < 2:
+            raise SolverInputError(f"chain {chain!r} has a single joint: start and end must differ")
+        return path, np.ones(len(path), dtype=bool)
+    full: list[int] = [idx[0]]
+    for a, b in zip(idx[:-1], idx[1:]):
+        seg = skeleton.chain(a, b)
+        if len(seg) < 2:
+            raise SolverInputError(f"chain lists joint {skeleton.names[a]!r} twice in a row")
+        full.extend(int(x) for x in seg[1:])
+    joints = np.asarray(full, dtype=np.int64)
+    listed = np.isin(joints, np.asarray(idx))
+    return joints, listed
+
+
+def ancestors_root_first(skeleton: Skeleton, joint: int) -> IntArray:
+    """Indices from the root down to ``joint``'s parent (empty for a root)."""
+    return np.asarray(skeleton.ancestors(joint)[::-1], dtype=np.int64)
+
+
+def check_uniform_scale(skeleton: Skeleton, pose: Pose, joints: Sequence[int] | IntArray, what: str) -> None:
+    """:class:`SolverInputError` when any of ``joints`` has a non-uniform scale in ``pose``."""
+    j = np.asarray(joints, dtype=np.int64)
+    if j.size == 0:
+        return
+    s = pose.scales[..., j, :]
+    ok = np.isclose(s[..., 0], s[..., 1], rtol=UNIFORM_SCALE_RTOL, atol=0.0) & np.isclose(
+        s[..., 0], s[..., 2], rtol=UNIFORM_SCALE_RTOL, atol=0.0
+    )
+    if not np.all(ok):
+        bad = int(j[np.nonzero(~np.all(ok.reshape(-1, j.size), axis=0))[0][0]])
+        raise SolverInputError(
+            f"{what}: joint {skeleton.names[bad]!r} (or an ancestor) has a non-uniform scale; "
+            "this solver needs uniform scale on the chain and its ancestors"
+        )
+
+
+def as_target(x: ArrayLike, what: str, trailing: tuple[int, ...] = (3,)) -> FloatArray:
+    """A finite float array ``(..., *trailing)``; :class:`SolverInputError` on NaN or inf."""
+    a = as_float_array(x, what, trailing)
+    require_finite(a, what, SolverInputError)
+    return a
+
+
+@dataclass
+class Prepared:
+    """Flat arrays for a kernel, and the output pose they write into."""
+
+    batch: tuple[int, ...]
+    n: int
+    t: FloatArray
+    r: FloatArray
+    s: FloatArray
+    out: Pose
+    extras: list[FloatArray]
+
+
+def _rows(a: FloatArray, batch: tuple[int, ...], n: int, tail: tuple[int, ...]) -> FloatArray:
+    if a.ndim == len(tail):
+        return np.ascontiguousarray(a).reshape((1,) + tail)
+    return np.ascontiguousarray(np.broadcast_to(a, batch + tail)).reshape((n,) + tail)
+
+
+def prepare(
+    skeleton: Skeleton,
+    pose: Pose,
+    extras: Sequence[tuple[FloatArray, tuple[int, ...]]] = (),
+    out: Pose | None = None,
+) -> Prepared:
+    """Broadcast ``pose`` with the per-item ``extras`` and set up the output pose.
+
+    ``extras`` are ``(array, trailing_shape)`` pairs; each comes back as
+    ``(N, *trailing_shape)`` in :attr:`Prepared.extras`.  The output pose is
+    ``out`` (its three arrays must already have the full batch shape; the
+    input is copied into it) or a new pose.  The input pose is never written.
+    """
+    nj = skeleton.n_joints
+    if pose.n_joints != nj:
+        raise ShapeError("pose", f"(..., {nj}, k) for a skeleton of {nj} joints", f"{pose.n_joints} joints")
+    batch = broadcast_batch(pose.batch_shape, *[a.shape[: a.ndim - len(tl)] for a, tl in extras])
+    n = int(np.prod(batch)) if batch else 1
+    if out is None:
+        out_pose = Pose(
+            np.broadcast_to(pose.translations, batch + (nj, 3)).copy(),
+            np.broadcast_to(pose.rotations, batch + (nj, 4)).copy(),
+            np.broadcast_to(pose.scales, batch + (nj, 3)).copy(),
+        )
+    else:
+        for name, arr, k in (("translations", out.translations, 3), ("rotations", out.rotations, 4),
+                             ("scales", out.scales, 3)):
+            if arr.shape != batch + (nj, k) or not arr.flags.c_contiguous or not arr.flags.writeable:
+                raise ShapeError(f"out.{name}", f"{batch + (nj, k)} (C-contiguous, writeable)", tuple(arr.shape))
+        if out is not pose:
+            np.copyto(out.translations, np.broadcast_to(pose.translations, out.translations.shape))
+            np.copyto(out.rotations, np.broadcast_to(pose.rotations, out.rotations.shape))
+            np.copyto(out.scales, np.broadcast_to(pose.scales, out.scales.shape))
+        out_pose = out
+    t = out_pose.translations.reshape((n, nj, 3))
+    s = out_pose.scales.reshape((n, nj, 3))
+    r = out_pose.rotations.reshape((n, nj, 4))
+    flat = [_rows(a, batch, n, tl) if a.ndim > len(tl) else np.broadcast_to(a, (n,) + tl).copy()
+            for a, tl in extras]
+    return Prepared(batch=batch, n=n, t=t, r=r, s=s, out=out_pose, extras=flat)

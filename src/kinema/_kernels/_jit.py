@@ -12,9 +12,37 @@ anything.
 
 from __future__ import annotations
 
+import hashlib
+import os
+from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import numba
+import numba.core.config
+
+
+def _cache_dir() -> str:
+    """Numba cache folder keyed by a digest of every kernel source file.
+
+    numba's own cache is invalidated only by the timestamp of the file that
+    defines a kernel, not by the files of the helpers it inlines (an edit in
+    ``quat.py`` would leave stale compiled ``fk`` code behind).  Keying the
+    folder on all kernel sources makes any edit recompile everything.  The
+    base folder is ``NUMBA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME``
+    (or ``~/.cache``) ``/kinema/numba``.
+    """
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha1()
+    for src in sorted(here.glob("*.py")):
+        digest.update(src.name.encode())
+        digest.update(src.read_bytes())
+    base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "kinema", "numba"
+    )
+    return os.path.join(base, f"{numba.__version__}-{digest.hexdigest()[:16]}")
+
+
+_CACHE_DIR = _cache_dir()
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,7 +58,14 @@ def njit(func: F | None = None, *, parallel: bool = False) -> Any:
     """
 
     def wrap(f: F) -> F:
-        return numba.njit(cache=True, parallel=parallel, fastmath=False, nogil=True)(f)  # type: ignore[no-any-return]
+        # numba picks the cache folder when the dispatcher is created; set ours
+        # only for that moment so other numba code in the process keeps its own.
+        saved = numba.core.config.CACHE_DIR
+        numba.core.config.CACHE_DIR = _CACHE_DIR
+        try:
+            return numba.njit(cache=True, parallel=parallel, fastmath=False, nogil=True)(f)  # type: ignore[no-any-return]
+        finally:
+            numba.core.config.CACHE_DIR = saved
 
     if func is not None:
         return wrap(func)

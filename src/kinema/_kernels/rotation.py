@@ -53,7 +53,7 @@ def _put3(out, i, v):  # type: ignore[no-untyped-def]
 @njit
 def mul(a, b, out):  # type: ignore[no-untyped-def]
     for i in range(out.shape[0]):
-        _put4(out, i, qmul(_q(a, i), _q(b, i)))
+        _put4(out, i, qmul(qnormalize(_q(a, i)), qnormalize(_q(b, i))))
 
 
 @njit
@@ -65,7 +65,7 @@ def normalize(q, out):  # type: ignore[no-untyped-def]
 @njit
 def canonical(q, out):  # type: ignore[no-untyped-def]
     for i in range(out.shape[0]):
-        _put4(out, i, qcanonical(_q(q, i)))
+        _put4(out, i, qcanonical(qnormalize(_q(q, i))))
 
 
 @njit

@@ -82,16 +82,30 @@ class Pose:
 
 @dataclass
 class Clip:
-    """An animation: ``pose`` has time as its first batch dimension, sampled at ``fps``."""
+    """An animation: ``pose`` has time as its first batch dimension, sampled at ``fps``.
+
+    ``times`` (optional, ``(frames,)`` seconds, strictly increasing) gives the
+    frame times when the frames are not evenly spaced (e.g. glTF key times);
+    ``fps`` is then the mean rate ``(frames - 1) / (times[-1] - times[0])``.
+    When ``times`` is None, frame ``k`` plays at ``k / fps``.
+    """
 
     pose: Pose
     fps: float
+    times: NDArray[np.float64] | None = None
 
     def __post_init__(self) -> None:
         if not len(self.pose.batch_shape):
             raise ShapeError("clip pose", "(frames, J, k) with a time dimension", "(J, k)")
         if not (np.isfinite(self.fps) and self.fps > 0):
             raise ValueError(f"fps must be positive and finite, got {self.fps}")
+        if self.times is not None:
+            t = np.asarray(self.times, dtype=np.float64)
+            if t.shape != (self.n_frames,):
+                raise ShapeError("clip times", f"({self.n_frames},)", tuple(t.shape))
+            if not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0.0):
+                raise ValueError("clip times must be finite and strictly increasing")
+            self.times = t
 
     @property
     def n_frames(self) -> int:
@@ -100,6 +114,8 @@ class Clip:
     @property
     def duration(self) -> float:
         """Seconds from the first to the last frame."""
+        if self.times is not None:
+            return float(self.times[-1] - self.times[0])
         return (self.n_frames - 1) / float(self.fps)
 
     def __len__(self) -> int:

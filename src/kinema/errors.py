@@ -49,7 +49,11 @@ class BoneNotFoundError(KinemaError, LookupError):
             self.suggestions: list[str] = []
             super().__init__(message)
             return
-        close = difflib.get_close_matches(key, list(names), n=5, cutoff=0.4)
+        by_lower: dict[str, str] = {}
+        for n in names:
+            by_lower.setdefault(n.lower(), n)
+        # Case-insensitive similarity; a name equal up to case comes first.
+        close = [by_lower[c] for c in difflib.get_close_matches(key.lower(), list(by_lower), n=5, cutoff=0.4)]
         if not close:
             low = key.lower()
             close = [n for n in names if low and (low in n.lower() or n.lower() in low)][:5]

@@ -1,0 +1,322 @@
+"""Joint-limit kernels shared by every solver.
+
+A limit is packed as an int *kind* and a float parameter row of length
+``LIMIT_PARAMS`` (see :mod:`kinema.limits` for the public objects and the
+packing).  Limits act on the joint's **rest-relative** local rotation
+``q_rel = inverse(q_rest) * q_local`` (so ``q_local = q_rest * q_rel``, and
+limit axes are expressed in the joint's rest frame).
+
+Parameter rows (unused slots are zero):
+
+* ``LIMIT_HINGE``: ``[ax, ay, az, min_angle, max_angle]``; ``a`` is a unit axis.
+* ``LIMIT_SWING_TWIST``: ``[ax, ay, az, e1x, e1y, e1z, swing_1, swing_2,
+  twist_min, twist_max]``; ``a`` the unit twist axis, ``e1`` a unit vector
+  perpendicular to it; ``swing_1`` bounds the swing rotation about ``e1``,
+  ``swing_2`` about ``e2 = a x e1`` (an elliptical cone; equal for a circle).
+* ``LIMIT_EULER``: ``[i, j, k, extrinsic, min0, min1, min2, max0, max1,
+  max2]``; axis indices 0/1/2 = x/y/z as in :func:`kinema._kernels.quat.qfrom_euler`.
+
+Every function here is scalar (tuples in, tuples out) and allocation-free.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._jit import njit
+from .quat import (
+    qangle,
+    qconj,
+    qdot,
+    qfrom_axis_angle,
+    qfrom_euler,
+    qmul,
+    qnormalize,
+    qswing_twist,
+    qto_euler,
+    twist_angle,
+    vcross,
+)
+
+LIMIT_NONE = 0
+LIMIT_HINGE = 1
+LIMIT_SWING_TWIST = 2
+LIMIT_EULER = 3
+
+#: Floats per packed parameter row.
+LIMIT_PARAMS = 12
+
+#: A rotation within this many radians of its range counts as inside and is
+#: left untouched.  Without it a joint clamped exactly onto a bound would be
+#: re-clamped by one ulp on the next pass (and counted as a hit every time).
+LIMIT_SLACK = 1e-12
+
+#: A swing below this angle (radians) has no direction: the elliptical
+#: bound is then irrelevant (the swing is inside any cone).
+SWING_DIR_EPS = 1e-15
+
+_TWO_PI = 2.0 * math.pi
+
+
+@njit
+def wrap_near(a: float, center: float) -> float:
+    """``a`` plus a multiple of 2 pi, in ``[center - pi, center + pi)``."""
+    return center + ((a - center + math.pi) % _TWO_PI - math.pi)
+
+
+@njit
+def clamp_angle(a: float, lo: float, hi: float) -> float:
+    """Clamp angle ``a`` into ``[lo, hi]`` going the short way round the circle.
+
+    ``a`` is first taken modulo 2 pi nearest the middle of the range, so an
+    angle just past +180 degrees is compared as just past -180 (no flip).
+    Returns ``a`` itself (not a wrapped copy) when it is inside.
+    """
+    c = 0.5 * (lo + hi)
+    w = wrap_near(a, c)
+    if w < lo:
+        return lo
+    if w > hi:
+        return hi
+    return a
+
+
+@njit
+def _angle_excess(a: float, lo: float, hi: float) -> float:
+    """How far (radians, >= 0) angle ``a`` lies outside ``[lo, hi]``, modulo 2 pi."""
+    w = wrap_near(a, 0.5 * (lo + hi))
+    if w < lo:
+        return lo - w
+    if w > hi:
+        return w - hi
+    return 0.0
+
+
+@njit
+def _swing_bound(params, n1: float, n2: float) -> float:  # type: ignore[no-untyped-def]
+    """Largest swing angle along unit direction ``(n1, n2)`` of the (elliptical) cone.
+
+    Radial bound of the ellipse ``(t1/s1)^2 + (t2/s2)^2 <= 1``:
+    ``s1 s2 / sqrt((n1 s2)^2 + (n2 s1)^2)``.  Both semi-axes zero: a zero cone.
+    """
+    s1 = params[6]
+    s2 = params[7]
+    den = math.sqrt((n1 * s2) * (n1 * s2) + (n2 * s1) * (n2 * s1))
+    if den <= 0.0:
+        return 0.0  # both semi-axes are zero (or the direction hits a zero one exactly)
+    return s1 * s2 / den
+
+
+@njit
+def _swing_parts(params, swing):  # type: ignore[no-untyped-def]
+    """``(angle, n1, n2)`` of a swing quaternion: its angle and unit direction in the (e1, e2) plane."""
+    ang = qangle(swing)
+    sx = swing[0]
+    sy = swing[1]
+    sz = swing[2]
+    if swing[3] < 0.0:
+        sx = -sx
+        sy = -sy
+        sz = -sz
+    e1 = (params[3], params[4], params[5])
+    e2 = vcross((params[0], params[1], params[2]), e1)
+    c1 = sx * e1[0] + sy * e1[1] + sz * e1[2]
+    c2 = sx * e2[0] + sy * e2[1] + sz * e2[2]
+    r = math.sqrt(c1 * c1 + c2 * c2)
+    if r <= SWING_DIR_EPS:
+        return ang, 1.0, 0.0  # no swing: any direction will do, the angle is ~0
+    return ang, c1 / r, c2 / r
+
+
+@njit
+def _euler_solutions(q, i: int, j: int, k: int, extrinsic: bool):  # type: ignore[no-untyped-def]
+    """Both Euler triples of ``q`` for the sequence: the principal one and its twin.
+
+    Tait-Bryan (``i != k``): ``(a + pi, pi - b, c + pi)``; proper Euler
+    (``i == k``): ``(a + pi, -b, c + pi)``.  Both give the same rotation.
+    """
+    e = qto_euler(q, i, j, k, extrinsic)
+    if i == k:
+        f = (e[0] + math.pi, -e[1], e[2] + math.pi)
+    else:
+        f = (e[0] + math.pi, math.pi - e[1], e[2] + math.pi)
+    return e, f
+
+
+@njit
+def _euler_excess(params, e) -> float:  # type: ignore[no-untyped-def]
+    m = 0.0
+    for a in range(3):
+        x = _angle_excess(e[a], params[4 + a], params[7 + a])
+        if x > m:
+            m = x
+    return m
+
+
+@njit
+def limit_violation(kind: int, params, q_rel) -> float:  # type: ignore[no-untyped-def]
+    """How far (radians, >= 0) the rest-relative rotation ``q_rel`` lies outside the limit.
+
+    Hinge: the larger of the off-axis (swing) angle and the angle outside
+    ``[min, max]``.  Swing-twist: the larger of the swing beyond the cone
+    (along the swing's own direction) and the twist outside its range.
+    Euler: the smaller, over the two Euler triples, of the largest per-axis
+    excess.  0 when inside (and for ``LIMIT_NONE``).
+    """
+    q = qnormalize(q_rel)
+    if kind == LIMIT_HINGE:
+        axis = (params[0], params[1], params[2])
+        sw, tw = qswing_twist(q, axis)
+        off = qangle(sw)
+        ex = _angle_excess(twist_angle(tw, axis), params[3], params[4])
+        return off if off > ex else ex
+    if kind == LIMIT_SWING_TWIST:
+        axis = (params[0], params[1], params[2])
+        sw, tw = qswing_twist(q, axis)
+        ang, n1, n2 = _swing_parts(params, sw)
+        bound = _swing_bound(params, n1, n2)
+        sx = ang - bound if ang > bound else 0.0
+        ex = _angle_excess(twist_angle(tw, axis), params[8], params[9])
+        return sx if sx > ex else ex
+    if kind == LIMIT_EULER:
+        i = int(params[0])
+        j = int(params[1])
+        k = int(params[2])
+        ext = params[3] != 0.0
+        e, f = _euler_solutions(q, i, j, k, ext)
+        a = _euler_excess(params, e)
+        b = _euler_excess(params, f)
+        return a if a < b else b
+    return 0.0
+
+
+@njit
+def apply_limit(kind: int, params, q_rel):  # type: ignore[no-untyped-def]
+    """Clamp the rest-relative rotation ``q_rel`` into the limit: ``(q_rel_out, hit)``.
+
+    ``hit`` is False and ``q_rel`` comes back unchanged (bit for bit) when it
+    is inside (within ``LIMIT_SLACK``).  Otherwise:
+
+    * hinge: the swing about axes off the hinge axis is dropped (swing-twist
+      split, keep the twist) and the twist angle is clamped to the range;
+    * swing-twist: ``q = swing * twist``; the swing angle is scaled down
+      radially onto the (elliptical) cone, the twist clamped to its range;
+    * Euler: see :func:`_clamp_euler`.
+
+    The result has the sign of the input (``dot >= 0``), so a clamped
+    quaternion does not flip hemisphere from frame to frame.  Never NaN for
+    any finite input: every division is guarded.
+    """
+    if kind == LIMIT_NONE:
+        return q_rel, False
+    q = qnormalize(q_rel)
+    if kind == LIMIT_HINGE:
+        axis = (params[0], params[1], params[2])
+        sw, tw = qswing_twist(q, axis)
+        ang = twist_angle(tw, axis)
+        lo = params[3]
+        hi = params[4]
+        if qangle(sw) <= LIMIT_SLACK and _angle_excess(ang, lo, hi) <= LIMIT_SLACK:
+            return q_rel, False
+        out = qfrom_axis_angle(axis, clamp_angle(ang, lo, hi))
+    elif kind == LIMIT_SWING_TWIST:
+        axis = (params[0], params[1], params[2])
+        sw, tw = qswing_twist(q, axis)
+        ang, n1, n2 = _swing_parts(params, sw)
+        bound = _swing_bound(params, n1, n2)
+        tang = twist_angle(tw, axis)
+        lo = params[8]
+        hi = params[9]
+        swing_out = ang > bound + LIMIT_SLACK
+        twist_out = _angle_excess(tang, lo, hi) > LIMIT_SLACK
+        if not swing_out and not twist_out:
+            return q_rel, False
+        if swing_out:
+            e1 = (params[3], params[4], params[5])
+            e2 = vcross(axis, e1)
+            d = (n1 * e1[0] + n2 * e2[0], n1 * e1[1] + n2 * e2[1], n1 * e1[2] + n2 * e2[2])
+            sw = qfrom_axis_angle(d, bound)
+        if twist_out:
+            tw = qfrom_axis_angle(axis, clamp_angle(tang, lo, hi))
+        out = qmul(sw, tw)
+    elif kind == LIMIT_EULER:
+        out = _clamp_euler(params, q)
+        if qdot(out, out) == 0.0:
+            return q_rel, False  # marker: one of the Euler triples is inside
+    else:
+        return q_rel, False
+    if qdot(out, q_rel) < 0.0:
+        out = (-out[0], -out[1], -out[2], -out[3])
+    return out, True
+
+
+@njit
+def _clamp_euler(params, q):  # type: ignore[no-untyped-def]
+    """Clamp ``q`` into an Euler box without flips near +-180 degrees.
+
+    1. Take both Euler triples of ``q`` (:func:`_euler_solutions`).
+    2. Compare each angle modulo 2 pi nearest the middle of its range
+       (:func:`wrap_near`): 179 and -179 degrees are 2 degrees apart.
+    3. If either triple is inside the box, the rotation is inside: return the
+       zero quaternion as a marker (the caller keeps ``q`` untouched).
+    4. Otherwise clamp each triple per axis the short way round
+       (:func:`clamp_angle`), rebuild both, and return the one closer to
+       ``q`` (largest ``|dot|``).
+    """
+    i = int(params[0])
+    j = int(params[1])
+    k = int(params[2])
+    ext = params[3] != 0.0
+    e, f = _euler_solutions(q, i, j, k, ext)
+    if _euler_excess(params, e) <= LIMIT_SLACK or _euler_excess(params, f) <= LIMIT_SLACK:
+        return (0.0, 0.0, 0.0, 0.0)
+    qe = qfrom_euler(clamp_angle(e[0], params[4], params[7]), clamp_angle(e[1], params[5], params[8]),
+                     clamp_angle(e[2], params[6], params[9]), i, j, k, ext)
+    qf = qfrom_euler(clamp_angle(f[0], params[4], params[7]), clamp_angle(f[1], params[5], params[8]),
+                     clamp_angle(f[2], params[6], params[9]), i, j, k, ext)
+    if abs(qdot(qe, q)) >= abs(qdot(qf, q)):
+        return qe
+    return qf
+
+
+@njit
+def apply_limit_local(kind: int, params, rest, q_local):  # type: ignore[no-untyped-def]
+    """:func:`apply_limit` on a local rotation: ``q_rel = rest^-1 q_local``, back as ``rest * q_rel'``.
+
+    Returns ``(q_local_out, hit)``; ``q_local`` itself when not hit.
+    """
+    if kind == LIMIT_NONE:
+        return q_local, False
+    q_rel = qmul(qconj(rest), q_local)
+    out, hit = apply_limit(kind, params, q_rel)
+    if not hit:
+        return q_local, False
+    return qmul(rest, out), True
+
+
+@njit
+def clamp_many(kind, params, rest, q_local, out, hit):  # type: ignore[no-untyped-def]
+    """Array form of :func:`apply_limit_local` for :mod:`kinema.limits` methods.
+
+    ``rest (Nr,4)`` with ``Nr`` in {1, N}, ``q_local (N,4)``, ``out (N,4)``, ``hit (N,)``.
+    """
+    nr = rest.shape[0]
+    for n in range(q_local.shape[0]):
+        r = (rest[n % nr, 0], rest[n % nr, 1], rest[n % nr, 2], rest[n % nr, 3])
+        q = (q_local[n, 0], q_local[n, 1], q_local[n, 2], q_local[n, 3])
+        o, h = apply_limit_local(kind, params, r, q)
+        out[n, 0] = o[0]
+        out[n, 1] = o[1]
+        out[n, 2] = o[2]
+        out[n, 3] = o[3]
+        hit[n] = h
+
+
+@njit
+def violation_many(kind, params, rest, q_local, out):  # type: ignore[no-untyped-def]
+    """Array form of :func:`limit_violation` on local rotations (``rest`` as in :func:`clamp_many`)."""
+    nr = rest.shape[0]
+    for n in range(q_local.shape[0]):
+        r = (rest[n % nr, 0], rest[n % nr, 1], rest[n % nr, 2], rest[n % nr, 3])
+        q = qnormalize((q_local[n, 0], q_local[n, 1], q_local[n, 2], q_local[n, 3]))
+        out[n] = limit_violation(kind, params, qmul(qconj(r), q))

@@ -163,7 +163,8 @@ fk = kinema.forward_kinematics(sk, pose, matrices=True)
 q = rng.normal(size=(5, 4))
 out = {
     "pos": fk.positions.tolist(), "mat": fk.matrices.tolist(),
-    "euler": R.as_euler(q, "ZXY").tolist(), "ftv": R.from_two_vectors(rng.normal(size=(5, 3)), rng.normal(size=(5, 3))).tolist(),
+    "euler": R.as_euler(q, "ZXY").tolist(),
+    "ftv": R.from_two_vectors(rng.normal(size=(5, 3)), rng.normal(size=(5, 3))).tolist(),
     "w2l": kinema.world_to_local(sk, fk.rotations, fk.positions, pose.scales).translations.tolist(),
     "jit_disabled": __import__("numba").config.DISABLE_JIT,
 }

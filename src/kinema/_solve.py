@@ -49,7 +49,7 @@ def resolve_chain(skeleton: Skeleton, chain: Any) -> tuple[IntArray, NDArray[np.
             raise SolverInputError(f"chain {chain!r} has a single joint: start and end must differ")
         return path, np.ones(len(path), dtype=bool)
     full: list[int] = [idx[0]]
-    for a, b in zip(idx[:-1], idx[1:]):
+    for a, b in zip(idx[:-1], idx[1:], strict=True):
         seg = skeleton.chain(a, b)
         if len(seg) < 2:
             raise SolverInputError(f"chain lists joint {skeleton.names[a]!r} twice in a row")

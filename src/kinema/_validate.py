@@ -65,4 +65,5 @@ def broadcast_batch(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
-        raise ShapeError("batch dimensions", "broadcastable batch shapes", " vs ".join(str(s) for s in shapes)) from None
+        got = " vs ".join(str(s) for s in shapes)
+        raise ShapeError("batch dimensions", "broadcastable batch shapes", got) from None

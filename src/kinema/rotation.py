@@ -176,9 +176,9 @@ def as_axis_angle(q: ArrayLike, degrees: bool = False) -> tuple[FloatArray, Floa
 
 def from_rotvec(r: ArrayLike, degrees: bool = False) -> FloatArray:
     """Quaternions of rotation vectors (axis times angle) ``(..., 3)``."""
-    a = as_float_array(r, "rotvec", (3,))
+    a: FloatArray = as_float_array(r, "rotvec", (3,))
     if degrees:
-        a = np.deg2rad(a)
+        a = np.asarray(np.deg2rad(a), dtype=np.float64)
     batch, n, (f,) = _flat([(a, (3,))])
     out = np.empty((n, 4))
     _kern().from_rotvec(f, out)
@@ -191,8 +191,8 @@ def as_rotvec(q: ArrayLike, degrees: bool = False) -> FloatArray:
     batch, n, (f,) = _flat([(a, (4,))])
     out = np.empty((n, 3))
     _kern().to_rotvec(f, out)
-    out = out.reshape(batch + (3,))
-    return np.rad2deg(out) if degrees else out
+    res: FloatArray = out.reshape(batch + (3,))
+    return np.rad2deg(res) if degrees else res
 
 
 def _parse_seq(seq: str) -> tuple[int, int, int, bool]:
@@ -213,9 +213,9 @@ def _parse_seq(seq: str) -> tuple[int, int, int, bool]:
 def from_euler(seq: str, angles: ArrayLike, degrees: bool = False) -> FloatArray:
     """Quaternions of Euler ``angles (..., 3)`` for sequence ``seq`` (see module docs)."""
     i, j, k, ext = _parse_seq(seq)
-    a = as_float_array(angles, "angles", (3,))
+    a: FloatArray = as_float_array(angles, "angles", (3,))
     if degrees:
-        a = np.deg2rad(a)
+        a = np.asarray(np.deg2rad(a), dtype=np.float64)
     batch, n, (f,) = _flat([(a, (3,))])
     out = np.empty((n, 4))
     _kern().from_euler(f, i, j, k, ext, out)
@@ -233,8 +233,8 @@ def as_euler(q: ArrayLike, seq: str, degrees: bool = False) -> FloatArray:
     batch, n, (f,) = _flat([(a, (4,))])
     out = np.empty((n, 3))
     _kern().to_euler(f, i, j, k, ext, out)
-    out = out.reshape(batch + (3,))
-    return np.rad2deg(out) if degrees else out
+    res: FloatArray = out.reshape(batch + (3,))
+    return np.rad2deg(res) if degrees else res
 
 
 def slerp(a: ArrayLike, b: ArrayLike, t: ArrayLike) -> FloatArray:

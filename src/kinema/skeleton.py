@@ -152,7 +152,7 @@ class Skeleton:
         names_t = tuple(names)
         n = len(names_t)
         pos = {name: i for i, name in enumerate(names_t)}
-        plist = list(parents) if not isinstance(parents, np.ndarray) else parents.tolist()
+        plist: list[Any] = list(parents) if not isinstance(parents, np.ndarray) else parents.tolist()  # type: ignore[arg-type]
         if len(plist) != n:
             raise ShapeError("parents", f"({n},)", (len(plist),))
         par_idx: list[int] = []

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar, cast
 
 import numba
 import numba.core.config
+
+_config: Any = numba.core.config
 
 
 def _cache_dir() -> str:
@@ -60,12 +63,12 @@ def njit(func: F | None = None, *, parallel: bool = False) -> Any:
     def wrap(f: F) -> F:
         # numba picks the cache folder when the dispatcher is created; set ours
         # only for that moment so other numba code in the process keeps its own.
-        saved = numba.core.config.CACHE_DIR
-        numba.core.config.CACHE_DIR = _CACHE_DIR
+        saved = _config.CACHE_DIR
+        _config.CACHE_DIR = _CACHE_DIR
         try:
-            return numba.njit(cache=True, parallel=parallel, fastmath=False, nogil=True)(f)  # type: ignore[no-any-return]
+            return cast(F, numba.njit(cache=True, parallel=parallel, fastmath=False, nogil=True)(f))
         finally:
-            numba.core.config.CACHE_DIR = saved
+            _config.CACHE_DIR = saved
 
     if func is not None:
         return wrap(func)

@@ -106,13 +106,15 @@ def fk(parents, t_local, r_local, s_local, uniform, want_matrices, pos_world, ro
                     pq = (rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3])
                     ps = scale_world[i, p]
                     rt = qrotate(pq, t)
-                    wp = (pos_world[i, p, 0] + ps * rt[0], pos_world[i, p, 1] + ps * rt[1], pos_world[i, p, 2] + ps * rt[2])
+                    wp = (pos_world[i, p, 0] + ps * rt[0], pos_world[i, p, 1] + ps * rt[1],
+                          pos_world[i, p, 2] + ps * rt[2])
                     wq = qmul(pq, q)
                     ws = ps * s
                 scale_world[i, j] = ws
                 if want_matrices:
                     m = qto_matrix(wq)
-                    lin = (m[0] * ws, m[1] * ws, m[2] * ws, m[3] * ws, m[4] * ws, m[5] * ws, m[6] * ws, m[7] * ws, m[8] * ws)
+                    lin = (m[0] * ws, m[1] * ws, m[2] * ws, m[3] * ws, m[4] * ws, m[5] * ws,
+                           m[6] * ws, m[7] * ws, m[8] * ws)
                     _write_linear(mat_world[i, j], lin, wp)
             else:
                 m = qto_matrix(q)

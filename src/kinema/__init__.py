@@ -10,6 +10,7 @@ that needs them.
 from __future__ import annotations
 
 from . import rotation
+from ._two_bone import TwoBone2D, TwoBoneIK, solve_two_bone, solve_two_bone_2d
 from .errors import (
     BoneNotFoundError,
     FileFormatError,
@@ -41,4 +42,8 @@ __all__ = [
     "ShapeError",
     "FileFormatError",
     "SolverInputError",
+    "solve_two_bone",
+    "solve_two_bone_2d",
+    "TwoBoneIK",
+    "TwoBone2D",
 ]

@@ -1,0 +1,502 @@
+"""Analytic two-bone IK kernels (3D chains and the 2D arm).
+
+One per-item solve, :func:`_solve_item`, is shared by every driver:
+:func:`solve_batch` (``prange`` over chunks of the batch),
+:func:`solve_serial` (small batches, no thread launch) and
+:func:`solve_one` (the public API's single-pose fast path).  With
+``NUMBA_DISABLE_JIT=1`` the same functions run as plain Python.
+
+Array conventions follow :mod:`kinema._kernels.chain`: ``t (Nt,J,3)``,
+``r (N,J,4)`` (the output rotations, edited in place), ``s (Ns,J,3)``;
+per-item inputs have 1 or ``N`` rows and item ``i`` reads row ``i % rows``.
+
+Chain layout: ``joints (K,)`` is the parent path upper ... lower ... end
+(``joints[0]`` the upper joint, ``joints[kl]`` the lower one,
+``joints[K-1]`` the end); ``anc`` the upper joint's ancestors, root first.
+Joints strictly between the three ride along rigidly (twist bones).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._solve import UNIFORM_SCALE_RTOL
+from ._jit import njit, prange
+from .chain import chain_world, path_world, rotate_world, set_world_rot
+from .quat import (
+    qconj,
+    qfrom_axis_angle,
+    qfrom_two_vectors,
+    qmul,
+    qnormalize,
+    qslerp,
+    qswing_twist,
+    twist_angle,
+    vcross,
+    vdot,
+    vnorm,
+)
+
+# ----------------------------------------------------------------- constants
+#: Default reach margin as a fraction of the shorter bone: the shoulder-to-end
+#: distance stays in ``[|a-b| + m, a+b - m]`` so the arm never sits exactly
+#: straight or exactly folded (both singular: the bend plane is undefined).
+DEFAULT_MARGIN_FRACTION = 1e-4
+
+#: A bone shorter than this fraction of ``a + b`` is degenerate (the chain
+#: cannot bend); the solve reports it instead of dividing by ~0.
+DEGENERATE_BONE_RTOL = 1e-12
+
+#: A target closer to the shoulder than this fraction of ``a + b`` gives no
+#: direction; the current shoulder-to-end, then upper-bone direction is used.
+TARGET_ON_SHOULDER_RTOL = 1e-12
+
+#: A bend candidate (pole, elbow, hint) whose component perpendicular to the
+#: shoulder-target axis is shorter than this fraction of its length lies on
+#: the axis and gives no bend plane; the next fallback is tried.
+BEND_PERP_RTOL = 1e-9
+
+#: ``continuity`` mode: within this sine of the angle between the pole and
+#: the shoulder-target axis (about 5.7 degrees) the pole's pull on the bend
+#: plane fades out smoothly, so a target passing close to the pole axis does
+#: not whip the elbow round.
+POLE_FADE_SINE = 0.1
+
+#: ``reached`` is true when the end is within this fraction of ``a + b`` of
+#: the requested target.
+REACH_RTOL = 1e-9
+
+#: A quaternion shorter than this is "zero" (no orientation): an error for
+#: ``end_rotation``.
+ZERO_QUAT_EPS = 1e-12
+
+#: Batch items per parallel task (scratch is allocated once per chunk).
+CHUNK = 512
+
+# Option bits in ``flags``.
+HAS_POLE = 1
+HAS_HINT = 2
+HAS_END_ROTATION = 4
+CONTINUITY = 8
+
+# Status codes, one per item (0 = solved).  The public API turns them into
+# SolverInputError messages.
+OK = 0
+BAD_TARGET = 1
+BAD_POLE = 2
+BAD_HINT = 3
+BAD_END_ROTATION = 4
+NONUNIFORM_SCALE = 5
+ZERO_BONE = 6
+MARGIN_TOO_LARGE = 7
+BAD_POSE = 8
+BAD_OPTION = 9
+
+
+# ------------------------------------------------------------------ helpers
+@njit
+def _finite3(v):  # type: ignore[no-untyped-def]
+    return math.isfinite(v[0]) and math.isfinite(v[1]) and math.isfinite(v[2])
+
+
+@njit
+def _uniform(s, row, j):  # type: ignore[no-untyped-def]
+    x = s[row, j, 0]
+    tol = UNIFORM_SCALE_RTOL * abs(x)
+    return abs(s[row, j, 1] - x) <= tol and abs(s[row, j, 2] - x) <= tol
+
+
+@njit
+def _perp(x, u):  # type: ignore[no-untyped-def]
+    """Component of ``x`` perpendicular to the unit ``u``: ``x - u (x . u)``."""
+    k = vdot(x, u)
+    return (x[0] - u[0] * k, x[1] - u[1] * k, x[2] - u[2] * k)
+
+
+@njit
+def _unit_or_zero(x, ref):  # type: ignore[no-untyped-def]
+    """``x / |x|`` when ``|x| > BEND_PERP_RTOL * ref`` (and nonzero), else the zero vector."""
+    n = vnorm(x)
+    if n > BEND_PERP_RTOL * ref and n > 0.0:
+        return (x[0] / n, x[1] / n, x[2] / n), True
+    return (0.0, 0.0, 0.0), False
+
+
+@njit
+def reach_distance(d, lo, hi, soft):  # type: ignore[no-untyped-def]
+    """Shoulder-to-end distance actually used for a target at distance ``d``.
+
+    Hard reach: ``clamp(d, lo, hi)``.  Soft reach (``soft`` in (0, 1)) with
+    ``ds = soft (hi - lo)`` and ``d0 = hi - ds``: for ``d > d0``
+
+        ``d' = d0 + ds (1 - exp(-(d - d0) / ds))``
+
+    which matches ``d`` in value and slope (1) at ``d0`` (C1) and tends to
+    ``hi`` as ``d`` grows, so the end eases toward full extension instead of
+    snapping straight.  ``lo`` is always a hard clamp.
+    """
+    if d < lo:
+        d = lo
+    ds = soft * (hi - lo)
+    if soft > 0.0 and ds > 0.0:
+        d0 = hi - ds
+        if d > d0:
+            return d0 + ds * (1.0 - math.exp(-(d - d0) / ds))
+        return d
+    if d > hi:
+        return hi
+    return d
+
+
+# --------------------------------------------------------------- the solve
+@njit
+def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
+                pos, rot, scl, orig):
+    """Solve batch item ``i`` in place; returns ``(status, error, reached, bend_direction)``."""
+    zero3 = (0.0, 0.0, 0.0)
+    nk = joints.shape[0]
+    ke = nk - 1
+    if not _finite3(tgt):
+        return BAD_TARGET, math.nan, False, zero3
+    if (flags & HAS_POLE) and not _finite3(pole):
+        return BAD_POLE, math.nan, False, zero3
+    if (flags & HAS_HINT) and not _finite3(hint):
+        return BAD_HINT, math.nan, False, zero3
+    if flags & HAS_END_ROTATION:
+        if not (_finite3(erot) and math.isfinite(erot[3])):
+            return BAD_END_ROTATION, math.nan, False, zero3
+        if math.sqrt(erot[0] ** 2 + erot[1] ** 2 + erot[2] ** 2 + erot[3] ** 2) <= ZERO_QUAT_EPS:
+            return BAD_END_ROTATION, math.nan, False, zero3
+    if not (0.0 <= weight <= 1.0 and 0.0 <= soft < 1.0 and 0.0 <= spread <= 1.0 and not math.isnan(margin)
+            and math.isfinite(margin)):
+        return BAD_OPTION, math.nan, False, zero3
+
+    # Uniform scale on the chain and its ancestors (rotations then compose
+    # without shear and world corrections convert through the parent inverse).
+    srow = i % s.shape[0]
+    for a in range(anc.shape[0]):
+        if not _uniform(s, srow, anc[a]):
+            return NONUNIFORM_SCALE, math.nan, False, zero3
+    for k in range(nk):
+        if not _uniform(s, srow, joints[k]):
+            return NONUNIFORM_SCALE, math.nan, False, zero3
+
+    for k in range(nk):
+        j = joints[k]
+        orig[k, 0] = r[i, j, 0]
+        orig[k, 1] = r[i, j, 1]
+        orig[k, 2] = r[i, j, 2]
+        orig[k, 3] = r[i, j, 3]
+
+    base_pos, base_rot, base_scl = path_world(anc, i, t, r, s)
+    chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+    pa = (pos[0, 0], pos[0, 1], pos[0, 2])
+    pb = (pos[kl, 0], pos[kl, 1], pos[kl, 2])
+    pc = (pos[ke, 0], pos[ke, 1], pos[ke, 2])
+    ab = (pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2])
+    bc = (pc[0] - pb[0], pc[1] - pb[1], pc[2] - pb[2])
+    a = vnorm(ab)
+    b = vnorm(bc)
+    if not (_finite3(pa) and math.isfinite(a) and math.isfinite(b)):
+        return BAD_POSE, math.nan, False, zero3
+    length = a + b
+    if a <= DEGENERATE_BONE_RTOL * length or b <= DEGENERATE_BONE_RTOL * length:
+        return ZERO_BONE, math.nan, False, zero3
+    m = margin
+    if m < 0.0:
+        m = DEFAULT_MARGIN_FRACTION * min(a, b)
+    if m > min(a, b):
+        return MARGIN_TOO_LARGE, math.nan, False, zero3
+    lo = abs(a - b) + m
+    hi = length - m
+
+    # Direction to the target.  Target on the shoulder: no direction, so keep
+    # the current shoulder-to-end one, and if the arm is folded flat onto the
+    # shoulder too, the upper bone's.
+    dt = (tgt[0] - pa[0], tgt[1] - pa[1], tgt[2] - pa[2])
+    d = vnorm(dt)
+    if d > TARGET_ON_SHOULDER_RTOL * length:
+        u = (dt[0] / d, dt[1] / d, dt[2] / d)
+    else:
+        ac = (pc[0] - pa[0], pc[1] - pa[1], pc[2] - pa[2])
+        nac = vnorm(ac)
+        if nac > TARGET_ON_SHOULDER_RTOL * length:
+            u = (ac[0] / nac, ac[1] / nac, ac[2] / nac)
+        else:
+            u = (ab[0] / a, ab[1] / a, ab[2] / a)
+    dc = reach_distance(d, lo, hi, soft)
+
+    # Bend direction v (unit, perpendicular to u).
+    v, ok = zero3, False
+    h, hok = zero3, False
+    if flags & HAS_HINT:
+        h, hok = _unit_or_zero(_perp(hint, u), vnorm(hint))
+    if flags & HAS_POLE:
+        w = (pole[0] - pa[0], pole[1] - pa[1], pole[2] - pa[2])
+        nw = vnorm(w)
+        pw = _perp(w, u)
+        v, ok = _unit_or_zero(pw, nw)
+        if ok and (flags & CONTINUITY) and hok:
+            # The pole fixes the bend plane, the previous bend picks the side
+            # in it (no flip as the target crosses the pole axis), and near
+            # the axis the pole's pull fades so the plane cannot whip round.
+            if vdot(v, h) < 0.0:
+                v = (-v[0], -v[1], -v[2])
+            x = min(1.0, vnorm(pw) / (POLE_FADE_SINE * nw))
+            alpha = x * x * (3.0 - 2.0 * x)
+            uh = vcross(u, h)
+            theta = alpha * math.atan2(vdot(uh, v), vdot(h, v))
+            c = math.cos(theta)
+            sn = math.sin(theta)
+            v = (h[0] * c + uh[0] * sn, h[1] * c + uh[1] * sn, h[2] * c + uh[2] * sn)
+    if not ok and (flags & CONTINUITY) and hok:
+        v, ok = h, True  # continuity: the previous frame's bend before the current elbow
+    if not ok:
+        # Pole absent or on the axis: keep the current bend plane.
+        v, ok = _unit_or_zero(_perp(ab, u), a)
+    if not ok and hok:
+        v, ok = h, True  # arm straight along the axis: the previous frame's bend
+    if not ok:
+        # Last resort: the world axis least aligned with u, made perpendicular.
+        ax = abs(u[0])
+        ay = abs(u[1])
+        az = abs(u[2])
+        if ax <= ay and ax <= az:
+            e = (1.0, 0.0, 0.0)
+        elif ay <= az:
+            e = (0.0, 1.0, 0.0)
+        else:
+            e = (0.0, 0.0, 1.0)
+        v, ok = _unit_or_zero(_perp(e, u), 1.0)
+
+    # Law of cosines: elbow at ``along`` on the axis and ``rise`` off it.
+    if dc > 0.0:
+        along = (a * a + dc * dc - b * b) / (2.0 * dc)
+    else:
+        along = 0.0  # margin=0, a == b, target on the shoulder: fully folded, elbow straight out along v
+    rise = math.sqrt(max(0.0, a * a - along * along))
+    elbow = (pa[0] + u[0] * along + v[0] * rise, pa[1] + u[1] * along + v[1] * rise,
+             pa[2] + u[2] * along + v[2] * rise)
+    end = (pa[0] + u[0] * dc, pa[1] + u[1] * dc, pa[2] + u[2] * dc)
+
+    # Upper bone: world correction, left-multiplied, through the parent inverse.
+    dq = qfrom_two_vectors(ab, (elbow[0] - pa[0], elbow[1] - pa[1], elbow[2] - pa[2]))
+    rotate_world(0, dq, base_rot, joints, i, r, rot)
+    chain_world(1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+    # Lower bone, from the refreshed positions.
+    pb = (pos[kl, 0], pos[kl, 1], pos[kl, 2])
+    pc = (pos[ke, 0], pos[ke, 1], pos[ke, 2])
+    dq = qfrom_two_vectors((pc[0] - pb[0], pc[1] - pb[1], pc[2] - pb[2]),
+                           (end[0] - pb[0], end[1] - pb[1], end[2] - pb[2]))
+    rotate_world(kl, dq, base_rot, joints, i, r, rot)
+    chain_world(kl + 1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+
+    twisted = False
+    if flags & HAS_END_ROTATION:
+        q_end = qnormalize(erot)
+        if spread > 0.0:
+            # Forearm twist: the part of the end's world change that turns
+            # about the lower-to-end axis; ``spread`` of it goes to the lower
+            # joint and the twist joints after it, shared evenly.  Each turns
+            # about the axis from itself to the end, so the end stays put.
+            pc = (pos[ke, 0], pos[ke, 1], pos[ke, 2])
+            fa = (pc[0] - pos[kl, 0], pc[1] - pos[kl, 1], pc[2] - pos[kl, 2])
+            nfa = vnorm(fa)
+            carried = (rot[ke, 0], rot[ke, 1], rot[ke, 2], rot[ke, 3])
+            delta = qmul(q_end, qconj(carried))
+            fa = (fa[0] / nfa, fa[1] / nfa, fa[2] / nfa)
+            tw = qswing_twist(delta, fa)[1]
+            share = spread * twist_angle(tw, fa) / (ke - kl)
+            for k in range(kl, ke):
+                axis = (pc[0] - pos[k, 0], pc[1] - pos[k, 1], pc[2] - pos[k, 2])
+                # A twist joint sitting on the end has no axis to turn about: skip it.
+                if vnorm(axis) > DEGENERATE_BONE_RTOL * length:
+                    rotate_world(k, qfrom_axis_angle(axis, share), base_rot, joints, i, r, rot)
+                    chain_world(k + 1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+            twisted = True
+        set_world_rot(ke, q_end, base_rot, joints, i, r, rot)
+
+    if weight < 1.0:
+        for k in range(nk):
+            touched = k == 0 or k == kl or (k == ke and (flags & HAS_END_ROTATION) != 0) or (twisted and k > kl)
+            if not touched:
+                continue
+            j = joints[k]
+            q0 = (orig[k, 0], orig[k, 1], orig[k, 2], orig[k, 3])
+            if weight <= 0.0:
+                q = q0  # weight 0: the input rotation, bit for bit
+            else:
+                q = qslerp(qnormalize(q0), (r[i, j, 0], r[i, j, 1], r[i, j, 2], r[i, j, 3]), weight)
+            r[i, j, 0] = q[0]
+            r[i, j, 1] = q[1]
+            r[i, j, 2] = q[2]
+            r[i, j, 3] = q[3]
+        chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+
+    ex = pos[ke, 0] - tgt[0]
+    ey = pos[ke, 1] - tgt[1]
+    ez = pos[ke, 2] - tgt[2]
+    err = math.sqrt(ex * ex + ey * ey + ez * ez)
+    return OK, err, err <= REACH_RTOL * length, v
+
+
+@njit
+def _solve_range(lo, hi, anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,  # type: ignore[no-untyped-def]
+                 spread, err, reached, bend, status):
+    nk = joints.shape[0]
+    pos = np.empty((nk, 3))
+    rot = np.empty((nk, 4))
+    scl = np.empty(nk)
+    orig = np.empty((nk, 4))
+    ntg = target.shape[0]
+    npo = pole.shape[0]
+    nh = hint.shape[0]
+    ne = erot.shape[0]
+    nw = weight.shape[0]
+    nso = soft.shape[0]
+    nm = margin.shape[0]
+    for i in range(lo, hi):
+        it = i % ntg
+        ip = i % npo
+        ih = i % nh
+        ie = i % ne
+        res = _solve_item(
+            i, anc, joints, kl, t, r, s,
+            (target[it, 0], target[it, 1], target[it, 2]),
+            (pole[ip, 0], pole[ip, 1], pole[ip, 2]),
+            (hint[ih, 0], hint[ih, 1], hint[ih, 2]),
+            (erot[ie, 0], erot[ie, 1], erot[ie, 2], erot[ie, 3]),
+            flags, weight[i % nw], soft[i % nso], margin[i % nm], spread, pos, rot, scl, orig,
+        )
+        status[i] = res[0]
+        err[i] = res[1]
+        reached[i] = res[2]
+        bend[i, 0] = res[3][0]
+        bend[i, 1] = res[3][1]
+        bend[i, 2] = res[3][2]
+
+
+@njit(parallel=True)
+def solve_batch(anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
+                err, reached, bend, status):
+    """Solve ``N = r.shape[0]`` items, ``CHUNK`` per parallel task.
+
+    Per-item inputs: ``target, pole, hint (1|N, 3)``, ``erot (1|N, 4)``,
+    ``weight, soft, margin (1|N,)`` (margin < 0: the default).  Outputs
+    ``err (N,)``, ``reached (N,)``, ``bend (N, 3)``, ``status (N,)``.
+    """
+    n = r.shape[0]
+    nchunks = (n + CHUNK - 1) // CHUNK
+    for c in prange(nchunks):
+        _solve_range(c * CHUNK, min(n, (c + 1) * CHUNK), anc, joints, kl, t, r, s, target, pole, hint, erot, flags,
+                     weight, soft, margin, spread, err, reached, bend, status)
+
+
+@njit
+def solve_serial(anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
+                 err, reached, bend, status):
+    """:func:`solve_batch` on one thread (small batches: no thread launch)."""
+    _solve_range(0, r.shape[0], anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,
+                 spread, err, reached, bend, status)
+
+
+@njit
+def solve_one(anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread, bend):  # type: ignore[no-untyped-def]
+    """One unbatched pose: ``t, s (J, 3)``, ``r (J, 4)`` C-contiguous (``r`` edited in place).
+
+    ``target, pole, hint (3,)``, ``erot (4,)``, scalar options; writes
+    ``bend (3,)`` and returns ``(status, error, reached)``.
+    """
+    nj = t.shape[0]
+    t3 = t.reshape((1, nj, 3))
+    r3 = r.reshape((1, nj, 4))
+    s3 = s.reshape((1, nj, 3))
+    nk = joints.shape[0]
+    pos = np.empty((nk, 3))
+    rot = np.empty((nk, 4))
+    scl = np.empty(nk)
+    orig = np.empty((nk, 4))
+    res = _solve_item(0, anc, joints, kl, t3, r3, s3, (target[0], target[1], target[2]),
+                      (pole[0], pole[1], pole[2]), (hint[0], hint[1], hint[2]),
+                      (erot[0], erot[1], erot[2], erot[3]), flags, weight, soft, margin, spread, pos, rot, scl, orig)
+    bend[0] = res[3][0]
+    bend[1] = res[3][1]
+    bend[2] = res[3][2]
+    return res[0], res[1], res[2]
+
+
+# ------------------------------------------------------------------------ 2D
+@njit
+def _solve_2d_item(rx, ry, tx, ty, l1, l2, bend, margin, soft):  # type: ignore[no-untyped-def]
+    """``(status, elbow_x, elbow_y, end_x, end_y, angle1, angle2, error)`` for one 2D arm."""
+    nan = math.nan
+    if not (math.isfinite(rx) and math.isfinite(ry) and math.isfinite(tx) and math.isfinite(ty)):
+        return BAD_TARGET, nan, nan, nan, nan, nan, nan, nan
+    length = l1 + l2
+    if not (math.isfinite(length) and l1 > DEGENERATE_BONE_RTOL * length and l2 > DEGENERATE_BONE_RTOL * length):
+        return ZERO_BONE, nan, nan, nan, nan, nan, nan, nan
+    m = margin
+    if m < 0.0:
+        m = DEFAULT_MARGIN_FRACTION * min(l1, l2)
+    if m > min(l1, l2):
+        return MARGIN_TOO_LARGE, nan, nan, nan, nan, nan, nan, nan
+    dx = tx - rx
+    dy = ty - ry
+    d = math.sqrt(dx * dx + dy * dy)
+    # Target on the root: no direction; reach along +x (angle 0).
+    base = math.atan2(dy, dx) if d > TARGET_ON_SHOULDER_RTOL * length else 0.0
+    dc = reach_distance(d, abs(l1 - l2) + m, length - m, soft)
+    # dc == 0 only for margin=0 and l1 == l2: fully folded, elbow at 90 degrees to the base.
+    along = (l1 * l1 + dc * dc - l2 * l2) / (2.0 * dc) if dc > 0.0 else 0.0
+    rise = math.sqrt(max(0.0, l1 * l1 - along * along))
+    sgn = 1.0 if bend >= 0.0 else -1.0
+    a1 = base + sgn * math.atan2(rise, along)
+    a2 = base - sgn * math.atan2(rise, dc - along)
+    ex = rx + l1 * math.cos(a1)
+    ey = ry + l1 * math.sin(a1)
+    cx = ex + l2 * math.cos(a2)
+    cy = ey + l2 * math.sin(a2)
+    err = math.sqrt((cx - tx) ** 2 + (cy - ty) ** 2)
+    return OK, ex, ey, cx, cy, a1, a2, err
+
+
+@njit
+def _solve_2d_range(lo, hi, root, target, l1, l2, bend, margin, soft, elbow, end, angles, err, status):  # type: ignore[no-untyped-def]
+    nr = root.shape[0]
+    nt = target.shape[0]
+    n1 = l1.shape[0]
+    n2 = l2.shape[0]
+    nb = bend.shape[0]
+    nm = margin.shape[0]
+    ns = soft.shape[0]
+    for i in range(lo, hi):
+        ir = i % nr
+        it = i % nt
+        res = _solve_2d_item(root[ir, 0], root[ir, 1], target[it, 0], target[it, 1], l1[i % n1], l2[i % n2],
+                             bend[i % nb], margin[i % nm], soft[i % ns])
+        status[i] = res[0]
+        elbow[i, 0] = res[1]
+        elbow[i, 1] = res[2]
+        end[i, 0] = res[3]
+        end[i, 1] = res[4]
+        angles[i, 0] = res[5]
+        angles[i, 1] = res[6]
+        err[i] = res[7]
+
+
+@njit(parallel=True)
+def solve_2d_batch(root, target, l1, l2, bend, margin, soft, elbow, end, angles, err, status):  # type: ignore[no-untyped-def]
+    """2D arms: inputs with 1 or ``N`` rows; outputs ``elbow, end (N,2)``, ``angles (N,2)``, ``err, status (N,)``."""
+    n = status.shape[0]
+    nchunks = (n + CHUNK - 1) // CHUNK
+    for c in prange(nchunks):
+        _solve_2d_range(c * CHUNK, min(n, (c + 1) * CHUNK), root, target, l1, l2, bend, margin, soft,
+                        elbow, end, angles, err, status)
+
+
+@njit
+def solve_2d_serial(root, target, l1, l2, bend, margin, soft, elbow, end, angles, err, status):  # type: ignore[no-untyped-def]
+    """:func:`solve_2d_batch` on one thread."""
+    _solve_2d_range(0, status.shape[0], root, target, l1, l2, bend, margin, soft, elbow, end, angles, err, status)

@@ -13,15 +13,21 @@ path).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ._bvh import load_bvh, save_bvh
+
+if TYPE_CHECKING:
+    from ._gltf import load_gltf, save_gltf
 
 __all__ = ["load_bvh", "save_bvh", "load_gltf", "save_gltf"]
 
-_LAZY = {"load_gltf": "._gltf", "save_gltf": "._gltf", "load_bvh": "._bvh", "save_bvh": "._bvh"}
+#: Names served by :func:`__getattr__` on first use, with their module.
+_LAZY = {"load_gltf": "._gltf", "save_gltf": "._gltf"}
 
 
 def __getattr__(name: str) -> Any:
-    """Import the format modules on first use (PEP 562)."""
+    """Import the glTF module (and pygltflib) only when its functions are first used (PEP 562)."""
     mod = _LAZY.get(name)
     if mod is None:
         raise AttributeError(f"module 'kinema.io' has no attribute {name!r}")

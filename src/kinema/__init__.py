@@ -9,7 +9,8 @@ that needs them.
 
 from __future__ import annotations
 
-from . import rotation
+from . import limits, rotation
+from ._ccd import Goal, solve_ccd, solve_chains
 from ._two_bone import TwoBone2D, TwoBoneIK, solve_two_bone, solve_two_bone_2d
 from .errors import (
     BoneNotFoundError,
@@ -29,6 +30,10 @@ __version__ = "0.1.0"
 __all__ = [
     "__version__",
     "rotation",
+    "limits",
+    "solve_ccd",
+    "solve_chains",
+    "Goal",
     "Skeleton",
     "Pose",
     "Clip",

@@ -52,12 +52,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 prange = numba.prange
 
 
-def njit(func: F | None = None, *, parallel: bool = False) -> Any:
+def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False) -> Any:
     """``numba.njit`` with the project's defaults (cached, no fastmath).
 
     ``fastmath`` stays off on purpose: the solvers rely on IEEE behaviour of
     ``sqrt``, ``atan2`` and comparisons to keep their degenerate branches
-    exact.
+    exact.  ``inline=True`` inlines the function into compiled callers at
+    numba-IR level (``inline="always"``): for small helpers in hot loops
+    that take arrays, it saves the call and its reference counting.
     """
 
     def wrap(f: F) -> F:
@@ -66,7 +68,8 @@ def njit(func: F | None = None, *, parallel: bool = False) -> Any:
         saved = _config.CACHE_DIR
         _config.CACHE_DIR = _CACHE_DIR
         try:
-            return cast(F, numba.njit(cache=True, parallel=parallel, fastmath=False, nogil=True)(f))
+            return cast(F, numba.njit(cache=True, parallel=parallel, fastmath=False, nogil=True,
+                                      inline="always" if inline else "never")(f))
         finally:
             _config.CACHE_DIR = saved
 

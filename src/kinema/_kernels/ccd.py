@@ -1,0 +1,329 @@
+"""Cyclic coordinate descent (CCD) over a flattened batch.
+
+One item: a chain ``joints (K,)`` (root first, each the parent of the
+next), its ancestors ``base_path`` (root first), a target, an optional
+pole.  Arrays follow :mod:`kinema._kernels.chain`: ``t (Nt,J,3)``,
+``r (N,J,4)`` (edited in place), ``s (Ns,J,3)``; per-item ``target (Ng,3)``
+and ``pole (Np,3)`` with ``Ng, Np`` in {1, N}.
+
+A sweep turns chain joints ``K-2, K-3, ..., 0`` (the end never turns; the
+first joint does, as in three.js's ``CCDIKSolver``).  Joint ``k`` turns by
+the exact minimal rotation taking ``end - p_k`` to ``target - p_k``
+(:func:`~kinema._kernels.quat.qfrom_two_vectors`), scaled by its weight,
+capped by the step limit, applied as a world correction through the parent's
+inverse, then clamped by its joint limit.  The end position is carried
+through the sweep exactly: joints ``0..k`` do not move when ``k`` turns, and
+the end moves by the joint's actual world rotation ``d`` about ``p_k``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._jit import njit, prange
+from .chain import chain_world, path_world
+from .limits import LIMIT_NONE, apply_limit_local
+from .quat import qangle, qconj, qfrom_axis_angle, qfrom_two_vectors, qmul, qrotate, vcross, vdot
+
+#: A joint whose alignment turn is below this (radians) is left alone, and a
+#: sweep in which no joint turned by more than this ends the solve.  Same
+#: value as three.js's CCDIKSolver ("prevent vibration of bone").
+MIN_TURN_ANGLE = 1e-5
+
+#: Joint-to-end or joint-to-target vectors shorter than this fraction of the
+#: chain's reach (sum of bone lengths; absolute when the reach is zero) carry
+#: no direction: that joint is skipped for the sweep (target on the joint,
+#: end on the joint after a zero-length bone).
+SHORT_VECTOR_EPS = 1e-12
+
+#: Adaptive step: the step cap is the full ``max_step`` while the error is at
+#: least this fraction of the chain's reach ...
+ADAPTIVE_FAR_FRACTION = 0.25
+#: ... and shrinks linearly with the error below that, but never under this
+#: fraction of ``max_step``.
+ADAPTIVE_MIN_FRACTION = 0.1
+
+# Integer parameters (iparams) and float parameters (fparams) slots.
+I_ITERATIONS = 0
+I_HAS_POLE = 1
+I_FIXED_ROOT = 2
+I_ADAPTIVE = 3
+F_TOLERANCE = 0
+F_MAX_STEP = 1
+
+
+#: ``sin(MIN_TURN_ANGLE)``: a turn of at most 90 degrees is below the minimum
+#: exactly when the vectors' cross product is shorter than this (relative).
+_SIN_MIN_TURN = math.sin(MIN_TURN_ANGLE)
+
+
+@njit(inline=True)
+def _align(a, b):  # type: ignore[no-untyped-def]
+    """``(dq, sin, cos, small)``: the minimal rotation taking direction ``a`` to ``b``.
+
+    ``sin, cos`` are the turn angle's sine and cosine times ``|a| |b|``
+    (``angle = atan2(sin, cos)``, computed by the caller only when a weight
+    or step cap needs it).  ``small``: the turn is below ``MIN_TURN_ANGLE``
+    (``dq`` is then the identity).  ``a`` and ``b`` are non-zero.
+
+    Up to 90 degrees the half-way form ``normalize(a x b, |a||b| + a . b)``
+    is the exact minimal rotation without trigonometry (well conditioned:
+    ``|a||b| + a . b >= |a||b|``).  Beyond 90 degrees the foundation's
+    :func:`qfrom_two_vectors` (exact up to opposite vectors) builds it.
+    """
+    nab = math.sqrt(vdot(a, a) * vdot(b, b))
+    c = vcross(a, b)
+    d = vdot(a, b)
+    sc = math.sqrt(vdot(c, c))
+    if d >= 0.0:
+        if sc < _SIN_MIN_TURN * nab:
+            return (0.0, 0.0, 0.0, 1.0), sc, d, True
+        w = nab + d
+        inv = 1.0 / math.sqrt(sc * sc + w * w)
+        return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv), sc, d, False
+    return qfrom_two_vectors(a, b), sc, d, False
+
+
+@njit(inline=True)
+def _dist(pos, k, p):  # type: ignore[no-untyped-def]
+    dx = pos[k, 0] - p[0]
+    dy = pos[k, 1] - p[1]
+    dz = pos[k, 2] - p[2]
+    return math.sqrt(dx * dx + dy * dy + dz * dz)
+
+
+@njit(inline=True)
+def _turn(k, dq, base_rot, joints, i, r, rot, kinds, params, rest):  # type: ignore[no-untyped-def]
+    """Apply world correction ``dq`` to chain joint ``k``, then its limit.
+
+    ``q_local' = inverse(Q_parent) dq Q_world`` (normalised), limited, then
+    written to ``r`` and ``rot[k] = Q_parent q_local'``.  Returns
+    ``(d, hit)``: ``d`` is the world rotation the joint actually made
+    (``Q_world_new Q_world_old^-1``; ``dq`` itself unless the limit changed
+    it), ``hit`` whether the limit changed the rotation.
+    """
+    old = (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])
+    if k == 0:
+        pq = base_rot
+    else:
+        pq = (rot[k - 1, 0], rot[k - 1, 1], rot[k - 1, 2], rot[k - 1, 3])
+    q = qmul(qconj(pq), qmul(dq, old))
+    inv = 1.0 / math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    ql = (q[0] * inv, q[1] * inv, q[2] * inv, q[3] * inv)
+    hit = False
+    if kinds[k] != LIMIT_NONE:
+        rk = (rest[k, 0], rest[k, 1], rest[k, 2], rest[k, 3])
+        ql, hit = apply_limit_local(kinds[k], params[k], rk, ql)
+    j = joints[k]
+    r[i, j, 0] = ql[0]
+    r[i, j, 1] = ql[1]
+    r[i, j, 2] = ql[2]
+    r[i, j, 3] = ql[3]
+    qw = qmul(pq, ql)
+    rot[k, 0] = qw[0]
+    rot[k, 1] = qw[1]
+    rot[k, 2] = qw[2]
+    rot[k, 3] = qw[3]
+    if hit:
+        return qmul(qw, qconj(old)), True
+    return dq, False
+
+
+@njit
+def _scaled(dq, ang, a2):  # type: ignore[no-untyped-def]
+    """``dq`` (angle ``ang`` > 0) with its angle replaced by ``a2``, same axis."""
+    s = math.sin(0.5 * ang)
+    k = math.sin(0.5 * a2) / s
+    return (dq[0] * k, dq[1] * k, dq[2] * k, math.cos(0.5 * a2))
+
+
+@njit
+def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, pole,  # type: ignore[no-untyped-def]
+               weights, cap, kinds, params, rest, eps):
+    """Twist each sub-chain ``k..end`` about the line ``p_k -> end`` toward the pole.
+
+    For ``k = 0 .. K-3`` (root first): the mean of the middle joints
+    ``k+1 .. K-2``, projected off the line, is turned onto the pole's
+    projection (angle times the joint's weight, capped like any turn).
+    The end lies on the line, so the twist never moves it.  Returns
+    ``(moved, hits)``.
+    """
+    n_k = joints.shape[0]
+    moved = False
+    hits = 0
+    for k in range(0, n_k - 2):
+        w = weights[k]
+        if w <= 0.0:
+            continue
+        p = (pos[k, 0], pos[k, 1], pos[k, 2])
+        e = (pos[n_k - 1, 0] - p[0], pos[n_k - 1, 1] - p[1], pos[n_k - 1, 2] - p[2])
+        el = math.sqrt(vdot(e, e))
+        if el <= eps:
+            continue  # end on the joint: no line to twist about
+        u = (e[0] / el, e[1] / el, e[2] / el)
+        mx = 0.0
+        my = 0.0
+        mz = 0.0
+        for m in range(k + 1, n_k - 1):
+            mx += pos[m, 0] - p[0]
+            my += pos[m, 1] - p[1]
+            mz += pos[m, 2] - p[2]
+        c = vdot((mx, my, mz), u)
+        mp = (mx - c * u[0], my - c * u[1], mz - c * u[2])
+        pv = (pole[0] - p[0], pole[1] - p[1], pole[2] - p[2])
+        c = vdot(pv, u)
+        pp = (pv[0] - c * u[0], pv[1] - c * u[1], pv[2] - c * u[2])
+        # Straight sub-chain (no bend to orient) or pole on the line (no side): skip.
+        if math.sqrt(vdot(mp, mp)) <= eps or math.sqrt(vdot(pp, pp)) <= eps:
+            continue
+        ang = math.atan2(vdot(vcross(mp, pp), u), vdot(mp, pp))
+        a2 = ang * w
+        if cap > 0.0 and abs(a2) > cap:
+            a2 = cap if a2 > 0.0 else -cap
+        if abs(a2) < MIN_TURN_ANGLE:
+            continue
+        d, hit = _turn(k, qfrom_axis_angle(u, a2), base_rot, joints, i, r, rot, kinds, params, rest)
+        if hit:
+            hits += 1
+            if qangle(d) >= MIN_TURN_ANGLE:
+                moved = True
+        else:
+            moved = True
+        chain_world(k, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+    return moved, hits
+
+
+@njit
+def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,  # type: ignore[no-untyped-def]
+             iparams, fparams, pos, rot, scl):
+    """Solve batch item ``i``; returns ``(error, sweeps, limit_hits)``.
+
+    ``pos (K,3)``, ``rot (K,4)``, ``scl (K,)`` are scratch.
+    """
+    n_k = joints.shape[0]
+    iterations = iparams[I_ITERATIONS]
+    has_pole = iparams[I_HAS_POLE] != 0
+    fixed_root = iparams[I_FIXED_ROOT] != 0
+    adaptive = iparams[I_ADAPTIVE] != 0
+    tol = fparams[F_TOLERANCE]
+    max_step = fparams[F_MAX_STEP]
+
+    base_pos, base_rot, base_scl = path_world(base_path, i, t, r, s)
+    chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+    ig = i % target.shape[0]
+    tgt = (target[ig, 0], target[ig, 1], target[ig, 2])
+    ip = i % pole.shape[0]
+    pole_i = (pole[ip, 0], pole[ip, 1], pole[ip, 2])
+
+    reach = 0.0
+    for k in range(n_k - 1):
+        reach += _dist(pos, k + 1, (pos[k, 0], pos[k, 1], pos[k, 2]))
+    eps = SHORT_VECTOR_EPS * reach if reach > 0.0 else SHORT_VECTOR_EPS
+
+    err = _dist(pos, n_k - 1, tgt)
+    hits = 0
+    sweeps = 0
+    while sweeps < iterations and err > tol:
+        sweeps += 1
+        cap = max_step
+        if cap > 0.0 and adaptive and reach > 0.0:
+            f = err / (ADAPTIVE_FAR_FRACTION * reach)
+            if f < ADAPTIVE_MIN_FRACTION:
+                f = ADAPTIVE_MIN_FRACTION
+            if f < 1.0:
+                cap = cap * f
+        moved = False
+        end = (pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2])
+        for k in range(n_k - 2, -1, -1):
+            w = weights[k]
+            if w <= 0.0:
+                continue  # frozen joint
+            p = (pos[k, 0], pos[k, 1], pos[k, 2])
+            to_end = (end[0] - p[0], end[1] - p[1], end[2] - p[2])
+            to_tgt = (tgt[0] - p[0], tgt[1] - p[1], tgt[2] - p[2])
+            # Degenerate: end or target on the joint, no direction to align; skip the joint.
+            if vdot(to_end, to_end) <= eps * eps or vdot(to_tgt, to_tgt) <= eps * eps:
+                continue
+            dq, sn, cs, small = _align(to_end, to_tgt)
+            if small:
+                continue  # turn below MIN_TURN_ANGLE
+            a2 = MIN_TURN_ANGLE  # unweighted, uncapped: the turn is at least this (only compared below)
+            if w != 1.0 or cap > 0.0:
+                ang = math.atan2(sn, cs)
+                a2 = ang * w
+                if cap > 0.0 and a2 > cap:
+                    a2 = cap
+                if a2 != ang:
+                    dq = _scaled(dq, ang, a2)
+            d, hit = _turn(k, dq, base_rot, joints, i, r, rot, kinds, params, rest)
+            if hit:
+                hits += 1
+                if qangle(d) >= MIN_TURN_ANGLE:
+                    moved = True
+            elif a2 >= MIN_TURN_ANGLE:
+                moved = True
+            rel = qrotate(d, to_end)
+            end = (p[0] + rel[0], p[1] + rel[1], p[2] + rel[2])
+        if has_pole or not fixed_root:
+            chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+        if has_pole:
+            pm, ph = _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, pole_i,
+                                weights, cap, kinds, params, rest, eps)
+            hits += ph
+            moved = moved or pm
+        if not fixed_root and weights[0] > 0.0:
+            # Sliding first joint: move it toward the target by the part of
+            # the distance the chain cannot cover, never otherwise.
+            dt = _dist(pos, 0, tgt)
+            if dt > reach and dt > 0.0:
+                f = (dt - reach) / dt
+                shift = ((tgt[0] - pos[0, 0]) * f, (tgt[1] - pos[0, 1]) * f, (tgt[2] - pos[0, 2]) * f)
+                loc = qrotate(qconj(base_rot), shift)
+                j0 = joints[0]
+                it = i % t.shape[0]
+                t[it, j0, 0] += loc[0] / base_scl
+                t[it, j0, 1] += loc[1] / base_scl
+                t[it, j0, 2] += loc[2] / base_scl
+                moved = True
+        chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+        err = _dist(pos, n_k - 1, tgt)
+        if not moved:
+            break
+    return err, sweeps, hits
+
+
+@njit
+def ccd_range(c0, c1, joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,  # type: ignore[no-untyped-def]
+              iparams, fparams, err_out, sweeps_out, hits_out, pos, rot, scl):
+    for i in range(c0, c1):
+        e, n, h = ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,
+                           iparams, fparams, pos, rot, scl)
+        err_out[i] = e
+        sweeps_out[i] = n
+        hits_out[i] = h
+
+
+@njit
+def ccd_serial(joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,  # type: ignore[no-untyped-def]
+               iparams, fparams, err_out, sweeps_out, hits_out, pos, rot, scl):
+    """Every item in one thread (small batches: no thread-pool start-up)."""
+    ccd_range(0, err_out.shape[0], joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,
+              iparams, fparams, err_out, sweeps_out, hits_out, pos[0], rot[0], scl[0])
+
+
+@njit(parallel=True)
+def ccd_parallel(joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,  # type: ignore[no-untyped-def]
+                 iparams, fparams, err_out, sweeps_out, hits_out, pos, rot, scl):
+    """Items split into ``pos.shape[0]`` chunks, one scratch set per chunk, chunks in parallel.
+
+    Each item runs exactly the code of :func:`ccd_serial`, so a batch equals
+    a loop of single solves bit for bit.
+    """
+    n = err_out.shape[0]
+    n_chunks = pos.shape[0]
+    size = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        c0 = c * size
+        c1 = min(n, c0 + size)
+        ccd_range(c0, c1, joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,
+                  iparams, fparams, err_out, sweeps_out, hits_out, pos[c], rot[c], scl[c])

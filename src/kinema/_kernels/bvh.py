@@ -65,7 +65,7 @@ def scan_motion(buf, start, out, slow, status):  # type: ignore[no-untyped-def]
     for k in range(STATUS_LEN):
         status[k] = 0
     while i < n:
-        c = buf[i]
+        c = int(buf[i])  # int: uint8 arithmetic would wrap (plain Python under NUMBA_DISABLE_JIT)
         if c == 10 or c == 13:
             if c == 13 and i + 1 < n and buf[i + 1] == 10:
                 i += 1  # CRLF is one line end
@@ -108,7 +108,7 @@ def scan_motion(buf, start, out, slow, status):  # type: ignore[no-untyped-def]
         digits = 0
         many = False
         while i < n and 48 <= buf[i] <= 57:
-            d = buf[i] - 48
+            d = int(buf[i]) - 48
             digits += 1
             if m == 0 and d == 0:
                 pass  # a leading zero carries no significance
@@ -122,7 +122,7 @@ def scan_motion(buf, start, out, slow, status):  # type: ignore[no-untyped-def]
         if i < n and buf[i] == 46:  # '.'
             i += 1
             while i < n and 48 <= buf[i] <= 57:
-                d = buf[i] - 48
+                d = int(buf[i]) - 48
                 digits += 1
                 if m == 0 and d == 0:
                     dexp -= 1
@@ -144,14 +144,14 @@ def scan_motion(buf, start, out, slow, status):  # type: ignore[no-untyped-def]
             e = 0
             while i < n and 48 <= buf[i] <= 57:
                 if e < 100000:  # larger exponents over/underflow anyway; float() decides
-                    e = e * 10 + (buf[i] - 48)
+                    e = e * 10 + (int(buf[i]) - 48)
                 edigits += 1
                 i += 1
             if edigits == 0:
                 bad = True
             dexp += -e if eneg else e
         if not bad and i < n:
-            t = buf[i]
+            t = int(buf[i])
             if not (_is_blank(t) or t == 10 or t == 13):
                 bad = True
         if bad:

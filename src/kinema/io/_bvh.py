@@ -301,14 +301,11 @@ def _scan(data: bytes, start: int, n_frames: int, n_ch: int, first_line: int, pa
     if n_frames and n_ch == 0:
         raise FileFormatError(path, first_line, f"{n_frames} frames declared but the skeleton has no channels")
     # Every value takes at least two bytes (a digit and a separator, the last one
-    # one): refuse a frame count the data cannot hold before allocating for it.
-    if n_frames * n_ch > (len(data) - start + 1) // 2:
-        need = n_frames * n_ch
-        have_lines = data.count(b"\n", start) + 1
-        raise FileFormatError(path, first_line + have_lines - 1,
-                              f"truncated MOTION: {n_frames} frames of {n_ch} values ({need} numbers) declared, "
-                              f"but only {len(data) - start} bytes follow")
-    out = np.empty((n_frames, n_ch))
+    # one): never allocate for more frames than the data can hold, whatever
+    # "Frames:" claims; the scan then reports the first bad line or the truncation.
+    most = (len(data) - start + 1) // 2 // max(n_ch, 1) + 1
+    rows = min(n_frames, most)
+    out = np.empty((rows, n_ch))
     status = np.zeros(kb.STATUS_LEN, dtype=np.int64)
     slow = np.empty((_SLOW_TOKEN_SLOTS, 4), dtype=np.int64)
     kb.scan_motion(buf, start, out, slow, status)
@@ -606,6 +603,8 @@ def save_bvh(
         rot_axes = "".join(c[0].upper() for c in chans if c[1:].lower() == "rotation")
         seq = _padded_sequence(rot_axes, rotation_order)
         angles = rot.as_euler(r[:, j], seq, degrees=True)  # (F, 3)
+        if 0 < len(rot_axes) < 3:
+            angles = _prefer_dropped_zero(angles, len(rot_axes))
         extra = [seq[k] for k in range(len(rot_axes), 3) if np.any(np.abs(angles[:, k]) > CHANNEL_DROP_TOL)]
         if extra:
             # append the needed axes in sequence order, so the channel order stays seq's prefix
@@ -627,6 +626,26 @@ def save_bvh(
     with atomic_write(path, mode="wb", overwrite=overwrite) as f:
         f.write(header.encode("utf-8"))
         f.write(motion)
+
+
+def _prefer_dropped_zero(angles: FloatArray, n_kept: int) -> FloatArray:
+    """Per frame, the Tait-Bryan branch whose angles after the first ``n_kept`` are zero, if either is.
+
+    Every rotation has two Tait-Bryan angle triples, ``(a, b, c)`` and
+    ``(a + 180, 180 - b, c + 180)``; :func:`~kinema.rotation.as_euler` returns
+    the one with ``|b| <= 90``.  A joint with channels for only the first one
+    or two axes needs the other when ``|b| > 90`` (e.g. a file's
+    ``Zrotation Xrotation`` with X at 120 degrees).
+    """
+    alt = np.stack([angles[:, 0] + 180.0, 180.0 - angles[:, 1], angles[:, 2] + 180.0], axis=1)
+    alt = (alt + 180.0) % 360.0 - 180.0  # wrap to [-180, 180)
+    bad = np.any(np.abs(angles[:, n_kept:]) > CHANNEL_DROP_TOL, axis=1)
+    alt_ok = np.all(np.abs(alt[:, n_kept:]) <= CHANNEL_DROP_TOL, axis=1)
+    use = bad & alt_ok
+    if np.any(use):
+        angles = angles.copy()
+        angles[use] = alt[use]
+    return angles
 
 
 def _hierarchy_text(skeleton: Skeleton, order: list[int], channels: list[list[str]], ends: list[bool],

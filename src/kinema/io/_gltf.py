@@ -382,7 +382,7 @@ class _Doc:
         if ct not in _COMPONENTS:
             self.fail(f"{w}.componentType", f"is {ct}, not one of {sorted(_COMPONENTS)}")
         typ = acc.get("type")
-        if typ not in _NCOMP:
+        if not isinstance(typ, str) or typ not in _NCOMP:
             self.fail(f"{w}.type", f"is {_short(typ)}, not one of {list(_NCOMP)}")
         count = self.integer(acc, "count", w, lo=1)
         normalized = acc.get("normalized", False)
@@ -427,7 +427,8 @@ class _Doc:
         if kind == "int":
             return out.astype(np.int64)
         if ct == _FLOAT:
-            res = out.astype(np.float64)
+            with np.errstate(invalid="ignore"):  # signalling NaN bit patterns: reported just below
+                res = out.astype(np.float64)
             if not np.all(np.isfinite(res)):
                 bad = tuple(int(k) for k in np.argwhere(~np.isfinite(res))[0])
                 self.fail(w, f"holds NaN or infinity (element {bad[0]}, component {bad[1]})")
@@ -579,21 +580,24 @@ def _is_similarity(m: FloatArray) -> bool:
 
 
 def _unique_names(r: _Doc, members: list[int]) -> list[str]:
-    """Node names, ``node_<index>`` for unnamed nodes, ``<name>_node_<index>`` for repeats."""
+    """Node names; ``node_<index>`` for unnamed nodes; ``<name>_node_<index>`` for a name already taken
+    (named nodes claim their names first, in node order)."""
     used: set[str] = set()
-    out: list[str] = []
-    for n in members:
-        name = r.item("nodes", n).get("name")
+    out: dict[int, str] = {}
+    given = {n: r.item("nodes", n).get("name") for n in members}
+    # Named nodes first, lowest node index first, so a real name always wins over a generated one.
+    for n in sorted(members, key=lambda n: (not given[n], n)):
+        name = given[n]
         cand: str = name if isinstance(name, str) and name else f"node_{n}"
         if cand in used:
-            cand = f"{cand}_node_{n}"
-            k = 1
+            base = f"{cand}_node_{n}"
+            cand, k = base, 1
             while cand in used:
                 k += 1
-                cand = f"{name or 'node'}_node_{n}_{k}"
+                cand = f"{base}_{k}"
         used.add(cand)
-        out.append(cand)
-    return out
+        out[n] = cand
+    return [out[n] for n in members]
 
 
 def _fold(prefix_t: FloatArray, prefix_q: FloatArray, prefix_s: FloatArray,
@@ -655,7 +659,8 @@ def load_gltf(path: str | os.PathLike[str], *, skin: int | str | None = 0, fps: 
     """Read a glTF 2.0 ``.gltf`` or ``.glb`` file: skeleton of a skin, its mesh, and all animations.
 
     * ``skin``: index or name of the skin to read (default the first); None
-      makes every node a joint (for files without a skin, e.g. rigid rigs).
+      makes every node a joint, and so does the default on a file without
+      a skin (e.g. a rigid rig; ``notes`` says so).
     * ``fps``: None keeps the key times: each clip's frames are the union of
       its channels' key times (``clip.times``, seconds) and ``clip.fps`` is
       the mean key rate ``(frames - 1) / (times[-1] - times[0])`` (1.0 for a
@@ -690,6 +695,9 @@ def _load(r: _Doc, skin: int | str | None, fps: float | None) -> GltfAsset:
     n_nodes = len(parent)
     skins = r.top("skins")
     skin_index: int | None
+    if skin == 0 and not skins and not isinstance(skin, bool):
+        notes.append("the file has no skin: every node is a joint")
+        skin = None
     if skin is None:
         skin_index = None
         joints = list(range(n_nodes))
@@ -1229,20 +1237,34 @@ def save_gltf(
                 baseColorFactor=[0.8, 0.8, 0.8, 1.0], metallicFactor=0.0, roughnessFactor=0.8)))
         meshes.append(g.Mesh(name=m.name, primitives=[g.Primitive(attributes=g.Attributes(**attrs), indices=ind,
                                                                    material=0, mode=4)]))
-        ibm_cols = np.ascontiguousarray(m.inverse_bind_matrices.transpose(0, 2, 1)).reshape(nj, 16)
-        ibm_acc = blob.add(ibm_cols, _FLOAT, "MAT4")
-        skins.append(g.Skin(name="skin", joints=list(range(nj)), inverseBindMatrices=ibm_acc,
-                            skeleton=roots[0] if len(roots) == 1 else None))
-        nodes.append(g.Node(name=m.name if m.name not in skeleton.names else f"{m.name}_mesh", mesh=0, skin=0))
+        nodes.append(g.Node(name=m.name, mesh=0, skin=0))
         scene_nodes.append(len(nodes) - 1)
+    # The skin is written even without a mesh: it lists the joints (so the file loads back with
+    # load_gltf's default skin=0) and keeps the inverse bind matrices.
+    if the_mesh is not None:
+        ibm = the_mesh.inverse_bind_matrices
+    else:
+        kept = skeleton.meta.get("inverse_bind_matrices")
+        if isinstance(kept, np.ndarray) and kept.shape == (nj, 4, 4):
+            ibm = kept
+        else:
+            from ..fk import forward_kinematics
+
+            world = forward_kinematics(skeleton, skeleton.rest_pose(), matrices=True).matrices
+            assert world is not None
+            ibm = np.linalg.inv(world)
+    ibm_cols = np.ascontiguousarray(np.transpose(ibm, (0, 2, 1))).reshape(nj, 16)
+    ibm_acc = blob.add(ibm_cols, _FLOAT, "MAT4")
+    skins.append(g.Skin(name="skin", joints=list(range(nj)), inverseBindMatrices=ibm_acc,
+                        skeleton=roots[0] if len(roots) == 1 else None))
 
     animations = []
     for ai, (name, clip) in enumerate(clip_map.items()):
         full = clip.pose.broadcast()
         t = full.translations
-        q = rotation.normalize(full.rotations) if np.all(np.isfinite(full.rotations)) else full.rotations
+        q_raw = full.rotations
         s = full.scales
-        for what, arr in (("translations", t), ("rotations", q), ("scales", s)):
+        for what, arr in (("translations", t), ("rotations", q_raw), ("scales", s)):
             if not np.all(np.isfinite(arr)):
                 raise FileFormatError(spath, f"animations[{ai}]", f"clip {name!r} has NaN or inf {what}")
         if np.any(s <= 0.0):
@@ -1254,7 +1276,7 @@ def save_gltf(
             raise FileFormatError(spath, f"animations[{ai}]",
                                   f"clip {name!r}: frame times do not strictly increase in float32")
         # Keep each track on one hemisphere so LINEAR (slerp) between keys takes the short way.
-        q = q.copy()
+        q = rotation.normalize(q_raw)
         for fr in range(1, nf):
             flip = np.sum(q[fr] * q[fr - 1], axis=-1) < 0.0
             q[fr, flip] *= -1.0
@@ -1262,17 +1284,16 @@ def save_gltf(
         samplers: list[Any] = []
         channels: list[Any] = []
         for j in range(nj):
-            for path_name, arr, rest, typ in (("translation", t, skeleton.translations, "VEC3"),
-                                              ("rotation", q, skeleton.rotations, "VEC4"),
-                                              ("scale", s, skeleton.scales, "VEC3")):
-                track = arr[:, j]
+            for path_name, arr, raw, rest, typ in (("translation", t, t, skeleton.translations, "VEC3"),
+                                                   ("rotation", q, q_raw, skeleton.rotations, "VEC4"),
+                                                   ("scale", s, s, skeleton.scales, "VEC3")):
+                # Exactly the rest value on every frame (q or -q): the node's TRS already says it.
+                same = np.all(raw[:, j] == rest[j], axis=-1)
                 if path_name == "rotation":
-                    same = bool(np.all(np.abs(np.abs(track @ rest[j]) - 1.0) == 0.0))
-                else:
-                    same = bool(np.all(track == rest[j]))
-                if same:
+                    same |= np.all(raw[:, j] == -rest[j], axis=-1)
+                if bool(np.all(same)):
                     continue
-                out = blob.add(track, _FLOAT, typ)
+                out = blob.add(arr[:, j], _FLOAT, typ)
                 samplers.append(g.AnimationSampler(input=inp, output=out, interpolation="LINEAR"))
                 channels.append(g.AnimationChannel(sampler=len(samplers) - 1,
                                                    target=g.AnimationChannelTarget(node=j, path=path_name)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import limits, rotation
 from ._ccd import Goal, solve_ccd, solve_chains
+from ._fabrik import solve_fabrik, solve_fabrik_tree
 from ._two_bone import TwoBone2D, TwoBoneIK, solve_two_bone, solve_two_bone_2d
 from .errors import (
     BoneNotFoundError,
@@ -34,6 +35,8 @@ __all__ = [
     "solve_ccd",
     "solve_chains",
     "Goal",
+    "solve_fabrik",
+    "solve_fabrik_tree",
     "Skeleton",
     "Pose",
     "Clip",

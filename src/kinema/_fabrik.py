@@ -1,0 +1,373 @@
+"""FABRIK: forward and backward reaching IK for chains and multi-end-effector trees.
+
+The public functions validate and flatten their input, then hand one batch
+to the kernels in :mod:`kinema._kernels.fabrik` (whose docstring has the
+notation and formulas).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._solve import as_target, check_uniform_scale, prepare, resolve_chain
+from ._validate import resolve_joint
+from .errors import SolverInputError
+from .limits import PackedLimits, pack_limits
+from .pose import Pose
+from .result import SolveResult
+from .skeleton import Skeleton
+
+__all__ = ["solve_fabrik", "solve_fabrik_tree"]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: Batches up to this size run on the calling thread: starting the thread
+#: pool costs more than a few solves.
+SERIAL_MAX_ITEMS = 32
+
+#: Work chunks per thread in a parallel solve (load balance vs. scratch allocations).
+CHUNKS_PER_THREAD = 4
+
+#: Solve plans kept per (skeleton, chain) so repeated per-frame calls skip the set-up.
+_PLAN_CACHE_SIZE = 64
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Skeleton-side arrays of one solve (see :mod:`kinema._kernels.fabrik`)."""
+
+    skeleton: Skeleton
+    base_path: IntArray
+    joints: IntArray
+    jpar: IntArray
+    node_j: IntArray
+    npar: IntArray
+    child_ptr: IntArray
+    child_idx: IntArray
+    ngoal: IntArray
+    goal_node: IntArray
+    gw: FloatArray
+    nw: FloatArray
+    scale_joints: IntArray
+    is_chain: bool
+
+
+_plans: OrderedDict[Any, _Plan] = OrderedDict()
+
+
+def _cached(key: Any, skeleton: Skeleton, build: Any) -> _Plan:
+    plan = _plans.get(key)
+    if plan is not None and plan.skeleton is skeleton:
+        _plans.move_to_end(key)
+        return plan
+    plan = build()
+    _plans[key] = plan
+    if len(_plans) > _PLAN_CACHE_SIZE:
+        _plans.popitem(last=False)
+    return plan
+
+
+def _children(npar: IntArray) -> tuple[IntArray, IntArray]:
+    """CSR children lists ``(child_ptr (K+1,), child_idx)`` of a parent-first node list."""
+    k = npar.shape[0]
+    counts = np.bincount(npar[npar >= 0], minlength=k)
+    ptr = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    order = np.argsort(npar, kind="stable")
+    idx = order[np.count_nonzero(npar < 0):].astype(np.int64)
+    return ptr, idx
+
+
+def _plan_arrays(
+    skeleton: Skeleton,
+    joints: IntArray,
+    jpar: IntArray,
+    node_j: IntArray,
+    goal_nodes: IntArray,
+    weights: FloatArray,
+    is_chain: bool,
+) -> _Plan:
+    kn = node_j.shape[0]
+    # Parent node of each node: the nearest node above it on the path.
+    node_of = np.full(joints.shape[0], -1, dtype=np.int64)
+    node_of[node_j] = np.arange(kn)
+    npar = np.full(kn, -1, dtype=np.int64)
+    for n in range(1, kn):
+        a = int(jpar[node_j[n]])
+        while node_of[a] < 0:
+            a = int(jpar[a])
+        npar[n] = node_of[a]
+    ptr, idx = _children(npar)
+    ngoal = np.full(kn, -1, dtype=np.int64)
+    ngoal[goal_nodes] = np.arange(goal_nodes.shape[0])
+    nw = np.zeros(kn)
+    nw[goal_nodes] = weights
+    for n in range(kn - 1, 0, -1):
+        nw[npar[n]] += nw[n]
+    root = int(joints[0])
+    base_path = np.asarray(skeleton.ancestors(root)[::-1], dtype=np.int64)
+    return _Plan(
+        skeleton=skeleton,
+        base_path=base_path,
+        joints=joints,
+        jpar=jpar,
+        node_j=node_j,
+        npar=npar,
+        child_ptr=ptr,
+        child_idx=idx,
+        ngoal=ngoal,
+        goal_node=goal_nodes.astype(np.int64),
+        gw=np.ascontiguousarray(weights, dtype=np.float64),
+        nw=nw,
+        scale_joints=np.concatenate([base_path, joints]),
+        is_chain=is_chain,
+    )
+
+
+def _chain_plan(skeleton: Skeleton, chain: Any) -> _Plan:
+    joints, listed = resolve_chain(skeleton, chain)
+    node_j = np.nonzero(listed)[0].astype(np.int64)
+    jpar = np.arange(-1, joints.shape[0] - 1, dtype=np.int64)
+    kn = node_j.shape[0]
+    return _plan_arrays(skeleton, joints, jpar, node_j, np.array([kn - 1], dtype=np.int64), np.ones(1), True)
+
+
+def _tree_plan(skeleton: Skeleton, goal_joints: tuple[int, ...], root: int, weights: tuple[float, ...]) -> _Plan:
+    members: set[int] = set()
+    for g in goal_joints:
+        members.update(int(x) for x in skeleton.chain(root, g))
+    joints = np.asarray(sorted(members), dtype=np.int64)  # depth-first order: parents first
+    where = {int(j): a for a, j in enumerate(joints)}
+    jpar = np.asarray([-1 if a == 0 else where[int(skeleton.parents[j])] for a, j in enumerate(joints)],
+                      dtype=np.int64)
+    node_j = np.arange(joints.shape[0], dtype=np.int64)
+    goal_nodes = np.asarray([where[g] for g in goal_joints], dtype=np.int64)
+    # Trees always iterate on rotations (rigid sub-bases), hence is_chain=False.
+    return _plan_arrays(skeleton, joints, jpar, node_j, goal_nodes, np.asarray(weights, dtype=np.float64), False)
+
+
+def _check_options(iterations: Any, tolerance: Any) -> tuple[int, float]:
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
+        raise SolverInputError(f"iterations must be a non-negative integer, got {iterations!r}")
+    try:
+        tol = float(tolerance)
+    except (TypeError, ValueError):
+        raise SolverInputError(f"tolerance must be a number, got {tolerance!r}") from None
+    if not np.isfinite(tol) or tol < 0.0:
+        raise SolverInputError(f"tolerance must be finite and >= 0, got {tolerance!r}")
+    return int(iterations), tol
+
+
+def _check_scale(skeleton: Skeleton, pose: Pose, plan: _Plan, what: str) -> None:
+    sc = pose.scales[..., plan.scale_joints, :]
+    if not np.array_equal(sc, np.broadcast_to(sc[..., :1], sc.shape)):
+        check_uniform_scale(skeleton, pose, plan.scale_joints, what)
+
+
+def _run(
+    skeleton: Skeleton,
+    pose: Pose,
+    plan: _Plan,
+    packed: PackedLimits,
+    targets: list[FloatArray],
+    pole: FloatArray | None,
+    iterations: int,
+    tol: float,
+    fixed_root: bool,
+    out: Pose | None,
+) -> tuple[Pose, tuple[int, ...], FloatArray, IntArray, IntArray, NDArray[np.bool_]]:
+    from ._kernels import fabrik as kf
+
+    extras = [(tg, (3,)) for tg in targets]
+    if pole is not None:
+        extras.append((pole, (3,)))
+    prep = prepare(skeleton, pose, extras, out)
+    n = prep.n
+    g = len(targets)
+    tg = prep.extras[0].reshape(n, 1, 3) if g == 1 else np.ascontiguousarray(np.stack(prep.extras[:g], axis=1))
+    poles = prep.extras[g] if pole is not None else np.zeros((1, 3))
+    gerr = np.empty((n, g))
+    iters = np.empty(n, dtype=np.int64)
+    hits = np.empty(n, dtype=np.int64)
+    moved = np.empty(n, dtype=np.bool_)
+    mode = kf.MODE_POSITIONS if plan.is_chain and packed.count == 0 else kf.MODE_ROTATIONS
+    args = (mode, iterations, tol, bool(fixed_root), pole is not None, plan.base_path, plan.joints, plan.jpar,
+            plan.node_j, plan.npar, plan.child_ptr, plan.child_idx, plan.ngoal, plan.goal_node, plan.gw, plan.nw,
+            packed.kinds, packed.params, packed.rest, prep.t, prep.r, prep.s, tg, poles, gerr, iters, hits, moved)
+    if n <= SERIAL_MAX_ITEMS:
+        kf.solve_serial(*args)
+    else:
+        import numba
+
+        n_chunks = min(n, CHUNKS_PER_THREAD * numba.get_num_threads())
+        kf.solve_parallel(n_chunks, *args)
+    return prep.out, prep.batch, gerr, iters, hits, moved
+
+
+def solve_fabrik(
+    skeleton: Skeleton,
+    pose: Pose,
+    chain: Any,
+    target: ArrayLike,
+    *,
+    iterations: int = 20,
+    tolerance: float = 1e-3,
+    limits: Any = None,
+    pole: ArrayLike | None = None,
+    fixed_root: bool = True,
+    out: Pose | None = None,
+) -> SolveResult:
+    """Move a chain's end joint to ``target`` with FABRIK (Aristidou and Lasenby 2011).
+
+    * ``chain``: ``(start, end)`` joint names or indices (every joint between
+      them is turned), or an explicit list ``[start, ..., end]`` (only the
+      listed joints are turned; joints between them ride along rigidly).
+    * ``target``: ``(*batch, 3)`` world position of the end joint.
+    * ``iterations``: most backward-forward passes; stops early once the end
+      is within ``tolerance`` (world units) of the target.
+    * ``pole``: ``(*batch, 3)`` world point the chain bends toward: after the
+      passes, each inner joint turns about the line through its neighbours
+      into the half-plane of the pole (end and bone lengths unchanged).
+    * ``fixed_root``: the chain's first joint stays put (True), or is dragged
+      along (False: the end reaches any target; the start joint's local
+      translation is rewritten).
+    * ``out``: a pose with the full batch shape to write into (may be ``pose``).
+
+    Rotations from positions: each turned joint gets the minimal rotation
+    from its current world bone direction to the solved one, applied root
+    to tip through its parent's inverse, so twist about a bone is kept and
+    re-solving a solved pose changes nothing.  A target out of reach (fixed
+    root, ``|target - start| >= chain length``) gives the straight chain
+    along the line from the start joint to the target, with ``reached``
+    false.  Bone lengths are exact (rotations only).
+
+    Returns a :class:`~kinema.SolveResult`: ``error`` is the end joint's
+    distance to the target, ``iterations`` the passes used (0 when already
+    within tolerance: the pose is returned unchanged), ``state["moved"]``
+    whether any rotation changed.
+    """
+    it, tol = _check_options(iterations, tolerance)
+    key = ("chain", id(skeleton), chain if isinstance(chain, (str, int, np.integer)) else tuple(
+        int(c) if isinstance(c, (int, np.integer)) else c for c in chain))
+    plan = _cached(key, skeleton, lambda: _chain_plan(skeleton, chain))
+    packed = pack_limits(skeleton, plan.joints[plan.node_j], limits)
+    tgt = as_target(target, "target")
+    pl = None if pole is None else as_target(pole, "pole")
+    _check_scale(skeleton, pose, plan, "solve_fabrik")
+    out_pose, batch, gerr, iters, hits, moved = _run(skeleton, pose, plan, packed, [tgt], pl, it, tol, fixed_root, out)
+    err = gerr[:, 0]
+    return SolveResult(
+        pose=out_pose,
+        reached=(err <= tol).reshape(batch),
+        error=err.reshape(batch),
+        iterations=iters.reshape(batch),
+        limits_hit=hits.reshape(batch),
+        state={"moved": moved.reshape(batch)},
+    )
+
+
+def _tree_root(skeleton: Skeleton, goal_joints: tuple[int, ...], root: Any) -> int:
+    if root is not None:
+        r = resolve_joint(skeleton, root)
+        for g in goal_joints:
+            if g != r and r not in skeleton.ancestors(g):
+                raise SolverInputError(
+                    f"goal joint {skeleton.names[g]!r} is not below the root {skeleton.names[r]!r}")
+        return r
+    tops = set()
+    for g in goal_joints:
+        anc = skeleton.ancestors(g)
+        tops.add(anc[-1] if anc else g)
+    if len(tops) != 1:
+        raise SolverInputError("the goals lie in different trees of the skeleton (no common root)")
+    return tops.pop()
+
+
+def solve_fabrik_tree(
+    skeleton: Skeleton,
+    pose: Pose,
+    goals: Mapping[Any, ArrayLike],
+    *,
+    root: Any = None,
+    weights: Mapping[Any, float] | None = None,
+    iterations: int = 20,
+    tolerance: float = 1e-3,
+    limits: Any = None,
+    fixed_root: bool = True,
+    out: Pose | None = None,
+) -> SolveResult:
+    """Reach several targets at once with multi-end-effector FABRIK.
+
+    * ``goals``: mapping ``{joint: target}``; each joint (name or index) is
+      an end effector and its target is a ``(*batch, 3)`` world position.
+      Goal joints may be leaves or inner joints (a hand and the chest).
+    * ``root``: the joint the tree hangs from (default: the skeleton root
+      above the goals).  Every joint on the paths from ``root`` to the goals
+      is turned; ``fixed_root`` keeps ``root`` in place.
+    * ``weights``: mapping ``{joint: weight > 0}`` (default 1 per goal).
+
+    Sub-bases (joints where branches meet, e.g. a chest with two arms) and
+    goal joints that have branches below them are placed, in the backward
+    pass, at the weighted centroid of what they want:
+    ``p = sum_k w_k want_k / sum_k w_k`` where each branch ``b`` wants the
+    joint at bone length from the branch's first joint (toward the joint's
+    current position) with ``w_b`` = the sum of the goal weights in that
+    branch, and the joint's own goal (if any) wants it on its target with
+    its weight.  A sub-base's children are attached rigidly: its rotation
+    is the weighted mean (rotation vectors, same weights) of the minimal
+    rotations toward its branches.  When not every target can be reached,
+    the miss is shared by the weights: a heavier goal gets closer.
+
+    Returns a :class:`~kinema.SolveResult` with ``error`` the largest goal
+    distance, ``reached`` true when every goal is within ``tolerance``,
+    ``state["goal_errors"]`` ``(*batch, G)`` per goal (in ``state["goals"]``
+    order, joint names) and ``state["moved"]``.
+    """
+    it, tol = _check_options(iterations, tolerance)
+    if not isinstance(goals, Mapping) or len(goals) == 0:
+        raise SolverInputError("goals must be a non-empty mapping {joint: target}")
+    goal_joints = tuple(resolve_joint(skeleton, j) for j in goals)
+    if len(set(goal_joints)) != len(goal_joints):
+        raise SolverInputError("goals name the same joint twice")
+    w_map = {} if weights is None else {resolve_joint(skeleton, j): w for j, w in weights.items()}
+    for j in w_map:
+        if j not in goal_joints:
+            raise SolverInputError(f"weights names joint {skeleton.names[j]!r}, which has no goal")
+    ws = []
+    for g in goal_joints:
+        w = w_map.get(g, 1.0)
+        try:
+            wf = float(w)
+        except (TypeError, ValueError):
+            raise SolverInputError(f"weight of goal {skeleton.names[g]!r} must be a number, got {w!r}") from None
+        if not np.isfinite(wf) or wf <= 0.0:
+            raise SolverInputError(f"weight of goal {skeleton.names[g]!r} must be finite and > 0, got {w!r}")
+        ws.append(wf)
+    r = _tree_root(skeleton, goal_joints, root)
+    key = ("tree", id(skeleton), goal_joints, r, tuple(ws))
+    plan = _cached(key, skeleton, lambda: _tree_plan(skeleton, goal_joints, r, tuple(ws)))
+    packed = pack_limits(skeleton, plan.joints[plan.node_j], limits)
+    tgts = [as_target(v, f"target of goal {skeleton.names[g]!r}")
+            for g, v in zip(goal_joints, goals.values(), strict=True)]
+    _check_scale(skeleton, pose, plan, "solve_fabrik_tree")
+    out_pose, batch, gerr, iters, hits, moved = _run(skeleton, pose, plan, packed, tgts, None, it, tol, fixed_root, out)
+    g_n = len(goal_joints)
+    return SolveResult(
+        pose=out_pose,
+        reached=np.all(gerr <= tol, axis=1).reshape(batch),
+        error=gerr.max(axis=1).reshape(batch),
+        iterations=iters.reshape(batch),
+        limits_hit=hits.reshape(batch),
+        state={
+            "goal_errors": gerr.reshape(batch + (g_n,)),
+            "goals": tuple(skeleton.names[g] for g in goal_joints),
+            "moved": moved.reshape(batch),
+        },
+    )

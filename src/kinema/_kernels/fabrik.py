@@ -1,0 +1,557 @@
+"""FABRIK kernels: chains and multi-end-effector trees, with joint limits.
+
+Notation.  The solver works on *nodes*: the joints whose rotation it turns
+(the listed joints of a chain, every joint of a tree's paths).  Nodes are in
+parent-first order; node 0 is the root of the solve.  For node ``n > 0``
+with parent node ``p = npar[n]``:
+
+* ``V[n]`` is node ``n``'s offset from ``p`` in ``p``'s world frame (scale
+  included), constant during a solve: ``P[n] = P[p] + rotate(Q[p], V[n])``;
+  ``D[n] = |V[n]|`` is the bone length FABRIK keeps.
+* ``M[n] = inverse(Q[p]) * Q_world(actual parent joint of n)``: the fixed
+  rotation of the joints between ``p`` and ``n`` that ride along without
+  being turned (identity when there are none).  The frame that node ``n``'s
+  local rotation ``L[n]`` is relative to is ``F[n] = Q[p] * M[n]``, so
+  ``Q[n] = F[n] * L[n]``.
+
+One iteration is a *backward* pass (tips to root: each goal's node is put on
+its target, each parent at bone length from its children, a node with
+several children or a goal of its own at the weighted centroid of what they
+want) and a *forward* pass (root to tips, see :func:`forward_rotations`).
+
+Rotations from positions: the forward pass turns each node by the minimal
+rotation (``qfrom_two_vectors``) from its current world bone direction to
+the direction of its aim, applied in world space through the parent's frame
+(``L' = inverse(F) * dq * F * L``), root to tip.  So twist about a bone is
+never introduced, and an already aligned bone is not touched.
+
+Batch conventions are those of :mod:`kinema._kernels.chain` (``t (N,J,3)``
+writable, ``r (N,J,4)`` edited in place, ``s (Ns,J,3)``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._jit import njit, prange
+from .chain import path_world, read_q, write_q
+from .limits import LIMIT_HINGE, apply_limit_local
+from .quat import (
+    qconj,
+    qfrom_rotvec,
+    qfrom_two_vectors,
+    qmul,
+    qnormalize,
+    qrotate,
+    qto_rotvec,
+    vcross,
+    vdot,
+    vnorm,
+)
+
+#: Below this distance (world units) an aim point is taken to coincide with
+#: the joint it is aimed from: it gives no direction, and the bone keeps the
+#: direction it had at the start of the solve.
+AIM_EPS = 1e-12
+
+#: Pole: when a joint lies within this distance of the line through its
+#: neighbours (a straight chain), or the pole does, the bend plane is
+#: undefined and the joint is left where it is.
+POLE_EPS = 1e-9
+
+#: Modes of :func:`solve_item`.  POSITIONS: chains without limits iterate on
+#: points only and turn the bones once at the end (same result as turning
+#: them every pass, and several times cheaper).  ROTATIONS: every forward
+#: pass turns the bones, so limits and rigid multi-child joints hold.
+MODE_POSITIONS = 0
+MODE_ROTATIONS = 1
+
+
+@njit
+def _v3(a, k):  # type: ignore[no-untyped-def]
+    return (a[k, 0], a[k, 1], a[k, 2])
+
+
+@njit
+def _q4(a, k):  # type: ignore[no-untyped-def]
+    return (a[k, 0], a[k, 1], a[k, 2], a[k, 3])
+
+
+@njit
+def _put3(a, k, v):  # type: ignore[no-untyped-def]
+    a[k, 0] = v[0]
+    a[k, 1] = v[1]
+    a[k, 2] = v[2]
+
+
+@njit
+def _put4(a, k, q):  # type: ignore[no-untyped-def]
+    a[k, 0] = q[0]
+    a[k, 1] = q[1]
+    a[k, 2] = q[2]
+    a[k, 3] = q[3]
+
+
+@njit
+def clamp_local(lim_kind, lim_par, lim_rest, n, q):  # type: ignore[no-untyped-def]
+    """Node ``n``'s local rotation ``q`` moved into its limit; ``(q', changed)``.
+
+    ``lim_kind (K,)``, ``lim_par (K, LIMIT_PARAMS)`` and ``lim_rest (K, 4)``
+    are a :class:`kinema.limits.PackedLimits` for the nodes; the limit math
+    is :func:`kinema._kernels.limits.apply_limit_local` (``LIMIT_NONE``
+    returns ``q`` untouched).
+    """
+    return apply_limit_local(lim_kind[n], lim_par[n], _q4(lim_rest, n), q)
+
+
+@njit
+def _toward(frm, to, fallback):  # type: ignore[no-untyped-def]
+    """Unit vector from ``frm`` to ``to``; ``fallback`` when they coincide (``<= AIM_EPS``)."""
+    d = (to[0] - frm[0], to[1] - frm[1], to[2] - frm[2])
+    m = vnorm(d)
+    if m <= AIM_EPS:
+        return fallback
+    return (d[0] / m, d[1] / m, d[2] / m)
+
+
+@njit
+def setup_item(i, base_path, joints, jpar, node_j, npar, t, r, s, pos, rot, scl, P, Q, L, V, D, M, U0):  # type: ignore[no-untyped-def]
+    """World state of item ``i``: path joints' transforms, then the node arrays.
+
+    ``U0[n]`` is node ``n``'s unit bone direction at the start of the solve
+    (the fallback when an aim gives no direction).  Returns the base
+    transform ``(pos, rot, scale)`` of the root node's parent.
+    """
+    base_pos, base_rot, base_scl = path_world(base_path, i, t, r, s)
+    it = i % t.shape[0]
+    is_ = i % s.shape[0]
+    for a in range(joints.shape[0]):
+        j = joints[a]
+        pa = jpar[a]
+        if pa < 0:
+            pp = base_pos
+            pq = base_rot
+            ps = base_scl
+        else:
+            pp = _v3(pos, pa)
+            pq = _q4(rot, pa)
+            ps = scl[pa]
+        d = qrotate(pq, (t[it, j, 0], t[it, j, 1], t[it, j, 2]))
+        _put3(pos, a, (pp[0] + ps * d[0], pp[1] + ps * d[1], pp[2] + ps * d[2]))
+        _put4(rot, a, qmul(pq, qnormalize(read_q(r, i, j))))
+        scl[a] = ps * s[is_, j, 0]
+    for n in range(node_j.shape[0]):
+        a = node_j[n]
+        _put3(P, n, _v3(pos, a))
+        _put4(Q, n, _q4(rot, a))
+        _put4(L, n, qnormalize(read_q(r, i, joints[a])))
+        p = npar[n]
+        if p < 0:
+            _put3(V, n, (0.0, 0.0, 0.0))
+            D[n] = 0.0
+            _put4(M, n, (0.0, 0.0, 0.0, 1.0))
+            _put3(U0, n, (0.0, 0.0, 0.0))
+            continue
+        off = (P[n, 0] - P[p, 0], P[n, 1] - P[p, 1], P[n, 2] - P[p, 2])
+        qp = _q4(Q, p)
+        v = qrotate(qconj(qp), off)
+        _put3(V, n, v)
+        D[n] = vnorm(v)
+        _put4(M, n, qnormalize(qmul(qconj(qp), _q4(rot, jpar[a]))))
+        m = vnorm(off)
+        if m <= AIM_EPS:
+            _put3(U0, n, (0.0, 0.0, 0.0))  # zero-length bone: no direction to keep
+        else:
+            _put3(U0, n, (off[0] / m, off[1] / m, off[2] / m))
+    return base_pos, base_rot, base_scl
+
+
+@njit
+def _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw):  # type: ignore[no-untyped-def]
+    """World correction turning node ``n`` (world rotation ``qcur``, at ``pn``) toward its children's aims.
+
+    One child: the minimal rotation from the bone's direction to the aim's.
+    Several (a sub-base): the weighted mean of the children's minimal
+    rotations as rotation vectors, ``dq = exp(sum w_c log(dq_c) / sum w_c)``
+    with ``w_c`` the child's subtree goal weight; repeated passes refine it.
+    Zero-length children carry no direction and are skipped.
+    """
+    c0 = child_ptr[n]
+    c1 = child_ptr[n + 1]
+    if c1 - c0 == 1:
+        c = child_idx[c0]
+        if D[c] == 0.0:
+            return (0.0, 0.0, 0.0, 1.0)
+        cur = qrotate(qcur, _v3(V, c))
+        aim = (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2])
+        return qfrom_two_vectors(cur, aim)
+    wx = 0.0
+    wy = 0.0
+    wz = 0.0
+    wsum = 0.0
+    for e in range(c0, c1):
+        c = child_idx[e]
+        if D[c] == 0.0:
+            continue
+        cur = qrotate(qcur, _v3(V, c))
+        aim = (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2])
+        rv = qto_rotvec(qfrom_two_vectors(cur, aim))
+        w = nw[c]
+        wx += w * rv[0]
+        wy += w * rv[1]
+        wz += w * rv[2]
+        wsum += w
+    if wsum == 0.0:
+        return (0.0, 0.0, 0.0, 1.0)  # a leaf, or only zero-length children
+    return qfrom_rotvec((wx / wsum, wy / wsum, wz / wsum))
+
+
+@njit
+def _hinge_fit(frame, params, qcur, n, aims, pn, child_ptr, child_idx, V):  # type: ignore[no-untyped-def]
+    """World correction for a hinge node: the turn about its hinge axis that best aims its bone.
+
+    ``frame = F * rest`` is the frame the hinge axis ``params[0:3]`` is
+    given in; in world space the axis is ``h = rotate(frame, axis)``.  The
+    bone direction ``b`` and the aim ``d`` are projected on the plane normal
+    to ``h`` and the correction is the rotation about ``h`` by the signed
+    angle between the projections: the direction in the hinge's reachable
+    set (a plane, or a cone when the bone is not normal to the axis)
+    closest to the aim.  Degenerate (bone or aim along the axis, within
+    ``AIM_EPS``): no correction.
+    """
+    c = child_idx[child_ptr[n]]
+    h = qrotate(frame, (params[0], params[1], params[2]))
+    b = qrotate(qcur, _v3(V, c))
+    d = (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2])
+    bh = vdot(b, h)
+    dh = vdot(d, h)
+    bp = (b[0] - bh * h[0], b[1] - bh * h[1], b[2] - bh * h[2])
+    dp = (d[0] - dh * h[0], d[1] - dh * h[1], d[2] - dh * h[2])
+    if vnorm(bp) <= AIM_EPS or vnorm(dp) <= AIM_EPS:
+        return (0.0, 0.0, 0.0, 1.0)  # bone or aim along the hinge axis: turning about it changes nothing
+    ang = math.atan2(vdot(vcross(bp, dp), h), vdot(bp, dp))
+    sh = math.sin(0.5 * ang)
+    return (h[0] * sh, h[1] * sh, h[2] * sh, math.cos(0.5 * ang))
+
+
+@njit
+def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, child_idx, P, Q, L, V, D, M, nw,
+                      lim_kind, lim_par, lim_rest, Qb, TB):  # type: ignore[no-untyped-def]
+    """Forward pass on rotations: root to tips, turn each node toward its children's aims.
+
+    ``P[0] = p0``; for each node ``n``: ``F = base_rot`` (root) or
+    ``Q[p] * M[n]``; ``Q_cur = F * L[n]`` (its world rotation now that its
+    parent has moved); ``dq = fit(Q_cur)``; ``L[n] = inverse(F) * dq * Q_cur``,
+    clamped to the node's limit when ``use_limits``; then each child is
+    placed rigidly, ``P[c] = P[n] + rotate(Q[n], V[c])``.  ``aims`` may be
+    ``P`` itself (a node's aims are read before the node places them).
+    With ``aim`` false nothing is turned: the world state is rebuilt from
+    the local rotations ``L`` (after an in-place clamp).
+
+    Limits: a node flagged ``TB[n]`` by the backward pass (its orientation
+    there was turned about its bone to fit a child's limit) starts from that
+    backward rotation ``Qb[n]`` instead of ``Q_cur``, so the twist that
+    brings, e.g., a hinge's plane onto the target survives into the pose.
+    A hinge node turns only about its hinge axis (:func:`_hinge_fit`); any
+    other limit is applied by clamping the turned local rotation.
+    Returns the number of limit clamps that changed a rotation.
+    """
+    hits = 0
+    _put3(P, 0, p0)
+    for n in range(npar.shape[0]):
+        p = npar[n]
+        if p < 0:
+            f = base_rot
+        else:
+            f = qmul(_q4(Q, p), _q4(M, n))
+        qcur = qmul(f, _q4(L, n))
+        if TB[n]:
+            qcur = _q4(Qb, n)
+        pn = _v3(P, n)
+        if aim:
+            if use_limits and lim_kind[n] == LIMIT_HINGE and child_ptr[n + 1] - child_ptr[n] == 1:
+                dq = _hinge_fit(qmul(f, _q4(lim_rest, n)), lim_par[n], qcur, n, aims, pn, child_ptr, child_idx, V)
+            else:
+                dq = _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw)
+            loc = qnormalize(qmul(qconj(f), qmul(dq, qcur)))
+        else:
+            loc = _q4(L, n)
+        if use_limits:
+            loc, changed = clamp_local(lim_kind, lim_par, lim_rest, n, loc)
+            if changed:
+                hits += 1
+        _put4(L, n, loc)
+        qn = qmul(f, loc)
+        _put4(Q, n, qn)
+        for e in range(child_ptr[n], child_ptr[n + 1]):
+            c = child_idx[e]
+            d = qrotate(qn, _v3(V, c))
+            _put3(P, c, (pn[0] + d[0], pn[1] + d[1], pn[2] + d[2]))
+    return hits
+
+
+@njit
+def forward_positions(p0, npar, P, Pb, D, U0):  # type: ignore[no-untyped-def]
+    """Forward pass on points (chains): ``P[n] = P[p] + D[n] * unit(Pb[n] - P[p])``."""
+    _put3(P, 0, p0)
+    for n in range(1, npar.shape[0]):
+        p = npar[n]
+        pp = _v3(P, p)
+        u = _toward(pp, _v3(Pb, n), _v3(U0, n))
+        _put3(P, n, (pp[0] + D[n] * u[0], pp[1] + D[n] * u[1], pp[2] + D[n] * u[2]))
+
+
+@njit
+def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0, use_limits,
+             lim_kind, lim_par, lim_rest, TB):  # type: ignore[no-untyped-def]
+    """Backward pass: tips to root, into ``Pb`` (and ``Qb``, the nodes' backward world rotations).
+
+    Node ``n`` wants to be where its goal is (weight ``gw``) and, for each
+    child ``c``, at bone length ``D[c]`` from ``Pb[c]`` on the line toward
+    its current position ``P[n]`` (weight ``nw[c]``, the goal weight of
+    ``c``'s subtree).  ``Pb[n]`` is the weighted centroid of these wants:
+    ``Pb[n] = sum_k w_k want_k / sum_k w_k``.  With limits, a single-child
+    node's bone is projected so that the child's local rotation (relative
+    to the node) lies in the child's limit set: ``L_c = inverse(Qb[n] M[c])
+    Qb[c]`` is clamped and ``Qb[n] = Qb[c] inverse(L_c') inverse(M[c])``,
+    which also turns the node about its own bone so that, e.g., a hinge's
+    plane contains its child.
+    """
+    kn = ngoal.shape[0]
+    for n in range(kn):
+        TB[n] = False
+    for n in range(kn - 1, -1, -1):
+        c0 = child_ptr[n]
+        c1 = child_ptr[n + 1]
+        pn = _v3(P, n)
+        qn = _q4(Q, n)
+        g = ngoal[n]
+        if c1 - c0 == 1 and g < 0:
+            c = child_idx[c0]
+            pc = _v3(Pb, c)
+            back = _v3(U0, c)
+            u = _toward(pc, pn, (-back[0], -back[1], -back[2]))  # unit from the child to the node
+            if use_limits:
+                cur = qrotate(qn, _v3(V, c))
+                qb = qnormalize(qmul(qfrom_two_vectors(cur, (-u[0], -u[1], -u[2])), qn))
+                if lim_kind[c] != 0 and child_ptr[c + 1] > child_ptr[c]:
+                    qbc = _q4(Qb, c)
+                    loc = qnormalize(qmul(qconj(qmul(qb, _q4(M, c))), qbc))
+                    loc2, changed = clamp_local(lim_kind, lim_par, lim_rest, c, loc)
+                    if changed:
+                        qb = qnormalize(qmul(qmul(qbc, qconj(loc2)), qconj(_q4(M, c))))
+                        TB[n] = True
+                _put4(Qb, n, qb)
+                d = qrotate(qb, _v3(V, c))
+                _put3(Pb, n, (pc[0] - d[0], pc[1] - d[1], pc[2] - d[2]))
+            else:
+                _put3(Pb, n, (pc[0] + D[c] * u[0], pc[1] + D[c] * u[1], pc[2] + D[c] * u[2]))
+            continue
+        ax = 0.0
+        ay = 0.0
+        az = 0.0
+        wsum = 0.0
+        if g >= 0:
+            w = gw[g]
+            ax += w * targets[i, g, 0]
+            ay += w * targets[i, g, 1]
+            az += w * targets[i, g, 2]
+            wsum += w
+        for e in range(c0, c1):
+            c = child_idx[e]
+            pc = _v3(Pb, c)
+            back = _v3(U0, c)
+            u = _toward(pc, pn, (-back[0], -back[1], -back[2]))
+            w = nw[c]
+            ax += w * (pc[0] + D[c] * u[0])
+            ay += w * (pc[1] + D[c] * u[1])
+            az += w * (pc[2] + D[c] * u[2])
+            wsum += w
+        pnew = (ax / wsum, ay / wsum, az / wsum)
+        _put3(Pb, n, pnew)
+        if use_limits:
+            dq = _fit(qn, n, Pb, pnew, child_ptr, child_idx, V, D, nw)
+            _put4(Qb, n, qnormalize(qmul(dq, qn)))
+
+
+@njit
+def apply_pole(pole, A, B):  # type: ignore[no-untyped-def]
+    """Turn each interior chain point of ``B`` about the line through its neighbours toward ``pole``.
+
+    Point ``k`` (``1 <= k <= K-2``) turns about the axis through
+    ``B[k-1]`` (``A[0]`` for ``k == 1``: the fixed root) and ``B[k+1]`` by
+    the signed angle between its own and the pole's projections on the
+    plane normal to that axis, so both neighbours' distances and the end
+    point are unchanged.  Degenerate (straight chain or pole on the axis,
+    within ``POLE_EPS``): the point stays.
+    """
+    k_n = B.shape[0]
+    for k in range(1, k_n - 1):
+        a = _v3(A, 0) if k == 1 else _v3(B, k - 1)
+        b = _v3(B, k + 1)
+        ax = (b[0] - a[0], b[1] - a[1], b[2] - a[2])
+        la = vnorm(ax)
+        if la <= POLE_EPS:
+            continue  # neighbours coincide: no axis
+        ax = (ax[0] / la, ax[1] / la, ax[2] / la)
+        x = (B[k, 0] - a[0], B[k, 1] - a[1], B[k, 2] - a[2])
+        y = (pole[0] - a[0], pole[1] - a[1], pole[2] - a[2])
+        xd = vdot(x, ax)
+        yd = vdot(y, ax)
+        xp = (x[0] - xd * ax[0], x[1] - xd * ax[1], x[2] - xd * ax[2])
+        yp = (y[0] - yd * ax[0], y[1] - yd * ax[1], y[2] - yd * ax[2])
+        if vnorm(xp) <= POLE_EPS or vnorm(yp) <= POLE_EPS:
+            continue  # joint on the axis (straight) or pole on the axis: plane undefined
+        ang = math.atan2(vdot(vcross(xp, yp), ax), vdot(xp, yp))
+        h = 0.5 * ang
+        sh = math.sin(h)
+        rq = (ax[0] * sh, ax[1] * sh, ax[2] * sh, math.cos(h))
+        xr = qrotate(rq, x)
+        B[k, 0] = a[0] + xr[0]
+        B[k, 1] = a[1] + xr[1]
+        B[k, 2] = a[2] + xr[2]
+
+
+@njit
+def _errors(targets, i, goal_node, P, gerr):  # type: ignore[no-untyped-def]
+    """Each goal's distance to its target into ``gerr[i]``; returns the largest."""
+    worst = 0.0
+    for g in range(goal_node.shape[0]):
+        n = goal_node[g]
+        dx = P[n, 0] - targets[i, g, 0]
+        dy = P[n, 1] - targets[i, g, 1]
+        dz = P[n, 2] - targets[i, g, 2]
+        e = math.sqrt(dx * dx + dy * dy + dz * dz)
+        gerr[i, g] = e
+        if e > worst:
+            worst = e
+    return worst
+
+
+@njit
+def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints, jpar, node_j, npar,
+               child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
+               gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB):  # type: ignore[no-untyped-def]
+    """Solve batch item ``i`` in place (see the module docstring).
+
+    Writes the nodes' local rotations into ``r[i]`` (and, with a free root,
+    the root's local translation into ``t[i]``), the goals' errors into
+    ``gerr[i]``, and ``iters[i]``, ``hits[i]``, ``moved[i]``.
+    """
+    base_pos, base_rot, base_scl = setup_item(i, base_path, joints, jpar, node_j, npar, t, r, s,
+                                              pos, rot, scl, P, Q, L, V, D, M, U0)
+    kn = node_j.shape[0]
+    use_limits = False
+    for n in range(kn):
+        if lim_kind[n] != 0:
+            use_limits = True
+    p_root = _v3(P, 0)
+    pole = (poles[i, 0], poles[i, 1], poles[i, 2])
+    n_hits = 0
+    n_it = 0
+    worst = _errors(targets, i, goal_node, P, gerr)
+    if worst <= tol:
+        # Already there.  Only a pose outside its limits is changed (clamped
+        # in place, root to tip); otherwise the pose is left bit for bit.
+        if use_limits:
+            for n in range(kn):
+                loc, changed = clamp_local(lim_kind, lim_par, lim_rest, n, _q4(L, n))
+                if changed:
+                    n_hits += 1
+                    _put4(L, n, loc)
+            if n_hits > 0:
+                n_hits = forward_rotations(p_root, base_rot, P, False, False, npar, child_ptr, child_idx, P, Q, L,
+                                           V, D, M, nw, lim_kind, lim_par, lim_rest, Qb, TB) + n_hits
+                _errors(targets, i, goal_node, P, gerr)
+    else:
+        straight = False
+        if mode == MODE_POSITIONS and fixed_root:
+            # Unreachable chain: the answer is the straight chain along the
+            # line from the root to the target (no iteration, so re-solving
+            # the same target gives the same chain: nothing to oscillate).
+            total = 0.0
+            for n in range(1, kn):
+                total += D[n]
+            g = goal_node.shape[0] - 1
+            tgt = (targets[i, g, 0], targets[i, g, 1], targets[i, g, 2])
+            dist = vnorm((tgt[0] - p_root[0], tgt[1] - p_root[1], tgt[2] - p_root[2]))
+            if dist >= total and dist > AIM_EPS:
+                straight = True
+                u = _toward(p_root, tgt, (0.0, 0.0, 0.0))
+                acc = 0.0
+                for n in range(1, kn):
+                    acc += D[n]
+                    _put3(P, n, (p_root[0] + acc * u[0], p_root[1] + acc * u[1], p_root[2] + acc * u[2]))
+                n_it = 1
+        if not straight:
+            for _ in range(iterations):
+                backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0,
+                         use_limits, lim_kind, lim_par, lim_rest, TB)
+                p0 = p_root if fixed_root else _v3(Pb, 0)
+                if mode == MODE_POSITIONS:
+                    forward_positions(p0, npar, P, Pb, D, U0)
+                else:
+                    if has_pole:
+                        apply_pole(pole, P if fixed_root else Pb, Pb)
+                    n_hits += forward_rotations(p0, base_rot, Pb, True, use_limits, npar, child_ptr, child_idx, P, Q,
+                                                L, V, D, M, nw, lim_kind, lim_par, lim_rest, Qb, TB)
+                n_it += 1
+                if _errors(targets, i, goal_node, P, gerr) <= tol:
+                    break
+        if mode == MODE_POSITIONS:
+            if has_pole:
+                apply_pole(pole, P, P)
+            # Rotations from positions: one forward rotation pass aimed at the solved points.
+            forward_rotations(_v3(P, 0), base_rot, P, True, False, npar, child_ptr, child_idx, P, Q, L, V, D, M, nw,
+                              lim_kind, lim_par, lim_rest, Qb, TB)
+        _errors(targets, i, goal_node, P, gerr)
+    if n_it > 0 or n_hits > 0:
+        for n in range(kn):
+            write_q(r, i, joints[node_j[n]], _q4(L, n))
+        if not fixed_root:
+            # Free root: its new world position back into its local translation.
+            d = (P[0, 0] - base_pos[0], P[0, 1] - base_pos[1], P[0, 2] - base_pos[2])
+            lt = qrotate(qconj(base_rot), d)
+            j0 = joints[node_j[0]]
+            t[i, j0, 0] = lt[0] / base_scl
+            t[i, j0, 1] = lt[1] / base_scl
+            t[i, j0, 2] = lt[2] / base_scl
+    iters[i] = n_it
+    hits[i] = n_hits
+    moved[i] = n_it > 0 or n_hits > 0
+
+
+@njit
+def _scratch(n_path, kn):  # type: ignore[no-untyped-def]
+    return (np.empty((n_path, 3)), np.empty((n_path, 4)), np.empty(n_path), np.empty((kn, 3)), np.empty((kn, 3)),
+            np.empty((kn, 4)), np.empty((kn, 4)), np.empty((kn, 4)), np.empty((kn, 3)), np.empty(kn),
+            np.empty((kn, 4)), np.empty((kn, 3)), np.zeros(kn, dtype=np.bool_))
+
+
+@njit
+def solve_serial(mode, iterations, tol, fixed_root, has_pole, base_path, joints, jpar, node_j, npar, child_ptr,
+                 child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
+                 gerr, iters, hits, moved):  # type: ignore[no-untyped-def]
+    """Items one after another on the calling thread (no thread start-up cost: single solves)."""
+    pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB = _scratch(joints.shape[0], node_j.shape[0])
+    for i in range(r.shape[0]):
+        solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints, jpar, node_j, npar,
+                   child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
+                   gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
+
+
+@njit(parallel=True)
+def solve_parallel(n_chunks, mode, iterations, tol, fixed_root, has_pole, base_path, joints, jpar, node_j, npar,
+                   child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
+                   gerr, iters, hits, moved):  # type: ignore[no-untyped-def]
+    """Items split into ``n_chunks`` contiguous chunks over threads; scratch allocated once per chunk."""
+    n = r.shape[0]
+    size = (n + n_chunks - 1) // n_chunks
+    for ch in prange(n_chunks):
+        pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB = _scratch(joints.shape[0], node_j.shape[0])
+        for i in range(ch * size, min(n, (ch + 1) * size)):
+            solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints, jpar, node_j, npar,
+                       child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets,
+                       poles, gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)

@@ -1,0 +1,92 @@
+"""The atomic writer every kinema saver uses: all or nothing, inputs never overwritten."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from kinema.io._atomic import atomic_write, same_file
+
+
+def test_writes_bytes_and_text(tmp_path: Path) -> None:
+    p = tmp_path / "a.bin"
+    with atomic_write(p) as f:
+        f.write(b"\x00\x01")
+    assert p.read_bytes() == b"\x00\x01"
+    with atomic_write(p, mode="w") as f:
+        f.write("héllo\n")
+    assert p.read_bytes() == "héllo\n".encode()
+    assert os.listdir(tmp_path) == ["a.bin"]
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("boom"), KeyboardInterrupt()])
+def test_failure_keeps_the_old_file_and_leaves_no_temp(tmp_path: Path, exc: BaseException) -> None:
+    p = tmp_path / "keep.txt"
+    p.write_text("old")
+    with pytest.raises(type(exc)):
+        with atomic_write(p, mode="w") as f:
+            f.write("new, half written")
+            raise exc
+    assert p.read_text() == "old"
+    assert os.listdir(tmp_path) == ["keep.txt"]
+
+
+def test_failure_on_a_new_path_creates_nothing(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        with atomic_write(tmp_path / "new.txt", mode="w") as f:
+            f.write("x")
+            raise ValueError
+    assert os.listdir(tmp_path) == []
+
+
+def test_refuses_to_overwrite_an_input(tmp_path: Path) -> None:
+    src = tmp_path / "in.bvh"
+    src.write_text("input")
+    (tmp_path / "sub").mkdir()
+    link = tmp_path / "link.bvh"
+    link.symlink_to(src)
+    for spelling in (src, tmp_path / "sub" / ".." / "in.bvh", link):
+        with pytest.raises(FileExistsError, match="input"):
+            with atomic_write(spelling, mode="w", inputs=[src]) as f:
+                f.write("clobbered")
+    assert src.read_text() == "input"
+    assert same_file(link, src) and not same_file(tmp_path / "other", src)
+
+
+def test_overwrite_false(tmp_path: Path) -> None:
+    p = tmp_path / "x"
+    p.write_text("old")
+    with pytest.raises(FileExistsError):
+        with atomic_write(p, overwrite=False) as f:
+            f.write(b"new")
+    assert p.read_text() == "old"
+    with atomic_write(tmp_path / "y", overwrite=False) as f:  # a new path is fine
+        f.write(b"ok")
+    assert (tmp_path / "y").read_bytes() == b"ok"
+
+
+def test_keeps_permissions_and_symlinks(tmp_path: Path) -> None:
+    target = tmp_path / "target.txt"
+    target.write_text("old")
+    target.chmod(0o640)
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    with atomic_write(link, mode="w") as f:
+        f.write("new")
+    assert link.is_symlink() and target.read_text() == "new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="mode"):
+        with atomic_write(tmp_path / "x", mode="a"):
+            pass
+    with pytest.raises(FileNotFoundError):
+        with atomic_write(tmp_path / "missing" / "x"):
+            pass
+    with pytest.raises(IsADirectoryError):
+        with atomic_write(tmp_path):
+            pass

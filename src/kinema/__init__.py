@@ -9,6 +9,8 @@ that needs them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import limits, rotation
 from ._ccd import Goal, solve_ccd, solve_chains
 from ._fabrik import solve_fabrik, solve_fabrik_tree
@@ -26,12 +28,28 @@ from .pose import Clip, Pose
 from .result import SolveResult
 from .skeleton import Skeleton
 
+if TYPE_CHECKING:  # lazy at run time, see __getattr__
+    from . import io, samples
+
 __version__ = "0.1.0"
+
+#: Submodules imported on first attribute access (PEP 562), keeping ``import kinema`` light.
+_LAZY_SUBMODULES = ("io", "samples")
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'kinema' has no attribute {name!r}")
 
 __all__ = [
     "__version__",
     "rotation",
     "limits",
+    "io",
+    "samples",
     "solve_ccd",
     "solve_chains",
     "Goal",

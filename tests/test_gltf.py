@@ -28,7 +28,7 @@ from scipy.spatial.transform import Rotation
 import kinema
 from kinema import Clip, FileFormatError, Pose, Skeleton, forward_kinematics
 from kinema.io import load_gltf, save_gltf
-from kinema.io._gltf import GltfMesh, bone_mesh
+from kinema.io._gltf import bone_mesh
 
 pytest.importorskip("pygltflib")
 
@@ -70,7 +70,8 @@ def _node_matrix(node: dict[str, Any], trs: dict[str, np.ndarray] | None = None)
     return m
 
 
-def _node_worlds(doc: dict[str, Any], overrides: dict[int, dict[str, np.ndarray]] | None = None) -> dict[int, np.ndarray]:
+def _node_worlds(doc: dict[str, Any],
+                 overrides: dict[int, dict[str, np.ndarray]] | None = None) -> dict[int, np.ndarray]:
     """Global matrix of every node, composed down the JSON hierarchy."""
     overrides = overrides or {}
     parent = {c: i for i, n in enumerate(doc["nodes"]) for c in n.get("children", [])}
@@ -113,8 +114,8 @@ class _Builder:
 
     def finish(self) -> dict[str, Any]:
         doc = copy.deepcopy(self.doc)
-        doc["buffers"] = [{"byteLength": len(self.data),
-                           "uri": "data:application/octet-stream;base64," + base64.b64encode(bytes(self.data)).decode()}]
+        uri = "data:application/octet-stream;base64," + base64.b64encode(bytes(self.data)).decode()
+        doc["buffers"] = [{"byteLength": len(self.data), "uri": uri}]
         return doc
 
     def write(self, path: Path) -> Path:
@@ -863,6 +864,9 @@ BAD_CASES = [
     (_set("nodes.3.translation", [0, 0, 0]), r"nodes\[3\].*matrix and"),
     (_set("nodes.0.matrix", [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, -1, 0, 0, 0, 0, 1]), r"nodes\[0\].*mirror"),
     (_set("nodes", {}), r"^.*nodes: must be an array"),
+    (_set("nodes.4.scale", [1e-300, 1e-300, 1e-300]), r"nodes: .*collapse"),  # underflows to a singular world
+    (_set("nodes.3.matrix", [1e200, 0, 0, 0, 0, 1e200, 0, 0, 0, 0, 1e200, 0, 0, 0, 0, 1]),
+     r"nodes\[3\]\.matrix.*too large"),
     (_set("animations.0.samplers.0.interpolation", "BEZIER"), r"samplers\[0\]\.interpolation"),
     (_set("animations.0.channels.0.target.path", "color"), r"channels\[0\]\.target\.path"),
     (_set("animations.0.channels.0.sampler", 7), r"channels\[0\]\.sampler"),
@@ -892,6 +896,11 @@ def _patch_accessor(doc: dict[str, Any], i: int, values: np.ndarray) -> None:
     off = bv.get("byteOffset", 0) + acc.get("byteOffset", 0)
     data[off:off + len(raw)] = raw
     doc["buffers"][0]["uri"] = "data:application/octet-stream;base64," + base64.b64encode(bytes(data)).decode()
+
+
+def test_huge_quaternion_is_normalised_without_overflow(shared_data: Path, tmp_path: Path) -> None:
+    a = load_gltf(_mutated(shared_data, tmp_path, _set("nodes.4.rotation", [1e308, 1e308, 0, 0])))
+    assert kinema.rotation.equal(a.skeleton.rotations[1], [np.sqrt(0.5), np.sqrt(0.5), 0, 0])
 
 
 def test_out_of_range_indices_and_bad_data(shared_data: Path, tmp_path: Path) -> None:
@@ -944,7 +953,8 @@ def test_bad_json_text_and_glb_container(shared_data: Path, tmp_path: Path) -> N
         load_gltf(p)
     glb = _to_glb(json.loads(text))
     g = tmp_path / "x.glb"
-    for data, where in [(glb[:-20], "truncated"), (glb[:8], "12"), (glb[:4] + struct.pack("<I", 1) + glb[8:], "version"),
+    for data, where in [(glb[:-20], "truncated"), (glb[:8], "12"),
+                        (glb[:4] + struct.pack("<I", 1) + glb[8:], "version"),
                         (glb[:12] + struct.pack("<I", 10**6) + glb[16:], "GLB chunk 0"),
                         (glb[:16] + b"BIN\0" + glb[20:], "first chunk must be JSON")]:
         g.write_bytes(data)

@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import rotation
-from ..errors import FileFormatError, ShapeError
+from ..errors import FileFormatError, ShapeError, SkeletonError
 from ..pose import Clip, Pose
 from ..skeleton import ZERO_QUAT_EPS, Skeleton
 
@@ -78,6 +78,10 @@ MAX_SYNTHETIC_BYTES = 1 << 31
 #: Slack when counting resampled frames: ``ceil(t_end * fps - TIME_EPS)``, so
 #: an end time on the grid up to float round-off does not add a frame.
 TIME_EPS = 1e-9
+
+#: World rest matrices with ``|det|`` below this are singular in float64 (a scale
+#: product underflowed): their inverse bind matrices cannot be formed.
+_MIN_DET = 1e-290
 
 #: Bones shorter than this fraction of the skeleton's extent get no capsule in
 #: :func:`bone_mesh` (a joint sitting on its parent has no direction).
@@ -499,6 +503,8 @@ def _parse_container(path: str, data: bytes) -> tuple[dict[str, Any], bytes | No
 
 def _decompose(r: _Doc, m: FloatArray, where: str) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(t, q, s)`` with ``m == T(t) R(q) S(s)``; FileFormatError for shear, mirroring or zero scale."""
+    if not np.all(np.isfinite(m)) or not np.all(np.isfinite(np.linalg.norm(m[:3, :3], axis=0))):
+        r.fail(where, "has values too large to compose")
     if not np.allclose(m[3], (0.0, 0.0, 0.0, 1.0), atol=MATRIX_SHEAR_TOL):
         r.fail(where, f"is not affine (last row {m[3].tolist()})")
     lin = m[:3, :3]
@@ -534,12 +540,13 @@ def _node_local(r: _Doc, n: int) -> tuple[FloatArray, FloatArray, FloatArray]:
     t = r.numbers(node, "translation", w, 3, (0.0, 0.0, 0.0))
     q = r.numbers(node, "rotation", w, 4, (0.0, 0.0, 0.0, 1.0))
     s = r.numbers(node, "scale", w, 3, (1.0, 1.0, 1.0))
-    norm = float(np.linalg.norm(q))
-    if norm < ZERO_QUAT_EPS:
+    big = float(np.max(np.abs(q)))
+    if big < ZERO_QUAT_EPS:
         r.fail(f"{w}.rotation", "is a zero quaternion")
+    q = q / big  # divide by the largest component first so huge values cannot overflow the norm
     if np.any(s <= 0.0):
         r.fail(f"{w}.scale", f"is {s.tolist()}; kinema skeletons need positive scales")
-    return t, q / norm, s
+    return t, q / np.linalg.norm(q), s
 
 
 def _hierarchy(r: _Doc) -> list[int]:
@@ -686,7 +693,9 @@ def load_gltf(path: str | os.PathLike[str], *, skin: int | str | None = 0, fps: 
         raise ValueError(f"fps must be a positive finite number or None, got {fps!r}")
     doc, glb_bin = _parse_container(spath, data)
     r = _Doc(spath, doc, glb_bin, os.path.dirname(os.path.abspath(spath)))
-    return _load(r, skin, fps)
+    # Extreme values (1e308) may overflow on the way; every result is checked for finiteness instead.
+    with np.errstate(all="ignore"):
+        return _load(r, skin, fps)
 
 
 def _load(r: _Doc, skin: int | str | None, fps: float | None) -> GltfAsset:
@@ -793,7 +802,10 @@ def _load(r: _Doc, skin: int | str | None, fps: float | None) -> GltfAsset:
     rest_s = np.array([local(n)[2] for n in members])
     ft, fq, fs = _fold(pre_t, pre_q, pre_s, rest_t, rest_q, rest_s)
     names = _unique_names(r, members)
-    tmp, order = Skeleton.from_unordered(names, mparents, ft, fq, fs)
+    try:
+        tmp, order = Skeleton.from_unordered(names, mparents, ft, fq, fs)
+    except SkeletonError as exc:  # e.g. a scale that underflows to 0 or a translation that overflows
+        r.fail("nodes", f"the skin's node transforms do not make a valid skeleton: {exc}")
     new_of_old = np.empty(nm, dtype=np.int64)
     new_of_old[order] = np.arange(nm)
 
@@ -801,6 +813,8 @@ def _load(r: _Doc, skin: int | str | None, fps: float | None) -> GltfAsset:
 
     world = forward_kinematics(tmp, tmp.rest_pose(), matrices=True).matrices
     assert world is not None
+    if not np.all(np.isfinite(world)) or np.any(np.abs(np.linalg.det(world[:, :3, :3])) < _MIN_DET):
+        r.fail("nodes", "the skin's rest transforms overflow or collapse (values far too large or small)")
     ibm: FloatArray = np.asarray(np.linalg.inv(world), dtype=np.float64)  # kept for non-skin members
     if skin_index is not None:
         src = ibm_skin if ibm_skin is not None else np.broadcast_to(np.eye(4), (len(joints), 4, 4))
@@ -1252,7 +1266,7 @@ def save_gltf(
 
             world = forward_kinematics(skeleton, skeleton.rest_pose(), matrices=True).matrices
             assert world is not None
-            ibm = np.linalg.inv(world)
+            ibm = np.asarray(np.linalg.inv(world), dtype=np.float64)
     ibm_cols = np.ascontiguousarray(np.transpose(ibm, (0, 2, 1))).reshape(nj, 16)
     ibm_acc = blob.add(ibm_cols, _FLOAT, "MAT4")
     skins.append(g.Skin(name="skin", joints=list(range(nj)), inverseBindMatrices=ibm_acc,

@@ -1,0 +1,120 @@
+"""Foot-contact kernels for :mod:`kinema.mocap`: hysteresis, run clean-up, ease weights.
+
+These are short sequential loops over frames (each frame's state depends on
+the previous one), so they are kernels rather than NumPy expressions.  With
+``NUMBA_DISABLE_JIT=1`` the same functions run as plain Python.
+
+Layouts: per-foot signals are ``(F, K)`` (frames, feet); contact runs are
+half-open frame ranges ``[start, end)``.
+"""
+
+from __future__ import annotations
+
+from ._jit import njit
+
+
+@njit
+def hysteresis(height, speed, h_on, h_off, v_on, v_off, out):  # type: ignore[no-untyped-def]
+    """Contact state per frame and foot with two thresholds per signal.
+
+    ``height, speed (F, K)``; ``h_on, h_off, v_on, v_off (K,)`` with
+    ``h_on <= h_off`` and ``v_on <= v_off``; ``out (F, K)`` bool.
+
+    A foot enters contact when ``height <= h_on`` and ``speed <= v_on`` and
+    leaves it only when ``height > h_off`` or ``speed > v_off``, so a signal
+    hovering around one threshold does not make the contact flicker.
+    """
+    n_frames, n_feet = height.shape
+    for k in range(n_feet):
+        on = False
+        for f in range(n_frames):
+            h = height[f, k]
+            v = speed[f, k]
+            if on:
+                if h > h_off[k] or v > v_off[k]:
+                    on = False
+            elif h <= h_on[k] and v <= v_on[k]:
+                on = True
+            out[f, k] = on
+
+
+@njit
+def clean_runs(mask, max_gap, min_len):  # type: ignore[no-untyped-def]
+    """In place on ``mask (F, K)`` bool: fill short gaps, then drop short contacts.
+
+    A gap of at most ``max_gap`` frames *between* two contacts of one foot is
+    filled (a one-frame dropout inside a stance is noise, not a step); gaps at
+    the clip's ends are left alone.  Then every contact shorter than
+    ``min_len`` frames is removed (a brief touch is not a plant).
+    """
+    n_frames, n_feet = mask.shape
+    for k in range(n_feet):
+        last_end = -1  # end (exclusive) of the previous contact, -1 before the first one
+        f = 0
+        while f < n_frames:
+            if mask[f, k]:
+                if last_end >= 0 and f - last_end <= max_gap:
+                    for g in range(last_end, f):
+                        mask[g, k] = True
+                while f < n_frames and mask[f, k]:
+                    f += 1
+                last_end = f
+            else:
+                f += 1
+        f = 0
+        while f < n_frames:
+            if mask[f, k]:
+                s = f
+                while f < n_frames and mask[f, k]:
+                    f += 1
+                if f - s < min_len:
+                    for g in range(s, f):
+                        mask[g, k] = False
+            else:
+                f += 1
+
+
+@njit
+def ease_weights(starts, ends, n_frames, ease, weight, owner):  # type: ignore[no-untyped-def]
+    """IK weight per frame for one foot's contacts ``[starts[c], ends[c])``.
+
+    ``weight (F,)``: 1 inside a contact; on each side a ramp of up to ``ease``
+    frames rising (falling) with the smoothstep ``3x^2 - 2x^3`` of
+    ``x = 1 - i / (n + 1)`` at ``i`` frames from the contact (``n`` the ramp
+    length), so the weight is C1 in time and strictly inside (0, 1) on the
+    ramp; 0 elsewhere.  ``owner (F,)`` is the contact each weighted frame
+    belongs to, -1 where the weight is 0.
+
+    Ramps of neighbouring contacts share the gap between them: each side takes
+    at most half of it, so ramps never overlap and every frame has one owner.
+    """
+    for f in range(n_frames):
+        weight[f] = 0.0
+        owner[f] = -1
+    n_runs = starts.shape[0]
+    for c in range(n_runs):
+        s = starts[c]
+        e = ends[c]
+        for f in range(s, e):
+            weight[f] = 1.0
+            owner[f] = c
+        left = ease
+        if c > 0:
+            left = min(ease, (s - ends[c - 1]) // 2)
+        for i in range(1, left + 1):
+            f = s - i
+            if f < 0:
+                break
+            x = 1.0 - i / (left + 1.0)
+            weight[f] = x * x * (3.0 - 2.0 * x)
+            owner[f] = c
+        right = ease
+        if c + 1 < n_runs:
+            right = min(ease, (starts[c + 1] - e) // 2)
+        for i in range(1, right + 1):
+            f = e - 1 + i
+            if f >= n_frames:
+                break
+            x = 1.0 - i / (right + 1.0)
+            weight[f] = x * x * (3.0 - 2.0 * x)
+            owner[f] = c

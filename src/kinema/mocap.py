@@ -1,0 +1,806 @@
+"""Motion-capture clean-up with IK: foot contacts, foot locking, re-aimed reaches.
+
+The command line (``kinema footlock``, ``kinema reach``) and the viewer are
+thin layers over these functions; each takes a :class:`~kinema.Skeleton` and
+a :class:`~kinema.Clip` and returns a new clip with its diagnostics (the
+input is never modified).
+
+* :func:`detect_contacts`: when each foot is planted, from its height above
+  the ground and its speed, thresholds estimated from the clip (overridable),
+  with hysteresis and clean-up of short gaps and touches.
+* :func:`footlock`: locks each contact at one ground position with two-bone
+  IK per leg (knee pole from the animated knee, foot keeping its animated
+  world orientation), lowers the hips where a leg cannot reach, eases the IK
+  weight in and out around each contact and leaves every other joint alone.
+* :func:`reach`: re-aims a reach: over frames ``A..B`` the effector is at a
+  new target, blended in and out over a window, with two-bone IK (or a longer
+  chain through the spine) and the hand keeping its animated orientation.
+* :func:`foot_skate`, :func:`angular_speed`, :func:`max_angular_speed`: the
+  before/after metrics.
+
+Conventions: world is Y-up (:data:`UP_AXIS`), lengths are the clip's units,
+speeds are units per second, angles radians, frames 0-based.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from . import rotation as rot
+from ._validate import resolve_joint
+from .errors import ShapeError, SkeletonError, SolverInputError
+from .fk import forward_kinematics
+from .pose import Clip, Pose
+from .skeleton import Skeleton
+
+__all__ = [
+    "UP_AXIS",
+    "ContactThresholds",
+    "Contacts",
+    "FootlockResult",
+    "ReachResult",
+    "find_feet",
+    "detect_contacts",
+    "footlock",
+    "reach",
+    "foot_skate",
+    "angular_speed",
+    "max_angular_speed",
+    "frame_times",
+]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
+
+#: Index of the world up axis (kinema's world is Y-up); the other two are horizontal.
+UP_AXIS = 1
+_HORIZONTAL = np.array([0, 2])
+
+# ---------------------------------------------------------- contact defaults
+#: Ground level of a foot: this percentile of its height over the clip (a low
+#: percentile rather than the minimum, so one glitch frame does not set it).
+GROUND_PERCENTILE = 2.0
+
+#: Default contact height: the foot is at most this fraction of its leg length
+#: (hip to knee plus knee to foot) above its ground level.
+HEIGHT_ON_FRACTION = 0.04
+
+#: Default contact speed: this many times the clip's own noise level (the
+#: median speed of the foot while it is low), clamped to
+#: ``[SPEED_FLOOR_FRACTION, SPEED_CEIL_FRACTION]`` leg lengths per second.
+SPEED_NOISE_FACTOR = 5.0
+SPEED_FLOOR_FRACTION = 0.05
+SPEED_CEIL_FRACTION = 0.5
+
+#: Leaving a contact needs the height or speed above ``hysteresis`` times the
+#: entering threshold.
+DEFAULT_HYSTERESIS = 1.5
+
+#: Contacts shorter than this many seconds are dropped; gaps shorter than
+#: ``DEFAULT_MAX_GAP_S`` inside a stance are filled.
+DEFAULT_MIN_CONTACT_S = 0.1
+DEFAULT_MAX_GAP_S = 0.1
+
+#: Seconds over which the IK weight eases in before and out after a contact.
+DEFAULT_EASE_S = 0.25
+
+# ----------------------------------------------------------- locking limits
+#: The hips are lowered so that a leg keeps this fraction of its length from
+#: fully straight (a straight knee is singular: the bend plane is undefined).
+#: It is far above the two-bone solver's own margin (1e-4 of the shorter bone),
+#: so a target inside it is reached exactly.
+REACH_SLACK = 1e-3
+
+#: The hips never drop by more than this fraction of the shortest leg: a lock
+#: that is out of reach horizontally cannot be fixed by crouching.
+MAX_DROP_FRACTION = 0.25
+
+#: Default reach blend window, seconds on each side of ``A..B``.
+DEFAULT_REACH_BLEND_S = 0.25
+
+_FOOT_RE = re.compile(r"foot|ankle", re.IGNORECASE)
+_NOT_FOOT_RE = re.compile(r"_end$|end$|toe|ball|site", re.IGNORECASE)
+_LEFT_RE = re.compile(r"left|(^|[^a-z])l([^a-z]|$)", re.IGNORECASE)
+
+
+# ============================================================== small helpers
+def frame_times(clip: Clip) -> FloatArray:
+    """Frame times in seconds ``(F,)``: ``clip.times`` or ``k / fps``."""
+    if clip.times is not None:
+        return np.asarray(clip.times, dtype=np.float64)
+    return np.arange(clip.n_frames, dtype=np.float64) / float(clip.fps)
+
+
+def _clip_arrays(skeleton: Skeleton, clip: Clip, copy: bool = True) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``(t (F,J,3), r (F,J,4), s)`` of a clip: full-shape (copied when ``copy``); ``s`` is
+    ``(J,3)`` when the clip shares one set of scales (never copied, only read)."""
+    if clip.pose.n_joints != skeleton.n_joints:
+        raise ShapeError("clip pose", f"(frames, {skeleton.n_joints}, k)", f"{clip.pose.n_joints} joints")
+    if len(clip.pose.batch_shape) != 1:
+        raise ShapeError("clip pose", "(frames, J, k) with one time dimension", str(clip.pose.batch_shape))
+    n, nj = clip.n_frames, skeleton.n_joints
+
+    def full(a: FloatArray, k: int) -> FloatArray:
+        if a.shape == (n, nj, k):
+            return a.copy() if copy else a
+        return np.broadcast_to(a, (n, nj, k)).copy()
+
+    sc = clip.pose.scales
+    return full(clip.pose.translations, 3), full(clip.pose.rotations, 4), sc if sc.ndim == 2 else full(sc, 3)
+
+
+def _rows(s: FloatArray, frames: Any) -> FloatArray:
+    """Scales for a subset of frames (shared ``(J,3)`` scales stay shared)."""
+    return s if s.ndim == 2 else s[frames]
+
+
+def _subskeleton(skeleton: Skeleton, joints: Sequence[int]) -> tuple[Skeleton, IntArray]:
+    """The joints and all their ancestors as a smaller skeleton: ``(sub, keep)``, ``keep[new] = old``.
+
+    World transforms of the kept joints are the same as in the full skeleton
+    (they only depend on ancestors), so FK and IK on a leg run on a handful of
+    joints instead of the whole body.
+    """
+    keep_set: set[int] = set()
+    for j in joints:
+        keep_set.add(int(j))
+        keep_set.update(int(a) for a in skeleton.ancestors(int(j)))
+    keep = np.asarray(sorted(keep_set), dtype=np.int64)
+    new_of_old = np.full(skeleton.n_joints, -1, dtype=np.int64)
+    new_of_old[keep] = np.arange(keep.size)
+    par = skeleton.parents[keep]
+    sub = Skeleton([skeleton.names[j] for j in keep], np.where(par >= 0, new_of_old[par], -1),
+                   skeleton.translations[keep], skeleton.rotations[keep], skeleton.scales[keep])
+    return sub, keep
+
+
+def _take(a: FloatArray, keep: IntArray) -> FloatArray:
+    """Joint subset of a ``(F, J, k)`` or shared ``(J, k)`` array."""
+    return a[keep] if a.ndim == 2 else a[:, keep]
+
+
+def _smoothstep(x: FloatArray) -> FloatArray:
+    """``3x^2 - 2x^3`` on [0, 1] (C1 ease), the same curve as the contact ramps."""
+    x = np.clip(x, 0.0, 1.0)
+    return x * x * (3.0 - 2.0 * x)
+
+
+def _runs(mask: BoolArray) -> tuple[IntArray, IntArray]:
+    """Half-open ``[start, end)`` ranges of the True runs of a 1-D mask."""
+    d = np.diff(np.concatenate(([0], mask.astype(np.int8), [0])))
+    return np.flatnonzero(d == 1).astype(np.int64), np.flatnonzero(d == -1).astype(np.int64)
+
+
+def _ease(starts: IntArray, ends: IntArray, n_frames: int, ease_frames: int) -> tuple[FloatArray, IntArray]:
+    from ._kernels import contact as kc
+
+    weight = np.empty(n_frames)
+    owner = np.empty(n_frames, dtype=np.int64)
+    kc.ease_weights(starts, ends, n_frames, int(ease_frames), weight, owner)
+    return weight, owner
+
+
+def _offset_targets(anim: FloatArray, starts: IntArray, ends: IntArray, lock: FloatArray, weight: FloatArray,
+                    owner: IntArray) -> FloatArray:
+    """Targets ``(F, 3)`` that hold ``lock[c]`` over run ``c`` and fade its offset out around it.
+
+    Inside run ``c`` the target is ``lock[c]``.  On the ramp before it the
+    target is ``anim + w (lock[c] - anim[start])``, after it
+    ``anim + w (lock[c] - anim[end - 1])``: the offset measured at the run's
+    edge is faded with the weight ``w``, so the target keeps the animated
+    velocity (it never lags behind a fast-moving limb the way blending
+    towards a fixed point would) and is continuous at the edges.
+    Elsewhere (``owner == -1``) the target is the animation.
+    """
+    tgt = anim.copy()
+    f = np.flatnonzero(owner >= 0)
+    if f.size == 0:
+        return tgt
+    c = owner[f]
+    before = f < starts[c]
+    inside = ~before & (f < ends[c])
+    edge = np.where(before, starts[c], ends[c] - 1)
+    tgt[f] = anim[f] + weight[f, None] * (lock[c] - anim[edge])
+    tgt[f[inside]] = lock[c[inside]]
+    return tgt
+
+
+def _leg(skeleton: Skeleton, foot: int) -> tuple[int, int, int]:
+    """``(hip, knee, foot)``: the foot's grandparent, parent and itself."""
+    knee = int(skeleton.parents[foot])
+    hip = int(skeleton.parents[knee]) if knee >= 0 else -1
+    if knee < 0 or hip < 0:
+        raise SkeletonError(
+            f"foot {skeleton.names[foot]!r} needs a parent (knee) and a grandparent (hip) for two-bone IK"
+        )
+    return hip, knee, foot
+
+
+def _root_of(skeleton: Skeleton, joint: int) -> int:
+    anc = skeleton.ancestors(joint)
+    return int(anc[-1]) if anc else joint
+
+
+# ================================================================== metrics
+def foot_skate(positions: ArrayLike, mask: ArrayLike, times: ArrayLike) -> float:
+    """Mean horizontal foot speed during contacts (units per second).
+
+    ``positions (F, K, 3)`` world foot positions, ``mask (F, K)`` contacts,
+    ``times (F,)`` seconds.  Averages ``|dp_horizontal| / dt`` over every pair
+    of consecutive frames that are both in contact; 0 when there is none.
+    """
+    p = np.asarray(positions, dtype=np.float64)
+    m = np.asarray(mask, dtype=bool)
+    t = np.asarray(times, dtype=np.float64)
+    if p.shape[0] < 2:
+        return 0.0
+    both = m[1:] & m[:-1]
+    if not np.any(both):
+        return 0.0
+    dp = p[1:][..., _HORIZONTAL] - p[:-1][..., _HORIZONTAL]
+    speed = np.linalg.norm(dp, axis=-1) / np.diff(t)[:, None]
+    return float(speed[both].mean())
+
+
+def angular_speed(clip: Clip) -> FloatArray:
+    """Local angular speed of every joint between consecutive frames, ``(F-1, J)`` rad/s.
+
+    ``angle(q_f^-1 q_{f+1}) / (t_{f+1} - t_f)`` with the angle
+    ``2 atan2(|v|, |w|)`` (:func:`kinema.rotation.angle_between`).
+    """
+    if len(clip.pose.batch_shape) != 1:
+        raise ShapeError("clip pose", "(frames, J, k) with one time dimension", str(clip.pose.batch_shape))
+    q = clip.pose.rotations
+    if q.ndim == 2 or q.shape[0] < 2:  # rotations shared by all frames (or one frame): nothing turns
+        return np.zeros((max(clip.n_frames - 1, 0), clip.pose.n_joints))
+    dt = np.diff(frame_times(clip))
+    return rot.angle_between(q[:-1], q[1:]) / dt[:, None]
+
+
+def max_angular_speed(clip: Clip) -> tuple[float, int, int]:
+    """``(speed rad/s, frame, joint)`` of the fastest local joint turn in the clip (0, 0, 0 when static)."""
+    w = angular_speed(clip)
+    if w.size == 0:
+        return 0.0, 0, 0
+    f, j = np.unravel_index(int(np.argmax(w)), w.shape)
+    return float(w[f, j]), int(f), int(j)
+
+
+# ================================================================= contacts
+def find_feet(skeleton: Skeleton) -> tuple[int, ...]:
+    """Foot joints found by name: the topmost joint per branch named like ``*foot*``/``*ankle*``.
+
+    End sites, toes and balls are skipped; each foot needs a parent and a
+    grandparent (knee, hip).  Left feet come first.  Raises
+    :class:`~kinema.BoneNotFoundError`-style :class:`SkeletonError` when none
+    is found (pass the names explicitly then).
+    """
+    names = skeleton.names
+    cand = [j for j, n in enumerate(names) if _FOOT_RE.search(n) and not _NOT_FOOT_RE.search(n)]
+    chosen = [j for j in cand if not any(a in cand for a in skeleton.ancestors(j)) and len(skeleton.ancestors(j)) >= 2]
+    if not chosen:
+        raise SkeletonError(
+            "no foot joints found by name (looked for 'foot' or 'ankle' with a knee and a hip above); "
+            "name them explicitly (--feet LEFT,RIGHT)"
+        )
+    chosen.sort(key=lambda j: (0 if _LEFT_RE.search(names[j]) else 1, j))
+    return tuple(chosen)
+
+
+def _resolve_feet(skeleton: Skeleton, feet: Sequence[int | str] | None) -> tuple[int, ...]:
+    if feet is None:
+        return find_feet(skeleton)
+    idx = tuple(resolve_joint(skeleton, f) for f in feet)
+    if not idx:
+        raise SolverInputError("feet: give at least one foot joint")
+    if len(set(idx)) != len(idx):
+        raise SolverInputError(f"feet: a joint is listed twice: {[skeleton.names[i] for i in idx]}")
+    for i in idx:
+        _leg(skeleton, i)
+    return idx
+
+
+@dataclass(frozen=True)
+class ContactThresholds:
+    """Contact detection thresholds, one value per foot (``(K,)`` arrays).
+
+    * ``ground``: ground level (world up coordinate) of each foot.
+    * ``height_on``/``height_off``: height *above* ``ground`` to enter/leave a contact.
+    * ``speed_on``/``speed_off``: foot speed (units/s) to enter/leave a contact.
+    * ``min_frames``: shortest contact kept; ``max_gap``: longest gap filled.
+    """
+
+    ground: FloatArray
+    height_on: FloatArray
+    height_off: FloatArray
+    speed_on: FloatArray
+    speed_off: FloatArray
+    min_frames: int
+    max_gap: int
+
+
+@dataclass(frozen=True)
+class Contacts:
+    """Foot contacts of a clip.
+
+    * ``feet``: foot joint indices ``(K,)``; ``names`` their names.
+    * ``mask``: ``(F, K)`` bool, True while a foot is planted.
+    * ``positions``: ``(F, K, 3)`` world positions of the feet (input clip).
+    * ``speeds``: ``(F, K)`` foot speed, units/s (central differences).
+    * ``thresholds``: what was used (estimated or given).
+    """
+
+    feet: tuple[int, ...]
+    names: tuple[str, ...]
+    mask: BoolArray
+    positions: FloatArray
+    speeds: FloatArray
+    thresholds: ContactThresholds
+
+    def runs(self, k: int) -> tuple[IntArray, IntArray]:
+        """Contacts of foot ``k`` as half-open frame ranges ``(starts, ends)``."""
+        return _runs(self.mask[:, k])
+
+    @property
+    def n_contacts(self) -> int:
+        return int(sum(len(self.runs(k)[0]) for k in range(len(self.feet))))
+
+
+def _positive(x: float | None, what: str) -> float | None:
+    if x is None:
+        return None
+    v = float(x)
+    if not (np.isfinite(v) and v > 0):
+        raise SolverInputError(f"{what} must be a positive number, got {x!r}")
+    return v
+
+
+def _per_foot(x: float | Sequence[float] | None, k: int, what: str) -> FloatArray | None:
+    if x is None:
+        return None
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim == 0:
+        a = np.full(k, float(a))
+    if a.shape != (k,) or not np.all(np.isfinite(a)):
+        raise SolverInputError(f"{what}: expected one finite number or one per foot ({k}), got {x!r}")
+    return a
+
+
+def detect_contacts(
+    skeleton: Skeleton,
+    clip: Clip,
+    feet: Sequence[int | str] | None = None,
+    *,
+    height: float | None = None,
+    speed: float | None = None,
+    ground: float | Sequence[float] | None = None,
+    hysteresis: float = DEFAULT_HYSTERESIS,
+    min_duration: float = DEFAULT_MIN_CONTACT_S,
+    max_gap: float = DEFAULT_MAX_GAP_S,
+    positions: ArrayLike | None = None,
+) -> Contacts:
+    """Find when each foot is planted.
+
+    * ``feet``: foot joints (names or indices); default :func:`find_feet`.
+    * ``height``: contact height above the ground (units); default
+      ``HEIGHT_ON_FRACTION`` of the leg length.
+    * ``speed``: contact speed (units/s); default estimated from the clip:
+      ``SPEED_NOISE_FACTOR`` times the median speed of the foot while it is
+      below the height threshold, clamped to ``[0.05, 0.5]`` leg lengths/s.
+    * ``ground``: ground level (up coordinate), one value or one per foot;
+      default the ``GROUND_PERCENTILE`` percentile of each foot's height.
+    * ``hysteresis`` (>= 1): a contact ends only above ``hysteresis`` times
+      either threshold.
+    * ``min_duration``/``max_gap`` (seconds): shorter contacts are dropped,
+      shorter gaps inside a stance filled.
+    * ``positions``: ``(F, K, 3)`` world foot positions if already computed.
+    """
+    from ._kernels import contact as kc
+
+    t_all, r_all, s_all = _clip_arrays(skeleton, clip, copy=False)
+    idx = _resolve_feet(skeleton, feet)
+    k = len(idx)
+    hysteresis = float(hysteresis)
+    if not (np.isfinite(hysteresis) and hysteresis >= 1.0):
+        raise SolverInputError(f"hysteresis must be >= 1, got {hysteresis!r}")
+    if not (np.isfinite(min_duration) and min_duration >= 0 and np.isfinite(max_gap) and max_gap >= 0):
+        raise SolverInputError(f"min_duration and max_gap must be >= 0 seconds, got {min_duration!r}, {max_gap!r}")
+    h_given = _positive(height, "contact height")
+    v_given = _positive(speed, "contact speed")
+    g_given = _per_foot(ground, k, "ground")
+
+    legs = [_leg(skeleton, f) for f in idx]
+    if positions is None:
+        sub, keep = _subskeleton(skeleton, idx)
+        p = forward_kinematics(sub, Pose(_take(t_all, keep), _take(r_all, keep), _take(s_all, keep))).positions
+        p = p[:, np.searchsorted(keep, idx)]
+    else:
+        p = np.asarray(positions, dtype=np.float64)
+        if p.shape != (clip.n_frames, k, 3):
+            raise ShapeError("positions", f"({clip.n_frames}, {k}, 3)", tuple(p.shape))
+    # leg lengths from the first frame
+    world = forward_kinematics(skeleton, Pose(t_all[0], r_all[0], s_all if s_all.ndim == 2 else s_all[0])).positions
+    leg_length = np.array([np.linalg.norm(world[kn] - world[h]) + np.linalg.norm(world[f] - world[kn])
+                           for h, kn, f in legs])
+
+    t = frame_times(clip)
+    n = clip.n_frames
+    if n >= 2:
+        vel = np.gradient(p, t, axis=0)
+        spd = np.linalg.norm(vel, axis=-1)
+    else:  # a single frame has no motion
+        spd = np.zeros((n, k))
+    hgt = p[..., UP_AXIS]
+    g = g_given if g_given is not None else np.percentile(hgt, GROUND_PERCENTILE, axis=0)
+    h_on = np.full(k, h_given) if h_given is not None else HEIGHT_ON_FRACTION * leg_length
+    if v_given is not None:
+        v_on = np.full(k, v_given)
+    else:
+        v_on = np.empty(k)
+        for i in range(k):
+            low = hgt[:, i] - g[i] <= h_on[i]
+            noise = float(np.median(spd[low, i])) if np.any(low) else 0.0
+            v_on[i] = np.clip(SPEED_NOISE_FACTOR * noise, SPEED_FLOOR_FRACTION * leg_length[i],
+                              SPEED_CEIL_FRACTION * leg_length[i])
+    fps = (n - 1) / (t[-1] - t[0]) if n >= 2 else float(clip.fps)
+    th = ContactThresholds(
+        ground=np.asarray(g, dtype=np.float64),
+        height_on=h_on,
+        height_off=hysteresis * h_on,
+        speed_on=v_on,
+        speed_off=hysteresis * v_on,
+        min_frames=max(1, int(round(min_duration * fps))),
+        max_gap=int(round(max_gap * fps)),
+    )
+    mask = np.empty((n, k), dtype=bool)
+    kc.hysteresis(np.ascontiguousarray(hgt - th.ground), np.ascontiguousarray(spd), th.height_on, th.height_off,
+                  th.speed_on, th.speed_off, mask)
+    kc.clean_runs(mask, th.max_gap, th.min_frames)
+    return Contacts(feet=idx, names=tuple(skeleton.names[f] for f in idx), mask=mask,
+                    positions=np.ascontiguousarray(p), speeds=spd, thresholds=th)
+
+
+# ================================================================= footlock
+@dataclass(frozen=True)
+class FootlockResult:
+    """What :func:`footlock` returns.
+
+    * ``clip``: the locked clip (new arrays; full ``(F, J, k)`` pose).
+    * ``contacts``: the contacts used (of the input clip).
+    * ``weights``: ``(F, K)`` IK weight per foot (1 in contact, eased ramps).
+    * ``locks``: per foot, ``(n_contacts, 3)`` world lock positions.
+    * ``hips_drop``: ``(F,)`` how far the root was lowered (units, >= 0).
+    * ``ik_error``: ``(F, K)`` distance of each foot from its (eased) target
+      after the solve; 0 on frames that were not solved.
+    * ``metrics``: before/after numbers, see :meth:`FootlockResult.summary`.
+    """
+
+    clip: Clip
+    contacts: Contacts
+    weights: FloatArray
+    locks: tuple[FloatArray, ...]
+    hips_drop: FloatArray
+    ik_error: FloatArray
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def _moving(a: FloatArray, half: int, how: str) -> FloatArray:
+    """Moving max or mean over ``[f - half, f + half]`` (edge values repeated)."""
+    if half <= 0 or a.size == 0:
+        return a.copy()
+    padded = np.pad(a, half, mode="edge")
+    win = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1)
+    return win.max(axis=-1) if how == "max" else win.mean(axis=-1)
+
+
+def _joint_max_speed(clip: Clip, joints: IntArray | None = None) -> tuple[FloatArray, IntArray]:
+    """Per joint (of ``joints``, default all): largest angular speed (rad/s) and the frame where it is."""
+    q = clip.pose.rotations
+    if joints is not None and q.ndim == 3:
+        q = q[:, joints]
+    n = q.shape[-2]
+    if q.ndim == 2 or q.shape[0] < 2:  # shared rotations or a single frame: nothing turns
+        return np.zeros(n), np.zeros(n, dtype=np.int64)
+    w = rot.angle_between(q[:-1], q[1:]) / np.diff(frame_times(clip))[:, None]
+    return w.max(axis=0), w.argmax(axis=0).astype(np.int64)
+
+
+def _speed_metrics(skeleton: Skeleton, before: Clip, after: Clip, changed: Sequence[int]) -> dict[str, Any]:
+    """Largest joint angular speed before and after; only ``changed`` joints are recomputed."""
+    w0, f0 = _joint_max_speed(before)
+    w1, f1 = w0.copy(), f0.copy()
+    ch = np.asarray(sorted(set(int(c) for c in changed)), dtype=np.int64)
+    if ch.size:
+        w1[ch], f1[ch] = _joint_max_speed(after, ch)
+    j0 = int(np.argmax(w0)) if w0.size else 0
+    j1 = int(np.argmax(w1)) if w1.size else 0
+    return {
+        "max_angular_speed_before": float(w0[j0]) if w0.size else 0.0,
+        "max_angular_speed_before_joint": skeleton.names[j0],
+        "max_angular_speed_before_frame": int(f0[j0]) if w0.size else 0,
+        "max_angular_speed_after": float(w1[j1]) if w1.size else 0.0,
+        "max_angular_speed_after_joint": skeleton.names[j1],
+        "max_angular_speed_after_frame": int(f1[j1]) if w1.size else 0,
+    }
+
+
+def footlock(
+    skeleton: Skeleton,
+    clip: Clip,
+    feet: Sequence[int | str] | None = None,
+    *,
+    contacts: Contacts | None = None,
+    ease: float = DEFAULT_EASE_S,
+    lower_hips: bool = True,
+    **detect_options: Any,
+) -> FootlockResult:
+    """Remove foot skate: lock each foot contact at one ground position with two-bone IK.
+
+    For each foot (``feet``, default :func:`find_feet`) with knee = its parent
+    and hip = its grandparent:
+
+    1. contacts from :func:`detect_contacts` (``detect_options`` are passed
+       on: ``height``, ``speed``, ``ground``, ``hysteresis``, ...) unless
+       ``contacts`` is given;
+    2. each contact's lock is the mean world position of the foot over it;
+    3. the IK weight ``w`` is 1 in a contact and eases over ``ease`` seconds
+       before and after (smoothstep, shared fairly with a neighbouring
+       contact); in a contact the foot's target is the lock, on the ramps
+       it is ``p + w (lock - p_edge)`` with ``p`` its animated position and
+       ``p_edge`` the one at the contact's first (last) frame: the offset
+       fades while the foot keeps its animated velocity, so the motion is
+       continuous and untouched where ``w = 0``;
+    4. with ``lower_hips``, where a target is farther from its hip than
+       ``(1 - REACH_SLACK)`` of the leg (and farther than the animated foot
+       was), the root is lowered straight down by the least amount that
+       brings it in reach, ``d = v - sqrt(R^2 - h^2)`` for the hip-target
+       vertical ``v`` and horizontal ``h`` offsets, capped at
+       ``MAX_DROP_FRACTION`` of the leg; the drop is smoothed (moving max then
+       moving mean over the ease window, which never lowers it below need);
+    5. each leg is solved with :func:`kinema.solve_two_bone`: pole = the
+       animated knee (moved down with the hips), foot world orientation = the
+       animated one.
+
+    Only the root's up translation and the hip, knee and foot rotations of
+    each leg change, and only on frames with ``w > 0`` or a hips drop.
+    """
+    from ._two_bone import solve_two_bone
+
+    t_out, r_out, scales = _clip_arrays(skeleton, clip)
+    n = clip.n_frames
+    idx = _resolve_feet(skeleton, feet if feet is not None else (contacts.feet if contacts is not None else None))
+    ease = float(ease)
+    if not (np.isfinite(ease) and ease >= 0):
+        raise SolverInputError(f"ease must be >= 0 seconds, got {ease!r}")
+    k = len(idx)
+    legs_full = [_leg(skeleton, f) for f in idx]
+    # Everything below runs on the legs and their ancestors only (same world transforms).
+    sub, keep = _subskeleton(skeleton, [j for leg in legs_full for j in leg])
+    legs = [tuple(int(x) for x in np.searchsorted(keep, leg)) for leg in legs_full]
+    s_sub = _take(scales, keep)
+    fk = forward_kinematics(sub, Pose(_take(t_out, keep), _take(r_out, keep), s_sub))
+    pos, wrot = fk.positions, fk.rotations
+    feet_sub = [leg[2] for leg in legs]
+    if contacts is None:
+        contacts = detect_contacts(skeleton, clip, idx, positions=pos[:, feet_sub], **detect_options)
+    elif contacts.feet != idx or contacts.mask.shape != (n, k):
+        raise SolverInputError("contacts were detected for other feet or another clip")
+    t = frame_times(clip)
+    fps = (n - 1) / (t[-1] - t[0]) if n >= 2 else float(clip.fps)
+    ease_frames = int(round(ease * fps))
+
+    weights = np.zeros((n, k))
+    targets = np.empty((n, k, 3))
+    locks: list[FloatArray] = []
+    for i, (_, _, foot) in enumerate(legs):
+        starts, ends = contacts.runs(i)
+        w, owner = _ease(starts, ends, n, ease_frames)
+        anim = pos[:, foot]
+        # Lock = mean position over the contact: cumulative sums give every run's mean at once.
+        csum = np.concatenate((np.zeros((1, 3)), np.cumsum(anim, axis=0)))
+        lock = (csum[ends] - csum[starts]) / (ends - starts)[:, None] if starts.size else np.zeros((0, 3))
+        weights[:, i] = w
+        targets[:, i] = _offset_targets(anim, starts, ends, lock, w, owner)
+        locks.append(lock)
+
+    # Hips: lower each root where one of its legs cannot reach its target.
+    root_of_leg = [_root_of(sub, hip) for hip, _, _ in legs]
+    roots = sorted(set(root_of_leg))
+    drops = {r: np.zeros(n) for r in roots}
+    if lower_hips:
+        for i, (hip, knee, foot) in enumerate(legs):
+            a = np.linalg.norm(pos[0, knee] - pos[0, hip])
+            b = np.linalg.norm(pos[0, foot] - pos[0, knee])
+            r_max = (a + b) * (1.0 - REACH_SLACK)
+            # Never lower for what the animation already does: the reach limit is
+            # at least the animated hip-to-foot distance of the frame.
+            r_t = np.maximum(r_max, np.linalg.norm(pos[:, foot] - pos[:, hip], axis=-1))
+            off = pos[:, hip] - targets[:, i]
+            v = off[:, UP_AXIS]
+            h = np.linalg.norm(off[:, _HORIZONTAL], axis=-1)
+            need = v - np.sqrt(np.maximum(r_t * r_t - h * h, 0.0))
+            need = np.clip(need, 0.0, MAX_DROP_FRACTION * (a + b))
+            need[weights[:, i] == 0.0] = 0.0  # target == animation there: nothing to reach
+            drops[root_of_leg[i]] = np.maximum(drops[root_of_leg[i]], need)
+        for r in roots:
+            if np.any(drops[r] > 0):
+                drops[r] = _moving(_moving(drops[r], ease_frames, "max"), ease_frames, "mean")
+    drop = np.max(np.stack([drops[r] for r in roots]), axis=0) if roots else np.zeros(n)
+    for r in roots:
+        t_out[:, keep[r], UP_AXIS] -= drops[r]
+
+    ik_error = np.zeros((n, k))
+    up = np.zeros(3)
+    up[UP_AXIS] = 1.0
+    t_sub = _take(t_out, keep)
+    r_sub = _take(r_out, keep)
+    for i, (hip, knee, foot) in enumerate(legs):
+        d_leg = drops[root_of_leg[i]]
+        frames = np.flatnonzero((weights[:, i] > 0.0) | (d_leg > 0.0))
+        if frames.size == 0:
+            continue
+        pose = Pose(t_sub[frames], r_sub[frames], _rows(s_sub, frames))
+        pole = pos[frames, knee] - d_leg[frames, None] * up
+        res = solve_two_bone(sub, pose, (hip, knee, foot), targets[frames, i], pole,
+                             end_rotation=wrot[frames, foot])
+        for j_sub, j in zip((hip, knee, foot), legs_full[i], strict=True):
+            r_sub[frames, j_sub] = res.pose.rotations[:, j_sub]
+            r_out[frames, j] = res.pose.rotations[:, j_sub]
+        ik_error[frames, i] = res.error
+
+    out = Clip(Pose(t_out, r_out, scales), clip.fps, None if clip.times is None else clip.times.copy())
+    p_after = forward_kinematics(sub, Pose(t_sub, r_sub, s_sub)).positions[:, feet_sub]
+    skate0 = foot_skate(contacts.positions, contacts.mask, t)
+    skate1 = foot_skate(p_after, contacts.mask, t)
+    metrics: dict[str, Any] = {
+        "frames": n,
+        "feet": list(contacts.names),
+        "contacts": contacts.n_contacts,
+        "contact_frames": int(contacts.mask.sum()),
+        "skate_before": skate0,
+        "skate_after": skate1,
+        "skate_reduction": (1.0 - skate1 / skate0) if skate0 > 0 else 0.0,
+    }
+    metrics.update(_speed_metrics(skeleton, clip, out, [j for leg in legs_full for j in leg]))
+    metrics["hips_drop_max"] = float(drop.max()) if n else 0.0
+    metrics["ik_error_max"] = float(ik_error.max()) if n else 0.0
+    return FootlockResult(clip=out, contacts=contacts, weights=weights, locks=tuple(locks), hips_drop=drop,
+                          ik_error=ik_error, metrics=metrics)
+
+
+# ==================================================================== reach
+@dataclass(frozen=True)
+class ReachResult:
+    """What :func:`reach` returns.
+
+    * ``clip``: the re-aimed clip.
+    * ``weights``: ``(F,)`` blend weight (1 over ``A..B``, eased ramps, 0 elsewhere).
+    * ``error``: ``(F,)`` distance of the effector from its (blended) target
+      on the solved frames (from FK of the output), 0 elsewhere.
+    * ``metrics``: ``max_error`` over ``A..B``, frame range, blend window, ...
+    """
+
+    clip: Clip
+    weights: FloatArray
+    error: FloatArray
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def reach(
+    skeleton: Skeleton,
+    clip: Clip,
+    effector: int | str,
+    target: ArrayLike,
+    frames: tuple[int, int],
+    *,
+    blend: int | None = None,
+    chain: int | str | None = None,
+    keep_orientation: bool = True,
+    tolerance: float = 1e-6,
+    max_iterations: int = 200,
+) -> ReachResult:
+    """Re-aim a reach: over frames ``A..B`` (inclusive) the effector sits at ``target``.
+
+    * ``target``: ``(3,)`` world position (clip units).
+    * ``blend``: frames over which the offset eases in before ``A`` and out
+      after ``B`` (smoothstep); default ``DEFAULT_REACH_BLEND_S`` seconds.  On
+      the ramps the effector's target is ``p + w (target - p_A)`` before ``A``
+      and ``p + w (target - p_B)`` after ``B``, with ``p`` its animated position:
+      the animated motion is kept, shifted by a fading offset.  Frames
+      outside ``[A - blend, B + blend]`` are untouched.
+    * ``chain``: ``None`` for two-bone IK on (grandparent, parent, effector)
+      with the pole at the animated elbow; or the first joint of a longer
+      chain (e.g. a spine joint) solved with CCD down to the effector.
+    * ``keep_orientation``: the effector keeps its animated world orientation
+      (else it rides rigidly on its parent).
+    * ``tolerance``/``max_iterations``: for the chain solver.
+    """
+    t_all, r_out, scales = _clip_arrays(skeleton, clip)
+    n = clip.n_frames
+    eff = resolve_joint(skeleton, effector)
+    tgt = np.asarray(target, dtype=np.float64)
+    if tgt.shape != (3,) or not np.all(np.isfinite(tgt)):
+        raise SolverInputError(f"target must be three finite numbers, got {target!r}")
+    a, b = (int(frames[0]), int(frames[1]))
+    if not (0 <= a <= b < n):
+        raise SolverInputError(f"frames {a}:{b} are outside the clip's 0:{n - 1} (A <= B, both inclusive)")
+    t = frame_times(clip)
+    fps = (n - 1) / (t[-1] - t[0]) if n >= 2 else float(clip.fps)
+    n_blend = int(round(DEFAULT_REACH_BLEND_S * fps)) if blend is None else int(blend)
+    if n_blend < 0:
+        raise SolverInputError(f"blend must be >= 0 frames, got {blend!r}")
+    starts, ends = np.array([a], dtype=np.int64), np.array([b + 1], dtype=np.int64)
+    w, owner = _ease(starts, ends, n, n_blend)
+    solve_frames = np.flatnonzero(w > 0.0)
+
+    sub = Pose(t_all[solve_frames], r_out[solve_frames], _rows(scales, solve_frames))
+    fk = forward_kinematics(skeleton, sub)
+    anim = fk.positions[:, eff]
+    # Offsets are measured at A and B (frames a - solve_frames[0] and b - solve_frames[0] of the subset).
+    goal = _offset_targets(anim, starts - solve_frames[0], ends - solve_frames[0], tgt[None], w[solve_frames],
+                           owner[solve_frames])
+    end_rot = fk.rotations[:, eff] if keep_orientation else None
+    if chain is None:
+        from ._two_bone import solve_two_bone
+
+        elbow = int(skeleton.parents[eff])
+        shoulder = int(skeleton.parents[elbow]) if elbow >= 0 else -1
+        if elbow < 0 or shoulder < 0:
+            raise SkeletonError(f"effector {skeleton.names[eff]!r} needs a parent and a grandparent for two-bone IK")
+        res = solve_two_bone(skeleton, sub, (shoulder, elbow, eff), goal, fk.positions[:, elbow], end_rotation=end_rot)
+        changed = [shoulder, elbow, eff]
+        solved = res.pose
+    else:
+        solved, changed = _reach_chain(skeleton, sub, resolve_joint(skeleton, chain), eff, goal, end_rot,
+                                       tolerance, max_iterations)
+    for j in changed:
+        r_out[solve_frames, j] = solved.rotations[:, j]
+    out = Clip(Pose(t_all, r_out, scales), clip.fps, None if clip.times is None else clip.times.copy())
+    err = np.zeros(n)
+    p_out = forward_kinematics(skeleton, Pose(t_all[solve_frames], r_out[solve_frames],
+                                              _rows(scales, solve_frames))).positions[:, eff]
+    err[solve_frames] = np.linalg.norm(p_out - goal, axis=-1)
+    w0 = max_angular_speed(clip)[0]
+    w1 = max_angular_speed(out)[0]
+    metrics = {
+        "frames": n,
+        "effector": skeleton.names[eff],
+        "range": [a, b],
+        "blend": n_blend,
+        "solved_frames": int(solve_frames.size),
+        "max_error": float(err[a:b + 1].max()),
+        "moved_max": float(np.linalg.norm(anim - goal, axis=-1).max()) if solve_frames.size else 0.0,
+        "max_angular_speed_before": w0,
+        "max_angular_speed_after": w1,
+    }
+    return ReachResult(clip=out, weights=w, error=err, metrics=metrics)
+
+
+def _reach_chain(skeleton: Skeleton, pose: Pose, start: int, eff: int, goal: FloatArray, end_rot: FloatArray | None,
+                 tolerance: float, max_iterations: int) -> tuple[Pose, list[int]]:
+    """Solve ``start .. eff`` with CCD, then restore the effector's world orientation."""
+    import kinema
+
+    solve_ccd = getattr(kinema, "solve_ccd", None)
+    if solve_ccd is None:
+        raise SolverInputError("--chain needs the CCD solver (kinema.solve_ccd), which this build lacks")
+    joints = skeleton.chain(start, eff)
+    if len(joints) < 3:
+        raise SolverInputError(f"chain from {skeleton.names[start]!r} to {skeleton.names[eff]!r} needs >= 3 joints")
+    res = solve_ccd(skeleton, pose, (start, eff), goal, tolerance=tolerance, max_iterations=max_iterations)
+    solved: Pose = res.pose
+    changed = [int(j) for j in joints]
+    if end_rot is not None:
+        parent = int(skeleton.parents[eff])
+        q_parent = forward_kinematics(skeleton, solved).rotations[:, parent]
+        r = solved.rotations.copy()
+        r[:, eff] = rot.multiply(rot.inverse(q_parent), end_rot)
+        solved = Pose(solved.translations, r, solved.scales)
+    return solved, changed

@@ -234,12 +234,35 @@ def load_sample() -> tuple[Skeleton, Clip | None, SkinnedMesh | None, Mapping[An
     skel = samples.humanoid()
     clip = samples.clip("walk")
     limits_fn = getattr(samples, "humanoid_limits", None)
-    limits = limits_fn() if callable(limits_fn) else None
-    if isinstance(skel, tuple):  # a (skeleton, ...) tuple
-        skel = skel[0]
-    if isinstance(clip, tuple):
-        clip = next(c for c in clip if isinstance(c, Clip))
+    limits = limits_fn() if callable(limits_fn) else urdf_hinge_limits(skel)
     return skel, clip, None, limits
+
+
+#: Hinge ranges (radians) of the sample humanoid's revolute joints, as in its URDF
+#: (``<limit lower= upper=>``): knees bend negative, elbows positive.
+SAMPLE_HINGE_RANGES = {"knee": (-3.14, 0.0), "elbow": (0.0, 3.14)}
+
+
+def urdf_hinge_limits(skeleton: Skeleton) -> dict[str, Limit]:
+    """Hinge limits for the revolute joints of a URDF skeleton (``meta["urdf_joint_type"]``, ``["urdf_axis"]``).
+
+    The range comes from :data:`SAMPLE_HINGE_RANGES` by joint-name fragment;
+    revolute joints whose name matches none are left free.
+    """
+    from ..limits import Hinge
+
+    types = skeleton.meta.get("urdf_joint_type")
+    axes = skeleton.meta.get("urdf_axis")
+    out: dict[str, Limit] = {}
+    if not types or not axes:
+        return out
+    for name, kind, axis in zip(skeleton.names, types, axes, strict=True):
+        if kind != "revolute":
+            continue
+        for frag, (lo, hi) in SAMPLE_HINGE_RANGES.items():
+            if frag in name:
+                out[name] = Hinge(tuple(axis), lo, hi)
+    return out
 
 
 def _frame_of(a: FloatArray, frame: int, tail: int) -> FloatArray:
@@ -368,15 +391,18 @@ class ViewerState:
         """Play forward by ``dt`` seconds times ``speed`` (looping); returns the new frame.
 
         The clip's time is kept in seconds so uneven frame times (glTF)
-        play at their own pace; at most :data:`MAX_FRAMES_PER_STEP` frames
-        are skipped per call.
+        play at their own pace; one call moves at most
+        :data:`MAX_FRAMES_PER_STEP` frames' worth of time (a stalled timer
+        must not jump the clip far).
         """
         with self.lock:
             n = self.n_frames
             if n <= 1 or self.clip is None:
                 return self.frame
             duration = self.clip.duration
-            t = self.time + max(0.0, float(dt)) * self.speed
+            # a stalled timer (slow solve, suspended laptop) must not jump the clip far
+            step = min(max(0.0, float(dt)) * self.speed, MAX_FRAMES_PER_STEP / self.fps)
+            t = self.time + step
             if duration > 0.0:
                 t = math.fmod(t, duration + 1.0 / self.fps)  # loop, with the last frame held one frame
             if self.clip.times is not None:
@@ -384,9 +410,6 @@ class ViewerState:
             else:
                 f = int(math.floor(t * self.clip.fps + 1e-9))
             f = min(max(f, 0), n - 1)
-            if (f - self.frame) % n > MAX_FRAMES_PER_STEP:
-                f = (self.frame + MAX_FRAMES_PER_STEP) % n
-                t = self.frame_time(f)
             self.time = t
             if f != self.frame:
                 self.frame = f

@@ -1,0 +1,423 @@
+"""Unit tests of the viewer's server-side state (no browser): kinema.viewer.ViewerState and its geometry."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kinema
+from kinema import FileFormatError, SolverInputError, forward_kinematics, rotation
+from kinema.limits import EulerRange, Hinge, SwingTwist
+from kinema.viewer import SOLVERS, ViewerState, available_solvers, load_any
+from kinema.viewer._geometry import bone_instances, limit_segments, unit_bone_mesh
+from kinema.viewer._state import skinned_mesh_from_gltf, urdf_hinge_limits
+
+# Bone lengths are kept by rotations only: 1e-9 relative in float64.
+LENGTH_RTOL = 1e-9
+# Positions that must not move at all (an added goal whose target sits on the end joint).
+SAME_POS_ATOL = 1e-12
+
+ITERATIVE = [s for s in ("CCD", "FABRIK", "DLS") if s in available_solvers()]
+
+
+def _lengths(state: ViewerState, positions: np.ndarray) -> np.ndarray:
+    par = state.skeleton.parents
+    has = par >= 0
+    return np.linalg.norm(positions[has] - positions[par[has]], axis=-1)
+
+
+def _reachable_target(state: ViewerState, joints: np.ndarray) -> np.ndarray:
+    """A point the chain can reach: the end pulled 30% of the way towards the chain's start, nudged sideways."""
+    p = state.positions[joints]
+    return p[-1] + 0.3 * (p[0] - p[-1]) + np.array([0.0, 0.0, 0.05])
+
+
+# ------------------------------------------------------------------ solvers and goals
+def test_available_solvers_match_kinema() -> None:
+    names = available_solvers()
+    assert names, "no solver found in kinema"
+    for label, func in SOLVERS:
+        assert (label in names) == callable(getattr(kinema, func, None))
+
+
+def test_new_goal_leaves_pose_unchanged(toy) -> None:
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    st.set_frame(5)
+    before = st.positions.copy()
+    for end in ("l_wrist", "r_ankle"):
+        st.add_chain(end, 2)
+    np.testing.assert_allclose(st.positions, before, rtol=0, atol=1e-9)
+    for g in st.goals:
+        assert g.status.reached and g.status.error <= g.tolerance
+
+
+@pytest.mark.parametrize("solver", available_solvers())
+def test_dragged_target_is_reached_by_every_solver(toy, solver: str) -> None:
+    skel, clip = toy
+    st = ViewerState(skel, clip, iterations=100)
+    lengths0 = _lengths(st, st.positions)
+    g = st.add_chain("l_wrist", 2, solver)
+    target = _reachable_target(st, g.joints)
+    st.set_target(g.id, target)
+    assert g.status.message == ""
+    np.testing.assert_allclose(st.positions[g.end], target, rtol=0, atol=g.tolerance)
+    assert g.status.reached and g.status.error <= g.tolerance and g.status.iterations >= 1
+    np.testing.assert_allclose(_lengths(st, st.positions), lengths0, rtol=LENGTH_RTOL)
+    # only the chain (and what hangs below it) moved
+    moved = np.nonzero(np.linalg.norm(st.positions - forward_kinematics(skel, st.animated_pose()).positions,
+                                      axis=-1) > 1e-12)[0]
+    assert set(moved.tolist()) <= {skel.index("l_elbow"), skel.index("l_wrist")}
+
+
+def test_four_chains_at_once(toy) -> None:
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    targets = {}
+    for end in ("l_wrist", "r_wrist", "l_ankle", "r_ankle"):
+        g = st.add_chain(end, 2)
+        targets[g.id] = _reachable_target(st, g.joints)
+    for gid, t in targets.items():
+        st.set_target(gid, t)
+    for g in st.goals:
+        np.testing.assert_allclose(st.positions[g.end], targets[g.id], rtol=0, atol=g.tolerance)
+        assert g.status.reached
+
+
+def test_weight_blends_with_the_animation(toy) -> None:
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    st.set_frame(3)
+    g = st.add_chain("r_wrist", 2)
+    st.set_target(g.id, _reachable_target(st, g.joints))
+    solved = st.posed.rotations.copy()
+    anim = st.animated_pose().rotations
+    st.update_chain(g.id, weight=0.0)
+    np.testing.assert_array_equal(st.posed.rotations, anim)
+    assert not g.status.reached
+    st.update_chain(g.id, weight=0.4)
+    np.testing.assert_allclose(st.posed.rotations[g.joints], rotation.slerp(anim[g.joints], solved[g.joints], 0.4),
+                               atol=1e-12)
+    others = np.setdiff1d(np.arange(skel.n_joints), g.joints)
+    np.testing.assert_array_equal(st.posed.rotations[others], anim[others])
+    with pytest.raises(SolverInputError, match="weight"):
+        st.update_chain(g.id, weight=1.5)
+
+
+def test_disabled_goal_is_ignored(toy) -> None:
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    g = st.add_chain("l_ankle", 2)
+    st.set_target(g.id, _reachable_target(st, g.joints))
+    st.update_chain(g.id, enabled=False)
+    np.testing.assert_array_equal(st.posed.rotations, st.animated_pose().rotations)
+    assert g.status.message == "off"
+
+
+def test_switch_solver_and_chain(toy) -> None:
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    g = st.add_chain("l_wrist", 2, "two-bone")
+    for solver in available_solvers():
+        st.update_chain(g.id, solver=solver)
+        target = _reachable_target(st, g.joints)
+        st.set_target(g.id, target)
+        assert g.solver == solver
+        np.testing.assert_allclose(st.positions[g.end], target, atol=g.tolerance)
+    # switch the chain: new end and length; the target restarts on the new end joint
+    st.update_chain(g.id, end="r_ankle", length=2)
+    assert g.end == skel.index("r_ankle")
+    assert g.joints.tolist() == [skel.index("r_hip"), skel.index("r_knee"), skel.index("r_ankle")]
+    np.testing.assert_allclose(g.target, st.positions[g.end], atol=1e-9)
+    with pytest.raises(SolverInputError, match="unknown solver"):
+        st.update_chain(g.id, solver="magic")
+    with pytest.raises(SolverInputError, match="ancestors"):
+        st.update_chain(g.id, end="spine", length=3)
+    assert g.end == skel.index("r_ankle")  # a rejected change leaves the goal as it was
+
+
+def test_chain_joints_and_candidates(toy) -> None:
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    assert st.chain_joints("l_wrist", 3).tolist() == [skel.index(n) for n in ("chest", "l_shoulder", "l_elbow",
+                                                                             "l_wrist")]
+    with pytest.raises(SolverInputError, match="at least one bone"):
+        st.chain_joints("l_wrist", 0)
+    with pytest.raises(kinema.BoneNotFoundError):
+        st.chain_joints("l_hand", 2)
+    cands = st.chain_candidates(2)
+    assert cands[:4] == ["l_wrist", "r_wrist", "l_ankle", "r_ankle"]  # limb ends first
+    assert "hips" not in cands and "spine" not in cands
+
+
+def test_solver_error_keeps_the_chain_animated(toy) -> None:
+    """Degenerate branch: two-bone on a one-bone chain fails; the message is kept, the pose stays animated."""
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    g = st.add_chain("l_wrist", 1, "CCD" if "CCD" in available_solvers() else None)
+    st.update_chain(g.id, solver="two-bone", target=st.positions[g.end] + 0.1)
+    assert "two-bone needs" in g.status.message and not g.status.reached
+    np.testing.assert_array_equal(st.posed.rotations, st.animated_pose().rotations)
+    assert "two-bone needs" in st.status_markdown()
+
+
+def test_straight_chain_gets_a_perpendicular_pole() -> None:
+    """Degenerate branch: a straight chain has no bend direction; the default pole is perpendicular to it."""
+    skel = kinema.Skeleton(["a", "b", "c"], [-1, 0, 1], [[0, 0, 0], [0, 1, 0], [0, 1, 0]])
+    st = ViewerState(skel)
+    rest = st.positions.copy()
+    g = st.add_chain("c", 2)
+    axis = rest[2] - rest[0]
+    off = g.pole - rest[1]
+    assert abs(np.dot(off, axis)) < 1e-12
+    assert np.linalg.norm(off) == pytest.approx(0.5 * 2.0, rel=1e-12)  # POLE_OFFSET_FRACTION of the length
+
+
+@pytest.mark.skipif(not ITERATIVE, reason="no iterative solver with limits in this kinema")
+def test_limits_hold_and_are_reported() -> None:
+    skel = kinema.Skeleton(["a", "b", "c"], [-1, 0, 1], [[0, 0, 0], [0, 1, 0], [0, 1, 0]])
+    # the middle joint may only bend 0..30 degrees about z: a target beside the root needs more
+    hinge = Hinge((0.0, 0.0, 1.0), 0.0, math.radians(30.0))
+    st = ViewerState(skel, limits={"b": hinge})
+    g = st.add_chain("c", 2, ITERATIVE[0])
+    st.set_target(g.id, [-0.6, 0.4, 0.0])
+    q_rel = rotation.multiply(rotation.inverse(skel.rotations[1]), st.posed.rotations[1])
+    axis, angle = rotation.as_axis_angle(q_rel)
+    signed = float(angle) * float(np.sign(axis[2]) or 1.0)
+    assert -1e-9 <= signed <= math.radians(30.0) + 1e-9
+    assert g.status.limits_hit > 0 and not g.status.reached
+    st.use_limits = False
+    st.evaluate()
+    assert g.status.limits_hit == 0
+
+
+# ------------------------------------------------------------------ timeline
+def test_timeline_frames_and_loop(toy) -> None:
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    st.set_frame(10**6)
+    assert st.frame == clip.n_frames - 1
+    st.set_frame(-4)
+    assert st.frame == 0
+    np.testing.assert_array_equal(st.animated_pose().rotations, clip.pose.rotations[0])
+    st.advance(2.5 / clip.fps)  # two and a half frames
+    assert st.frame == 2
+    st.advance(100.0)  # a long stall never jumps more than MAX_FRAMES_PER_STEP frames
+    assert st.frame == 6
+    for _ in range(40):
+        st.advance(1.0 / clip.fps)
+    assert 0 <= st.frame < clip.n_frames  # looped
+    np.testing.assert_array_equal(st.posed.rotations, clip.pose.rotations[st.frame])
+
+
+def test_goal_holds_its_world_target_while_the_clip_plays(toy) -> None:
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    g = st.add_chain("l_ankle", 2)
+    # within reach on every frame: the hips travel 0.5 along z, the leg is 0.87 long
+    target = np.array([st.positions[g.end][0], 0.35, 0.25])
+    st.set_target(g.id, target)
+    for f in range(0, clip.n_frames, 5):
+        st.set_frame(f)
+        np.testing.assert_allclose(st.positions[g.end], target, atol=g.tolerance)
+
+
+def test_bake_equals_frame_by_frame(toy) -> None:
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    g = st.add_chain("r_wrist", 2)
+    st.set_target(g.id, _reachable_target(st, g.joints))
+    st.update_chain(g.id, weight=0.7)
+    baked = st.bake()
+    assert baked.n_frames == clip.n_frames and baked.fps == clip.fps
+    for f in (0, 7, clip.n_frames - 1):
+        st.set_frame(f)
+        np.testing.assert_allclose(baked.pose.rotations[f], st.posed.rotations, atol=1e-12)
+        np.testing.assert_allclose(baked.pose.translations[f], st.posed.translations, atol=1e-12)
+
+
+# ------------------------------------------------------------------ files
+def test_export_bvh_round_trip(toy, tmp_path: Path) -> None:
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    g = st.add_chain("l_wrist", 2)
+    target = _reachable_target(st, g.joints)
+    st.set_target(g.id, target)
+    out = st.export(tmp_path / "posed.bvh")
+    skel2, clip2 = kinema.io.load_bvh(out)
+    assert clip2.n_frames == clip.n_frames
+    fk = forward_kinematics(skel2, clip2.pose)
+    end = skel2.index("l_wrist")
+    # every frame of the exported clip has the hand on the target (BVH stores 6 decimals)
+    np.testing.assert_allclose(fk.positions[:, end], np.broadcast_to(target, (clip.n_frames, 3)), atol=1e-4)
+    assert not list(tmp_path.glob(".*.tmp"))  # the atomic writer left no temporary file
+
+
+def test_export_glb_and_refusals(toy, tmp_path: Path) -> None:
+    pytest.importorskip("pygltflib")
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    g = st.add_chain("r_ankle", 2)
+    st.set_target(g.id, _reachable_target(st, g.joints))
+    out = st.export(tmp_path / "posed.glb")
+    asset = kinema.io.load_gltf(out)
+    clip2 = next(iter(asset.clips.values()))
+    fk = forward_kinematics(asset.skeleton, clip2.pose)
+    np.testing.assert_allclose(fk.positions[:, asset.skeleton.index("r_ankle")],
+                               np.broadcast_to(g.target, (clip2.n_frames, 3)), atol=1e-5)  # float32 in glTF
+    with pytest.raises(ValueError, match="bvh, glb or gltf"):
+        st.export(tmp_path / "posed.fbx")
+    # the file being viewed is never overwritten
+    src = tmp_path / "in.bvh"
+    kinema.io.save_bvh(src, skel, clip)
+    before = src.read_bytes()
+    viewed = ViewerState.from_file(src)
+    with pytest.raises(FileExistsError):
+        viewed.export(src)
+    assert src.read_bytes() == before
+
+
+def test_bad_files_give_a_message_and_keep_the_content(toy, tmp_path: Path) -> None:
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    g = st.add_chain("l_wrist", 2)
+    bad = tmp_path / "broken.bvh"
+    bad.write_text("HIERARCHY\nROOT hips\n{\n  OFFSET 0 0\n")
+    for path, words in ((bad, "broken.bvh"), (tmp_path / "missing.bvh", "no such file"),
+                        (tmp_path / "notes.txt", "unknown file type")):
+        if path.suffix == ".txt":
+            path.write_text("hello")
+        msg = st.load(path)
+        assert msg is not None and words in msg
+        assert st.messages[-1] == msg
+        assert st.skeleton is skel and st.goals == [g]  # nothing lost
+    with pytest.raises(FileFormatError):
+        load_any(bad)
+
+
+def test_load_real_files(shared_data: Path) -> None:
+    st = ViewerState.from_file(shared_data / "bvh" / "test_mocapbank.bvh")
+    assert st.n_frames > 100 and st.mesh is None
+    msg = st.load(shared_data / "gltf" / "RiggedFigure.gltf")
+    assert msg is None and st.mesh is not None and st.source.endswith("RiggedFigure.gltf")
+    assert st.goals == [] and st.frame == 0
+
+
+def test_skinned_mesh_bind_transforms_reproduce_gltf_skinning(shared_data: Path) -> None:
+    """viser skins by ``T_current @ inverse(T_bind)``; with T_bind = inverse(IBM) that is glTF's ``T @ IBM``."""
+    asset = kinema.io.load_gltf(shared_data / "gltf" / "RiggedFigure.gltf")
+    mesh = skinned_mesh_from_gltf(asset.mesh)
+    clip = next(iter(asset.clips.values()))
+    pose = clip.pose[clip.n_frames - 1]
+    fk = forward_kinematics(asset.skeleton, pose)
+    r_cur = rotation.as_matrix(fk.rotations)
+    r_bind = rotation.as_matrix(mesh.bind_rotations)
+    w = mesh.skin_weights(asset.skeleton.n_joints)  # dense (V, J)
+    v = mesh.vertices
+    # per joint: v' = R_cur R_bind^T (v - p_bind) + p_cur
+    local = np.einsum("jba,jvb->jva", r_bind, v[None] - mesh.bind_positions[:, None])
+    moved = np.einsum("jab,jvb->jva", r_cur, local) + fk.positions[:, None]
+    ours = np.einsum("vj,jva->va", w, moved)
+    np.testing.assert_allclose(ours, asset.mesh.skinned_positions(asset.skeleton, pose), atol=1e-5)
+    np.testing.assert_allclose(w.sum(axis=1), 1.0, atol=1e-5)
+
+
+# ------------------------------------------------------------------ sample
+def test_sample_humanoid_with_urdf_hinges() -> None:
+    pytest.importorskip("kinema.samples")
+    st = ViewerState.from_sample()
+    names = {st.skeleton.names[j] for j in st.limits}
+    assert names == {"left_knee", "right_knee", "left_elbow", "right_elbow"}
+    assert st.n_frames > 10 and st.fps > 0
+    assert set(st.chain_candidates(2)[:4]) == {"left_wrist", "right_wrist", "left_ankle", "right_ankle"}
+    knee = st.limits[st.skeleton.index("left_knee")]
+    assert isinstance(knee, Hinge) and knee.max_angle == 0.0
+    # the clip itself keeps the knees inside their hinge (so the limits agree with the data)
+    for j, lim in st.limits.items():
+        assert np.all(lim.contains(st.clip.pose.rotations[:, j], st.skeleton.rotations[j], atol=1e-6))
+
+
+def test_urdf_hinge_limits_need_urdf_meta(toy) -> None:
+    skel, _ = toy
+    assert urdf_hinge_limits(skel) == {}
+
+
+# ------------------------------------------------------------------ geometry
+def test_bone_instances_map_the_unit_bone_onto_each_bone(toy) -> None:
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    kids, pos, wxyz, scales = bone_instances(skel, st.positions, 0.02)
+    xyzw = np.concatenate([wxyz[:, 1:], wxyz[:, :1]], axis=1)
+    tip = pos + rotation.rotate(xyzw, scales * np.array([0.0, 0.0, 1.0]))
+    np.testing.assert_allclose(tip, st.positions[kids], atol=1e-12)
+    verts, faces = unit_bone_mesh()
+    assert verts[:, 2].min() == 0.0 and verts[:, 2].max() == 1.0 and faces.max() < len(verts)
+
+
+def _rig_for_limits() -> tuple[kinema.Skeleton, ViewerState]:
+    rest = rotation.from_axis_angle([0, 1, 0], 0.7)  # a turned rest frame, so the rest rotation matters
+    skel = kinema.Skeleton(["a", "b", "c"], [-1, 0, 1], [[0, 0, 0], [0, 1, 0], [0, 0.5, 0]],
+                           [[0, 0, 0, 1], rest, [0, 0, 0, 1]])
+    return skel, ViewerState(skel)
+
+
+def test_hinge_arc_geometry() -> None:
+    skel, st = _rig_for_limits()
+    hinge = Hinge((1.0, 0.0, 0.0), -0.4, 1.1)
+    segs = limit_segments(skel, st.posed, st.positions, st.rotations, 1, hinge)
+    origin = st.positions[1]
+    arc = segs[:-2]
+    pts = np.concatenate([arc[:, 0], arc[-1:, 1]])
+    r = np.linalg.norm(pts - origin, axis=1)
+    np.testing.assert_allclose(r, 0.45 * 0.5, rtol=1e-12)  # LIMIT_RADIUS_FRACTION of the child bone
+    world_axis = rotation.rotate(st.rotations[1], [1.0, 0.0, 0.0])  # parent world rot * rest = joint world at rest
+    np.testing.assert_allclose((pts - origin) @ world_axis, 0.0, atol=1e-12)  # the arc is in the hinge plane
+    # its ends are the child direction turned by min and max about the axis
+    d = np.array([0.0, 1.0, 0.0])
+    for end, angle in ((pts[0], -0.4), (pts[-1], 1.1)):
+        q = rotation.multiply(st.rotations[1], rotation.from_axis_angle([1.0, 0, 0], angle))
+        np.testing.assert_allclose(end, origin + 0.225 * rotation.rotate(q, d), atol=1e-12)
+
+
+def test_swing_cone_and_euler_box_geometry() -> None:
+    skel, st = _rig_for_limits()
+    cone = SwingTwist((0.0, 1.0, 0.0), (0.3, 0.6))
+    segs = limit_segments(skel, st.posed, st.positions, st.rotations, 1, cone)
+    origin = st.positions[1]
+    rim = segs[:-4, 0]
+    bone = rotation.rotate(st.rotations[1], [0.0, 1.0, 0.0])  # the child at rest, along the twist axis
+    ang = np.arccos(np.clip((rim - origin) @ bone / np.linalg.norm(rim - origin, axis=1), -1, 1))
+    assert ang.min() == pytest.approx(0.3, abs=1e-9) and ang.max() == pytest.approx(0.6, abs=1e-9)
+    box = EulerRange("XYZ", (-0.2, -0.3, -0.1), (0.2, 0.3, 0.1))
+    segs = limit_segments(skel, st.posed, st.positions, st.rotations, 1, box)
+    assert segs.shape[1:] == (2, 3) and len(segs) == 12 * 11
+    # a joint without a child has nothing to outline
+    assert limit_segments(skel, st.posed, st.positions, st.rotations, 2, cone).shape == (0, 2, 3)
+
+
+# ------------------------------------------------------------------ packaging
+def test_core_never_imports_the_viewer() -> None:
+    code = ("import sys, kinema, kinema.io, kinema.limits; "
+            "bad = [m for m in ('viser', 'kinema.viewer') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_view_subcommand_defaults_to_loopback() -> None:
+    import argparse
+
+    from kinema.viewer import add_view_parser
+
+    p = argparse.ArgumentParser(prog="kinema")
+    add_view_parser(p.add_subparsers(dest="command"))
+    args = p.parse_args(["view"])
+    assert (args.file, args.host, args.port) == (None, "127.0.0.1", 8080)
+    args = p.parse_args(["view", "walk.bvh", "--port", "9000"])
+    assert (args.file, args.port, args.func.__name__) == ("walk.bvh", 9000, "run_view")

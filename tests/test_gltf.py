@@ -702,6 +702,41 @@ def test_bvh_like_skeleton_to_glb_with_bones(tmp_path: Path, rng: np.random.Gene
     np.testing.assert_allclose(back.mesh.positions, ref.positions, rtol=1e-6, atol=1e-5)
 
 
+def test_real_bvh_to_glb(shared_data: Path, tmp_path: Path) -> None:
+    """Issue 6 item 8: the mocap BVH as GLB with a capsule skin; joint positions come back to float32 precision."""
+    from kinema.io import load_bvh
+
+    sk, clip = load_bvh(shared_data / "bvh" / "test_mocapbank.bvh")
+    save_gltf(tmp_path / "mocap.glb", sk, {"mocap": clip}, mesh="bones")
+    back = load_gltf(tmp_path / "mocap.glb")
+    assert back.skeleton.names == sk.names and back.mesh is not None
+    got = back.clips["mocap"]
+    assert got.n_frames == clip.n_frames
+    assert got.times is not None
+    np.testing.assert_allclose(got.times, np.arange(clip.n_frames) / clip.fps, rtol=1e-6)
+    p_ref = forward_kinematics(sk, clip.pose).positions
+    p_got = forward_kinematics(back.skeleton, got.pose).positions
+    scale = np.abs(p_ref).max()  # centimetres: compare relative to the motion's size (float32 data)
+    np.testing.assert_allclose(p_got, p_ref, atol=1e-6 * scale)
+    # Every capsule vertex moves with its joint: the skinned mesh at frame f is the rest mesh rigidly carried.
+    world = forward_kinematics(back.skeleton, got.pose[100], matrices=True).matrices
+    assert world is not None
+    j = back.mesh.joints[:, 0]
+    rigid = np.einsum("vij,vj->vi", (world @ back.mesh.inverse_bind_matrices)[j][:, :3],
+                      np.c_[back.mesh.positions, np.ones(back.mesh.n_vertices)])
+    np.testing.assert_allclose(back.mesh.skinned_positions(back.skeleton, got.pose[100]), rigid, atol=1e-9 * scale)
+
+
+def test_clip_times_validation() -> None:
+    pose = Pose(np.zeros((3, 1, 3)), np.tile([0, 0, 0, 1.0], (3, 1, 1)))
+    assert Clip(pose, 2.0, times=np.array([0.0, 0.5, 2.0])).duration == 2.0
+    assert Clip(pose, 2.0).duration == 1.0
+    with pytest.raises(kinema.ShapeError):
+        Clip(pose, 2.0, times=np.array([0.0, 1.0]))
+    with pytest.raises(ValueError, match="strictly increasing"):
+        Clip(pose, 2.0, times=np.array([0.0, 1.0, 1.0]))
+
+
 # ============================================================ file structure
 def _check_structure(data: bytes) -> None:
     """What the glTF spec requires of our output (checked here because no validator may be installed)."""
@@ -759,6 +794,12 @@ def _outputs(shared_data: Path, tmp_path: Path, rng: np.random.Generator) -> lis
             p = tmp_path / f"{Path(name).stem}{ext}"
             save_gltf(p, a.skeleton, clips)
             out.append(p)
+    from kinema.io import load_bvh
+
+    bsk, bclip = load_bvh(shared_data / "bvh" / "test_mocapbank.bvh")
+    p = tmp_path / "mocap.glb"
+    save_gltf(p, bsk, {"mocap": bclip}, mesh="bones")
+    out.append(p)
     sk = _chain_skeleton()
     for mesh in ("bones", False):
         p = tmp_path / f"chain_{mesh}.glb"

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._solve import _rows, ancestors_root_first, as_target, check_uniform_scale, prepare, resolve_chain
-from ._validate import as_float_array, broadcast_batch, require_finite
+from ._validate import as_float_array, broadcast_batch, require_finite, resolve_joint
 from .errors import ShapeError, SolverInputError
 from .pose import Pose
 from .result import SolveResult
@@ -71,7 +71,7 @@ class _Plan:
                 f"solve_two_bone needs three joints (upper, lower, end), got {len(items)}: {joints!r}"
             )
         path, _ = resolve_chain(skeleton, items)
-        lower = skeleton.indices(items)[1]
+        lower = resolve_joint(skeleton, items[1])
         self.skeleton = skeleton
         self.joints: IntArray = np.ascontiguousarray(path, dtype=np.int64)
         self.kl = int(np.nonzero(path == lower)[0][0])
@@ -220,6 +220,9 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
     if tg is None:
         return None
     flags = _CONTINUITY if continuity else 0
+    po: FloatArray | None
+    hi: FloatArray | None
+    er: FloatArray | None
     if pole is None:
         po = _Z3
     else:

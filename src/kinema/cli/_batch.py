@@ -1,0 +1,294 @@
+"""``kinema batch``: one command over every matching file of a folder, on a pool or on Dask.
+
+Engines (same outputs, byte for byte, whichever runs):
+
+* serial (``--workers 1``): in this process;
+* local (``--workers N``, default): a process pool of N spawned workers;
+* Dask (``--dask tcp://HOST:PORT`` or ``--dask local``): tasks on a Dask
+  cluster (``kinema[dask]``); ``local`` starts a ``LocalCluster`` of
+  ``--workers`` (default 2) single-threaded worker processes.
+
+Every task is :func:`kinema.cli._commands.process_file`: it gets the input's
+bytes and returns the output's bytes, so workers need no shared file system
+(a remote cluster needs kinema installed, nothing else).  This process writes
+each output atomically as its task finishes; an existing output is skipped
+unless ``--force`` (an interrupted batch resumes where it stopped), a failed
+file is reported and the rest go on, and a summary table ends the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import os
+import signal
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from ..io._atomic import atomic_write, same_file
+from ._commands import process_file
+from ._files import FORMATS, CliError
+from ._ui import UI
+
+__all__ = ["run_batch", "find_jobs", "Job"]
+
+#: Files in flight per worker (read ahead so no worker waits, without reading the whole folder).
+IN_FLIGHT_PER_WORKER = 2
+
+#: Workers of ``--dask local`` when ``--workers`` is not given.
+DASK_LOCAL_WORKERS = 2
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str  # path relative to the input folder (shown in the summary)
+    src: str
+    dst: str
+
+
+def find_jobs(in_dir: str, out_dir: str, patterns: list[str], to: str | None, recursive: bool) -> list[Job]:
+    """Matching input files and their outputs (same relative path, extension ``to`` or the input's)."""
+    jobs: list[Job] = []
+    out_real = os.path.realpath(out_dir)
+    for root, dirs, files in os.walk(in_dir):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                         and os.path.realpath(os.path.join(root, d)) != out_real)
+        if not recursive:
+            dirs[:] = []
+        for f in sorted(files):
+            if f.startswith(".") or not any(fnmatch.fnmatch(f.lower(), p.lower()) for p in patterns):
+                continue
+            if os.path.splitext(f)[1].lower() not in FORMATS:
+                continue
+            src = os.path.join(root, f)
+            rel = os.path.relpath(src, in_dir)
+            stem, ext = os.path.splitext(rel)
+            dst = os.path.join(out_dir, stem + ("." + to if to else ext))
+            jobs.append(Job(rel, src, dst))
+    seen: dict[str, str] = {}
+    for j in jobs:
+        key = os.path.normcase(os.path.abspath(j.dst))
+        if key in seen:
+            raise CliError(f"{seen[key]} and {j.name} would both write {j.dst}; use --pattern to pick one")
+        seen[key] = j.name
+    return jobs
+
+
+# ------------------------------------------------------------------ engines
+def _worker_init() -> None:
+    """Pool workers leave Ctrl-C to the parent, and clean up (temp folders) when it ends them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+class _Serial:
+    name = "serial"
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        f: Future[Any] = Future()
+        f.set_result(fn(*args))
+        return f
+
+    def wait_first(self, futures: list[Any]) -> Iterable[Any]:
+        return futures
+
+    def result(self, f: Any) -> Any:
+        return f.result()
+
+    def close(self, cancel: bool) -> None:
+        pass
+
+
+class _Pool:
+    def __init__(self, workers: int) -> None:
+        import multiprocessing
+
+        self.name = f"local pool, {workers} workers"
+        # spawn: workers start clean (no inherited threads or numba state), the same on every OS.
+        self._ex = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=_worker_init)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        return self._ex.submit(fn, *args)
+
+    def wait_first(self, futures: list[Any]) -> Iterable[Any]:
+        return wait(futures, return_when=FIRST_COMPLETED).done
+
+    def result(self, f: Any) -> Any:
+        return f.result()
+
+    def close(self, cancel: bool) -> None:
+        procs = list(getattr(self._ex, "_processes", {}).values()) if cancel else []
+        self._ex.shutdown(wait=not cancel, cancel_futures=cancel)
+        for p in procs:  # stop work in progress: its output would be dropped anyway
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(timeout=10)
+
+
+class _Dask:
+    def __init__(self, address: str, workers: int | None) -> None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise CliError("--dask needs dask.distributed: pip install 'kinema[dask]'") from None
+        import logging
+
+        self._cluster: Any = None
+        if address == "local":
+            n = workers or DASK_LOCAL_WORKERS
+            self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                         silence_logs=logging.ERROR)
+            self._client = Client(self._cluster)
+            self.name = f"dask LocalCluster, {n} workers"
+        else:
+            try:
+                self._client = Client(address, timeout=30)
+            except Exception as e:
+                raise CliError(f"cannot connect to the Dask scheduler at {address}: {e}") from None
+            n_workers = len(self._client.scheduler_info().get("workers", {}))
+            self.name = f"dask {address}, {n_workers} workers"
+        self.n_workers = len(self._client.scheduler_info().get("workers", {})) or 1
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return self._client.submit(fn, *args, pure=False)
+
+    def wait_first(self, futures: list[Any]) -> Iterable[Any]:
+        from distributed import wait as dwait
+
+        return dwait(futures, return_when="FIRST_COMPLETED").done
+
+    def result(self, f: Any) -> Any:
+        return f.result()
+
+    def close(self, cancel: bool) -> None:
+        try:
+            self._client.close()
+        finally:
+            if self._cluster is not None:
+                self._cluster.close()
+
+
+# -------------------------------------------------------------------- batch
+def _check_options(command: str, extra: list[str]) -> None:
+    """Validate the command's options once, before any work (one-line error on a bad one)."""
+    from ._app import build_parser
+
+    for bad in ("-o", "--output", "--sample", "--force", "--json"):
+        if any(x == bad or x.startswith(bad + "=") for x in extra):
+            raise CliError(f"batch sets {bad} itself; remove it from the {command} options")
+    build_parser().parse_args([command, "input.bvh", "-o", "output.bvh", *extra])
+
+
+def _describe(command: str, res: dict[str, Any]) -> tuple[str, str]:
+    """``(frames, result)`` columns of the summary for one finished file."""
+    m = res.get("metrics", {})
+    frames = str(m.get("frames", ""))
+    if command == "footlock":
+        s0, s1 = m["skate_before"], m["skate_after"]
+        red = f" ({-100.0 * m['skate_reduction']:+.1f}%)" if s0 > 0 else ""
+        return frames, f"skate {s0:.3g} -> {s1:.3g} {m.get('units', '')}/s{red}"
+    if command == "reach":
+        return frames, f"error {m['max_error']:.3g} {m.get('units', '')}"
+    return frames, f"{m.get('joints', '')} joints"
+
+
+def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
+    command = args.command
+    in_dir, out_dir = args.input_dir, args.output
+    if not os.path.isdir(in_dir):
+        raise CliError(f"{in_dir}: no such folder")
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise CliError(f"{out_dir}: exists and is not a folder")
+    if os.path.isdir(out_dir) and same_file(in_dir, out_dir):
+        raise CliError("the output folder is the input folder: outputs would replace their inputs")
+    if args.workers is not None and args.workers < 1:
+        raise CliError(f"--workers must be >= 1, got {args.workers}")
+    _check_options(command, extra)
+    patterns = args.pattern or ["*.bvh", "*.gltf", "*.glb"]
+    to = args.to.lstrip(".").lower() if args.to else None
+    if to is not None and "." + to not in FORMATS:
+        raise CliError(f"--to must be bvh, gltf or glb, got {args.to!r}")
+    jobs = find_jobs(in_dir, out_dir, patterns, to, args.recursive)
+    if not jobs:
+        raise CliError(f"{in_dir}: no files match {', '.join(patterns)}")
+    os.makedirs(out_dir, exist_ok=True)
+
+    rows: dict[str, tuple[str, str, str, str, str]] = {}
+    todo: list[Job] = []
+    for j in jobs:
+        if os.path.exists(j.dst) and not args.force:
+            rows[j.name] = (j.name, "skipped", "", "output exists (--force redoes it)", "")
+        else:
+            todo.append(j)
+
+    t_start = time.perf_counter()
+    failed = 0
+    engine: Any = None
+    if todo:
+        if args.dask:
+            engine = _Dask(args.dask, args.workers)
+            window = IN_FLIGHT_PER_WORKER * engine.n_workers
+        elif (args.workers or os.cpu_count() or 1) == 1 or len(todo) == 1:
+            engine = _Serial()
+            window = 1
+        else:
+            n = min(args.workers or os.cpu_count() or 1, len(todo))
+            engine = _Pool(n)
+            window = IN_FLIGHT_PER_WORKER * n
+        pending: dict[Any, Job] = {}
+        queue = iter(todo)
+        try:
+            with ui.progress(len(todo), f"{command} ({engine.name})") as bar:
+                def fill() -> None:
+                    while len(pending) < window:
+                        job = next(queue, None)
+                        if job is None:
+                            return
+                        with open(job.src, "rb") as f:
+                            data = f.read()
+                        ext = os.path.splitext(job.dst)[1]
+                        pending[engine.submit(process_file, command, extra, job.name, data, ext)] = job
+
+                fill()
+                while pending:
+                    for fut in list(engine.wait_first(list(pending))):
+                        job = pending.pop(fut)
+                        try:
+                            res = engine.result(fut)
+                        except Exception as e:  # the worker itself died (e.g. out of memory)
+                            from ._app import one_line
+
+                            res = {"ok": False, "error": f"worker failed: {one_line(e)}", "seconds": 0.0}
+                        if res["ok"]:
+                            with atomic_write(job.dst, mode="wb", inputs=[job.src]) as f:
+                                f.write(res["data"])
+                            frames, result = _describe(command, res)
+                            rows[job.name] = (job.name, "ok", frames, result, f"{res['seconds']:.2f}")
+                        else:
+                            failed += 1
+                            rows[job.name] = (job.name, "FAILED", "", res["error"], f"{res['seconds']:.2f}")
+                            ui.note(f"kinema batch: {job.name}: {res['error']}")
+                        bar.advance()
+                    fill()
+        except BaseException:
+            engine.close(cancel=True)
+            raise
+        engine.close(cancel=False)
+    wall = time.perf_counter() - t_start
+
+    done = sum(1 for r in rows.values() if r[1] == "ok")
+    skipped = sum(1 for r in rows.values() if r[1] == "skipped")
+    ui.table(("file", "status", "frames", "result", "s"), [rows[j.name] for j in jobs],
+             title=f"kinema batch {command}: {in_dir} -> {out_dir}", align="llrlr")
+    where = engine.name if engine is not None else "nothing to run"
+    ui.print(f"{done} done, {skipped} skipped, {failed} failed in {wall:.2f} s ({where})")
+    return 1 if failed else 0

@@ -1,0 +1,124 @@
+"""``kinema bench``: a quick built-in benchmark, or the pytest-benchmark suite with ``--suite``.
+
+The built-in benchmark needs nothing but kinema: it repeats the bundled
+DeepMimic walk into a long clip and times :func:`kinema.mocap.footlock` on it
+(frames per second, best of ``--repeat``), next to forward kinematics of the
+same clip as a yardstick; ``--batch`` adds batch scaling over 1 and 2 workers.
+The suite (``benchmarks/`` in the source tree) compares kinema with baselines
+side by side and needs pytest-benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+from ..pose import Clip, Pose
+from ._files import CliError
+from ._ui import UI
+
+__all__ = ["run_bench", "long_walk", "repeat_clip"]
+
+
+def repeat_clip(clip: Clip, n_frames: int, root: int = 0) -> Clip:
+    """``clip`` repeated to ``n_frames`` frames; the root keeps walking (each loop starts where the last ended)."""
+    if clip.times is not None:
+        raise ValueError("repeat_clip needs evenly spaced frames")
+    full = clip.pose.broadcast()
+    f = clip.n_frames
+    reps = -(-n_frames // f)
+    t = np.tile(full.translations, (reps, 1, 1))[:n_frames]
+    r = np.tile(full.rotations, (reps, 1, 1))[:n_frames]
+    s = np.tile(full.scales, (reps, 1, 1))[:n_frames]
+    step = full.translations[-1, root] - full.translations[0, root]
+    step[1] = 0.0  # keep the height; advance horizontally
+    loop = np.repeat(np.arange(reps), f)[:n_frames]
+    # one more frame's travel per loop, so the seam does not stand still for a frame
+    travel = step + (full.translations[-1, root] - full.translations[-2, root]) * np.array([1.0, 0.0, 1.0])
+    t[:, root] += loop[:, None] * travel
+    return Clip(Pose(t, r, s), clip.fps)
+
+
+def long_walk(n_frames: int) -> tuple[Any, Clip]:
+    from .. import samples
+
+    sk = samples.humanoid()
+    return sk, repeat_clip(samples.clip("walk"), n_frames, sk.index("root"))
+
+
+def _best(fn: Any, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(max(1, repeat)):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _batch_scaling(ui: UI, repeat: int) -> list[tuple[str, str, str]]:
+    from .. import samples
+    from ._app import main
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="kinema-bench-") as tmp:
+        src = os.path.join(tmp, "in")
+        os.makedirs(src)
+        sk = samples.humanoid()
+        base = samples.clip("walk")
+        from ..io import save_bvh
+
+        for i in range(8):
+            save_bvh(os.path.join(src, f"walk_{i}.bvh"), sk, repeat_clip(base, 20_000, sk.index("root")))
+        for workers in (1, 2):
+            def run(w: int = workers) -> None:
+                out = os.path.join(tmp, f"out{w}")
+                code = main(["batch", "footlock", src, "-o", out, "--workers", str(w), "--force", "-q",
+                             "--no-progress"])
+                if code:
+                    raise CliError(f"batch with {w} workers failed (exit {code})")
+
+            dt = _best(run, repeat)
+            rows.append((f"batch footlock, 8 files x 20000 frames, {workers} worker(s)", f"{dt:.2f} s",
+                         f"{8 * 20_000 / dt:,.0f} frames/s"))
+    return rows
+
+
+def run_bench(args: argparse.Namespace, ui: UI) -> int:
+    if args.suite:
+        folder = args.suite
+        if not os.path.isdir(folder):
+            raise CliError(f"benchmark suite {folder!r} not found: it ships with the source tree "
+                           "(run from the repository root, or use the built-in benchmark: kinema bench)")
+        ui.print(f"running the pytest-benchmark suite in {folder}/ (python -m pytest {folder} --benchmark-only)")
+        return subprocess.call([sys.executable, "-m", "pytest", folder, "--benchmark-only", "-q"])
+    if args.frames < 100:
+        raise CliError(f"--frames must be at least 100, got {args.frames}")
+    from .. import mocap
+    from ..fk import forward_kinematics
+
+    ui.print("kinema bench: built-in quick benchmark (kinema bench --suite runs the pytest-benchmark suite)")
+    with ui.status("compiling kernels (first run only)"):
+        sk, short = long_walk(200)
+        mocap.footlock(sk, short)
+    sk, clip = long_walk(args.frames)
+    n = clip.n_frames
+    rows = []
+    with ui.status(f"timing footlock on {n} frames"):
+        dt = _best(lambda: mocap.footlock(sk, clip), args.repeat)
+        rows.append((f"footlock, DeepMimic walk repeated to {n} frames ({sk.n_joints} joints)", f"{dt:.3f} s",
+                     f"{n / dt:,.0f} frames/s"))
+        dt = _best(lambda: forward_kinematics(sk, clip.pose), args.repeat)
+        rows.append(("forward kinematics of the same clip (yardstick)", f"{dt:.3f} s", f"{n / dt:,.0f} frames/s"))
+    if getattr(args, "batch", False):
+        with ui.status("timing batch footlock with 1 and 2 workers"):
+            rows.extend(_batch_scaling(ui, 1))
+    ui.table(("benchmark", "best time", "throughput"), rows, align="lrr")
+    ui.print(f"best of {args.repeat} runs; {os.cpu_count()} CPUs")
+    return 0

@@ -1,0 +1,160 @@
+"""Reading and writing motion files for the command line (BVH, glTF/GLB, bundled samples).
+
+Safety rules, shared by every command and the batch engine:
+
+* an output is written atomically (the writers go through
+  :func:`kinema.io._atomic.atomic_write`: temporary file in the output's
+  folder, renamed when complete), so Ctrl-C or a crash leaves no partial file;
+* an output that is one of the inputs is refused, even with ``--force``;
+* an existing output is refused unless ``--force``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..io._atomic import same_file
+from ..pose import Clip, Pose
+from ..skeleton import Skeleton
+
+__all__ = ["CliError", "Motion", "FORMATS", "format_of", "load_motion", "load_sample", "check_output",
+           "save_motion", "scaled"]
+
+#: File extensions the command line reads and writes, and their format.
+FORMATS = {".bvh": "bvh", ".gltf": "gltf", ".glb": "gltf"}
+
+#: Frame rate used when a glTF clip with uneven key times is written as BVH
+#: (BVH frames are evenly spaced) and no ``--fps`` is given.
+DEFAULT_RESAMPLE_FPS = 30.0
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 1."""
+
+
+@dataclass
+class Motion:
+    """A skeleton and one clip, with where they came from."""
+
+    skeleton: Skeleton
+    clip: Clip
+    source: str
+    kind: str  # "bvh", "gltf" or "sample"
+    clip_name: str = "clip"
+    clip_names: tuple[str, ...] = field(default_factory=tuple)
+
+
+def format_of(path: str) -> str:
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in FORMATS:
+        raise CliError(f"{path}: unknown file type {ext or '(no extension)'!r}; use .bvh, .gltf or .glb")
+    return FORMATS[ext]
+
+
+def load_motion(path: str, *, clip_name: str | None = None, fps: float | None = None,
+                even_frames: bool = False) -> Motion:
+    """Read a BVH or glTF/GLB file.
+
+    glTF: ``clip_name`` picks an animation (default the first); ``fps``
+    resamples it; ``even_frames`` resamples at :data:`DEFAULT_RESAMPLE_FPS`
+    when the key times are uneven (needed to write BVH).  A glTF file without
+    animation gives a one-frame clip of its rest pose.
+    """
+    kind = format_of(path)
+    if not os.path.exists(path):
+        raise CliError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise CliError(f"{path}: is a folder, not a file")
+    if kind == "bvh":
+        from ..io import load_bvh
+
+        skeleton, clip = load_bvh(path)
+        return Motion(skeleton, clip, path, "bvh", os.path.splitext(os.path.basename(path))[0])
+    try:
+        from ..io import load_gltf
+    except ImportError as e:  # pygltflib is an extra
+        raise CliError(f"reading glTF needs pygltflib: pip install 'kinema[io]' ({e})") from None
+    asset = load_gltf(path, fps=fps)
+    names = tuple(asset.clips)
+    if clip_name is not None:
+        if clip_name not in asset.clips:
+            raise CliError(f"{path}: no animation named {clip_name!r}; it has: {', '.join(names) or 'none'}")
+        name = clip_name
+    elif names:
+        name = names[0]
+    else:
+        rest = asset.skeleton.rest_pose((1,))
+        return Motion(asset.skeleton, Clip(rest, fps or DEFAULT_RESAMPLE_FPS), path, "gltf", "rest", names)
+    clip = asset.clips[name]
+    if even_frames and fps is None and clip.times is not None and not _even(clip.times):
+        return load_motion(path, clip_name=name, fps=DEFAULT_RESAMPLE_FPS)
+    return Motion(asset.skeleton, clip, path, "gltf", name, names)
+
+
+def _even(times: np.ndarray) -> bool:
+    if times.size < 3:
+        return True
+    steps = np.diff(times)
+    return bool(np.allclose(steps, steps.mean(), rtol=1e-6, atol=0.0))
+
+
+def load_sample(name: str) -> Motion:
+    """A bundled sample clip on the DeepMimic humanoid (``walk`` or ``run``)."""
+    from .. import samples
+
+    if name not in samples.CLIP_NAMES:
+        raise CliError(f"unknown sample {name!r}; choose one of: {', '.join(samples.CLIP_NAMES)}")
+    return Motion(samples.humanoid(), samples.clip(name), f"sample:{name}", "sample", name)
+
+
+def check_output(out: str, inputs: list[str], force: bool) -> None:
+    """Refuse an output that is an input (always) or exists (unless ``force``)."""
+    format_of(out)
+    for src in inputs:
+        if os.path.exists(src) and same_file(out, src):
+            raise CliError(f"{out}: refusing to overwrite the input file")
+    if os.path.isdir(out):
+        raise CliError(f"{out}: is a folder; give a file name")
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        raise CliError(f"{out}: folder {folder} does not exist")
+    if os.path.exists(out) and not force:
+        raise CliError(f"{out}: already exists; pass --force to replace it")
+
+
+def save_motion(out: str, skeleton: Skeleton, clip: Clip, *, name: str = "clip", mesh: str | None = None,
+                inputs: list[str] | None = None, force: bool = True) -> None:
+    """Write ``clip`` as BVH or glTF/GLB (by extension), atomically.
+
+    ``mesh`` (glTF only): ``"keep"`` the mesh the skeleton was loaded with,
+    ``"bones"`` capsules along the bones, ``"none"``; default keep when there
+    is one, else bones (so the file opens in any glTF viewer).
+    """
+    check_output(out, inputs or [], force)
+    kind = format_of(out)
+    if kind == "bvh":
+        from ..io import save_bvh
+
+        save_bvh(out, skeleton, clip)
+        return
+    try:
+        from ..io import save_gltf
+    except ImportError as e:
+        raise CliError(f"writing glTF needs pygltflib: pip install 'kinema[io]' ({e})") from None
+    has_mesh = skeleton.meta.get("gltf_mesh") is not None
+    choice = mesh or ("keep" if has_mesh else "bones")
+    mesh_arg: object = {"keep": None if has_mesh else False, "bones": "bones", "none": False}[choice]
+    save_gltf(out, skeleton, {name: clip}, mesh=mesh_arg)  # type: ignore[arg-type]
+
+
+def scaled(skeleton: Skeleton, clip: Clip, factor: float) -> tuple[Skeleton, Clip]:
+    """Skeleton and clip with every length multiplied by ``factor`` (e.g. 0.01: centimetres to metres)."""
+    if factor == 1.0:
+        return skeleton, clip
+    sk = Skeleton(skeleton.names, skeleton.parents, skeleton.translations * factor, skeleton.rotations,
+                  skeleton.scales, meta={k: v for k, v in skeleton.meta.items() if k.startswith("bvh_")})
+    pose = Pose(clip.pose.translations * factor, clip.pose.rotations, clip.pose.scales)
+    return sk, Clip(pose, clip.fps, clip.times)

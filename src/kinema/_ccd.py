@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._solve import ancestors_root_first, as_target, check_uniform_scale, prepare, resolve_chain
+from ._solve import UNIFORM_SCALE_RTOL, ancestors_root_first, as_target, prepare, resolve_chain
 from ._validate import broadcast_batch, resolve_joint
 from .errors import SolverInputError
 from .limits import Limit, pack_limits
@@ -81,61 +81,151 @@ def _check_options(iterations: Any, tolerance: Any, max_step: Any) -> tuple[int,
     return int(iterations), tol, step
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """Everything about a chain that does not change from call to call."""
+
+    skeleton: Skeleton
+    joints: IntArray
+    base: IntArray
+    scale_joints: IntArray
+    w: FloatArray
+    kinds: IntArray
+    params: FloatArray
+    rest: FloatArray
+
+
+#: Plans by (skeleton id, chain, weights, limits); cleared when it grows past this.
+_PLAN_CACHE_MAX = 256
+_PLANS: dict[Hashable, _Plan] = {}
+
+
+def _freeze(x: Any) -> Hashable:
+    """A hashable snapshot of a chain / weights / limits argument (TypeError if there is none)."""
+    if x is None or isinstance(x, (str, int, float, np.integer, np.floating, Limit)):
+        return x
+    if isinstance(x, np.ndarray):
+        return ("nd", x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, Mapping):
+        return ("map",) + tuple((_freeze(k), _freeze(v)) for k, v in x.items())
+    if isinstance(x, (tuple, list)):
+        return ("seq",) + tuple(_freeze(v) for v in x)
+    raise TypeError(type(x).__name__)
+
+
+def _make_plan(skeleton: Skeleton, joints: IntArray, w: FloatArray, limits: Mapping[Any, Limit] | None) -> _Plan:
+    base = ancestors_root_first(skeleton, int(joints[0]))
+    packed = pack_limits(skeleton, joints, limits)
+    return _Plan(skeleton=skeleton, joints=joints, base=base, scale_joints=np.concatenate([base, joints]),
+                 w=w, kinds=packed.kinds, params=packed.params, rest=packed.rest)
+
+
+def _plan(skeleton: Skeleton, chain: Any, weights: Any, limits: Mapping[Any, Limit] | None) -> _Plan:
+    """Resolve (or fetch from the cache) a chain's joints, weights and packed limits."""
+    try:
+        key: Hashable | None = (id(skeleton), _freeze(chain), _freeze(weights), _freeze(limits))
+    except TypeError:
+        key = None
+    if key is not None:
+        hit = _PLANS.get(key)
+        if hit is not None and hit.skeleton is skeleton:
+            return hit
+    joints, listed = resolve_chain(skeleton, chain)
+    plan = _make_plan(skeleton, joints, _chain_weights(skeleton, joints, listed, weights), limits)
+    if key is not None:
+        if len(_PLANS) >= _PLAN_CACHE_MAX:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
+
+
+def _raw_pose(t: FloatArray, r: FloatArray, s: FloatArray) -> Pose:
+    """A :class:`Pose` around arrays already known to be valid (skips re-validation)."""
+    p = Pose.__new__(Pose)
+    p.translations = t
+    p.rotations = r
+    p.scales = s
+    return p
+
+
 def _run(
     skeleton: Skeleton,
     pose: Pose,
-    joints: IntArray,
-    w: FloatArray,
+    plan: _Plan,
     target: ArrayLike,
     *,
     iterations: int,
     tolerance: float,
     max_step: float,
     adaptive_step: bool,
-    limits: Mapping[Any, Limit] | None,
     pole: ArrayLike | None,
     fixed_root: bool,
     out: Pose | None,
+    w: FloatArray | None = None,
 ) -> SolveResult:
     from ._kernels import ccd as kccd
 
-    tgt = as_target(target, "target")
-    extras = [(tgt, (3,))]
-    pol = None
-    if pole is not None:
-        pol = as_target(pole, "pole")
-        extras.append((pol, (3,)))
-    base = ancestors_root_first(skeleton, int(joints[0]))
-    check_uniform_scale(skeleton, pose, np.concatenate([base, joints]), "solve_ccd")
-    prep = prepare(skeleton, pose, extras, out)
-    n = prep.n
-    tgt_f = prep.extras[0] if tgt.ndim > 1 else tgt.reshape(1, 3)
-    pol_f = (prep.extras[1] if pol.ndim > 1 else pol.reshape(1, 3)) if pol is not None else np.zeros((1, 3))
-    packed = pack_limits(skeleton, joints, limits)
+    nj = skeleton.n_joints
+    tgt = np.asarray(target, dtype=np.float64) if isinstance(target, np.ndarray) else None
+    pol = None if pole is None else (np.asarray(pole, dtype=np.float64) if isinstance(pole, np.ndarray) else None)
+    pt = pose.translations
+    fast = (out is None and tgt is not None and tgt.shape == (3,) and (pole is None or (pol is not None
+            and pol.shape == (3,))) and pt.ndim == 2 and pose.rotations.ndim == 2 and pose.scales.ndim == 2
+            and pt.shape[0] == nj)
+    if fast:
+        # One unbatched pose and target: skip the general broadcasting (the
+        # kernel still checks scales; finiteness is checked here).
+        assert tgt is not None
+        if not math.isfinite(float(tgt @ tgt)) or (pol is not None and not math.isfinite(float(pol @ pol))):
+            as_target(tgt, "target")
+            if pol is not None:
+                as_target(pol, "pole")
+        batch: tuple[int, ...] = ()
+        n = 1
+        out_pose = _raw_pose(pt.copy(), pose.rotations.copy(), pose.scales.copy())
+        t3 = out_pose.translations.reshape(1, nj, 3)
+        r3 = out_pose.rotations.reshape(1, nj, 4)
+        s3 = out_pose.scales.reshape(1, nj, 3)
+        tgt_f = tgt.reshape(1, 3)
+        pol_f = pol.reshape(1, 3) if pol is not None else np.zeros((1, 3))
+    else:
+        tgt = as_target(target, "target")
+        extras = [(tgt, (3,))]
+        if pole is not None:
+            pol = as_target(pole, "pole")
+            extras.append((pol, (3,)))
+        prep = prepare(skeleton, pose, extras, out)
+        batch, n, out_pose = prep.batch, prep.n, prep.out
+        t3, r3, s3 = prep.t, prep.r, prep.s
+        tgt_f = prep.extras[0] if tgt.ndim > 1 else tgt.reshape(1, 3)
+        pol_f = (prep.extras[1] if pol.ndim > 1 else pol.reshape(1, 3)) if pol is not None else np.zeros((1, 3))
     iparams = np.array([iterations, pol is not None, fixed_root, adaptive_step], dtype=np.int64)
-    fparams = np.array([tolerance, max_step])
+    fparams = np.array([tolerance, max_step, UNIFORM_SCALE_RTOL])
     err = np.empty(n)
     sweeps = np.empty(n, dtype=np.int64)
     hits = np.empty(n, dtype=np.int64)
-    k = joints.size
+    status = np.empty(1, dtype=np.int64)
+    k = plan.joints.size
     if n <= SERIAL_BATCH_MAX:
         fn = kccd.ccd_serial
         n_chunks = 1
     else:
         fn = kccd.ccd_parallel
         n_chunks = min(n, _num_threads() * CHUNKS_PER_THREAD)
-    fn(joints, base, prep.t, prep.r, prep.s, tgt_f, pol_f, w, packed.kinds, packed.params, packed.rest,
-       iparams, fparams, err, sweeps, hits,
-       np.empty((n_chunks, k, 3)), np.empty((n_chunks, k, 4)), np.empty((n_chunks, k)))
-    b = prep.batch
-    return SolveResult(
-        pose=prep.out,
-        reached=(err <= tolerance).reshape(b),
-        error=err.reshape(b),
-        iterations=sweeps.reshape(b),
-        limits_hit=hits.reshape(b),
-        state={"joints": joints},
-    )
+    fn(plan.joints, plan.base, t3, r3, s3, tgt_f, pol_f, plan.w if w is None else w, plan.kinds, plan.params,
+       plan.rest, iparams, fparams, err, sweeps, hits,
+       np.empty((n_chunks, k, 3)), np.empty((n_chunks, k, 4)), np.empty((n_chunks, k)), plan.scale_joints, status)
+    if status[0] >= 0:
+        raise SolverInputError(
+            f"solve_ccd: joint {skeleton.names[int(status[0])]!r} (on the chain or an ancestor) has a non-uniform "
+            "scale; this solver needs uniform scale on the chain and its ancestors"
+        )
+    if batch:
+        return SolveResult(pose=out_pose, reached=(err <= tolerance).reshape(batch), error=err.reshape(batch),
+                           iterations=sweeps.reshape(batch), limits_hit=hits.reshape(batch),
+                           state={"joints": plan.joints})
+    return SolveResult(pose=out_pose, reached=np.asarray(err[0] <= tolerance), error=err.reshape(()),
+                       iterations=sweeps.reshape(()), limits_hit=hits.reshape(()), state={"joints": plan.joints})
 
 
 def solve_ccd(
@@ -173,7 +263,9 @@ def solve_ccd(
     below ``MIN_TURN_ANGLE`` (1e-5 rad).  The solve stops after
     ``iterations`` sweeps, when the end is within ``tolerance`` of the target
     (checked before the first sweep too), or after a sweep in which no joint
-    turned by ``MIN_TURN_ANGLE`` or more.
+    turned by ``MIN_TURN_ANGLE`` or more.  (So the end settles to about
+    ``MIN_TURN_ANGLE`` times its distance from the joints, ~1e-5 of the
+    chain's size; a tighter ``tolerance`` ends on that stall rule.)
 
     **Weights and steps.**  ``weights`` (one per chain joint root first, or
     ``{joint: weight}`` with the rest 1) in [0, 1] scale each turn's angle;
@@ -199,9 +291,11 @@ def solve_ccd(
     end lies on the line, so the twist never moves it.
 
     **Root.**  The first joint never translates with ``fixed_root=True``.
-    With ``fixed_root=False``, after each sweep it slides toward the target
-    by the distance the chain cannot cover (``|target - p_0| - reach`` when
-    positive; written into its local translation), never otherwise.
+    With ``fixed_root=False``, after each sweep in which the target is out
+    of reach (``|target - p_0| > reach``) it slides along ``p_0 -> target``
+    by the shortfall ``|target - p_0| - reach``, or by the end's remaining
+    miss along that line if that is larger (written into its local
+    translation); it never slides while the target is within reach.
 
     With no limits, weights, ``max_step`` or pole, and ``tolerance=0``, this
     is the plain algorithm of three.js's ``CCDIKSolver`` (iteration = sweeps,
@@ -211,12 +305,10 @@ def solve_ccd(
     (``error <= tolerance``) per batch item, ``iterations`` (sweeps run),
     ``limits_hit``; ``state["joints"]`` is the chain's joint indices.
     """
-    joints, listed = resolve_chain(skeleton, chain)
     it, tol, step = _check_options(iterations, tolerance, max_step)
-    w = _chain_weights(skeleton, joints, listed, weights)
-    return _run(skeleton, pose, joints, w, target, iterations=it, tolerance=tol, max_step=step,
-                adaptive_step=bool(adaptive_step), limits=limits, pole=pole, fixed_root=bool(fixed_root),
-                out=out)
+    plan = _plan(skeleton, chain, weights, limits)
+    return _run(skeleton, pose, plan, target, iterations=it, tolerance=tol, max_step=step,
+                adaptive_step=bool(adaptive_step), pole=pole, fixed_root=bool(fixed_root), out=out)
 
 
 @dataclass
@@ -294,10 +386,9 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
     order = sorted(range(len(gl)), key=lambda i: -int(gl[i].priority))
     plans = []
     for g in gl:
-        joints, listed = resolve_chain(skeleton, g.chain)
         it, tol, step = _check_options(g.iterations, g.tolerance, g.max_step)
-        w = _chain_weights(skeleton, joints, listed, g.weights)
-        plans.append((joints, w, it, tol, step))
+        plan = _plan(skeleton, g.chain, g.weights, g.limits)
+        plans.append((plan, it, tol, step))
     targets = [as_target(g.target, f"goal {names[i]!r} target") for i, g in enumerate(gl)]
     batch = broadcast_batch(pose.batch_shape, *[t.shape[:-1] for t in targets])
     cur = pose.broadcast(batch)  # a full copy: the input pose is never written
@@ -311,14 +402,14 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
     hits = np.zeros(batch + (n_goals,), dtype=np.int64)
     for gi in order:
         g = gl[gi]
-        joints, w, it, tol, step = plans[gi]
+        plan, it, tol, step = plans[gi]
+        joints = plan.joints
         fz = owned[joints]
-        w = np.where(fz, 0.0, w)
+        w = np.where(fz, 0.0, plan.w)
         frozen[gi] = joints[fz]
         before = cur.rotations.copy()
-        res = _run(skeleton, cur, joints, w, targets[gi], iterations=it, tolerance=tol, max_step=step,
-                   adaptive_step=bool(g.adaptive_step), limits=g.limits, pole=g.pole,
-                   fixed_root=bool(g.fixed_root), out=cur)
+        res = _run(skeleton, cur, plan, targets[gi], iterations=it, tolerance=tol, max_step=step,
+                   adaptive_step=bool(g.adaptive_step), pole=g.pole, fixed_root=bool(g.fixed_root), out=cur, w=w)
         iters[..., gi] = res.iterations
         hits[..., gi] = res.limits_hit
         changed = np.any(before != cur.rotations, axis=-1).reshape(-1, skeleton.n_joints).any(axis=0)
@@ -331,9 +422,9 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
     fk = forward_kinematics(skeleton, cur)
     err = np.zeros(batch + (n_goals,))
     for gi in range(n_goals):
-        end = int(plans[gi][0][-1])
+        end = int(plans[gi][0].joints[-1])
         err[..., gi] = np.linalg.norm(fk.positions[..., end, :] - targets[gi], axis=-1)
-    tols = np.array([p[3] for p in plans])
+    tols = np.array([p[2] for p in plans])
     return SolveResult(
         pose=cur,
         reached=err <= tols,

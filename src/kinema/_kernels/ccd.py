@@ -43,6 +43,17 @@ ADAPTIVE_FAR_FRACTION = 0.25
 #: fraction of ``max_step``.
 ADAPTIVE_MIN_FRACTION = 0.1
 
+#: Pole pass: a sub-chain whose middle joints are within this multiple of
+#: ``SHORT_VECTOR_EPS * reach`` of the line ``p_k -> end`` is straight (it
+#: has no bend side to twist).
+POLE_STRAIGHT_FRACTION = 1e3
+#: A straight sub-chain is folded back when its end is closer than its bone
+#: length by more than this relative amount.
+POLE_FOLD_RTOL = 1e-9
+#: The bend (radians, times the joint's weight) a pole seeds into a folded
+#: straight sub-chain so that it has a side to keep.
+POLE_SEED_ANGLE = 0.1
+
 # Integer parameters (iparams) and float parameters (fparams) slots.
 I_ITERATIONS = 0
 I_HAS_POLE = 1
@@ -50,6 +61,7 @@ I_FIXED_ROOT = 2
 I_ADAPTIVE = 3
 F_TOLERANCE = 0
 F_MAX_STEP = 1
+F_SCALE_RTOL = 2
 
 
 #: ``sin(MIN_TURN_ANGLE)``: a turn of at most 90 degrees is below the minimum
@@ -173,8 +185,31 @@ def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, 
         pv = (pole[0] - p[0], pole[1] - p[1], pole[2] - p[2])
         c = vdot(pv, u)
         pp = (pv[0] - c * u[0], pv[1] - c * u[1], pv[2] - c * u[2])
-        # Straight sub-chain (no bend to orient) or pole on the line (no side): skip.
-        if math.sqrt(vdot(mp, mp)) <= eps or math.sqrt(vdot(pp, pp)) <= eps:
+        if math.sqrt(vdot(pp, pp)) <= eps:
+            continue  # pole on the line: it has no side
+        if math.sqrt(vdot(mp, mp)) <= POLE_STRAIGHT_FRACTION * eps:
+            # Straight sub-chain: no bend to twist.  If it is folded back on
+            # itself (end closer than the bones' length; CCD folds a straight
+            # chain aimed along itself), seed a small bend toward the pole at
+            # the next joint; the following sweeps keep that side.
+            sub = 0.0
+            for m in range(k, n_k - 1):
+                sub += math.sqrt((pos[m + 1, 0] - pos[m, 0]) ** 2 + (pos[m + 1, 1] - pos[m, 1]) ** 2
+                                 + (pos[m + 1, 2] - pos[m, 2]) ** 2)
+            w1 = weights[k + 1]
+            if w1 <= 0.0 or el >= sub * (1.0 - POLE_FOLD_RTOL):
+                continue  # frozen, or fully stretched (reaching straight out: nothing to orient)
+            v = (pos[k + 2, 0] - pos[k + 1, 0], pos[k + 2, 1] - pos[k + 1, 1], pos[k + 2, 2] - pos[k + 1, 2])
+            ax = vcross(v, pp)
+            if math.sqrt(vdot(ax, ax)) <= eps * eps:
+                continue  # zero-length bone after the joint: nothing to bend
+            a2 = POLE_SEED_ANGLE * w1
+            if cap > 0.0 and a2 > cap:
+                a2 = cap
+            d, hit = _turn(k + 1, qfrom_axis_angle(ax, a2), base_rot, joints, i, r, rot, kinds, params, rest)
+            hits += 1 if hit else 0
+            moved = True
+            chain_world(k + 1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
             continue
         ang = math.atan2(vdot(vcross(mp, pp), u), vdot(mp, pp))
         a2 = ang * w
@@ -272,12 +307,17 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             hits += ph
             moved = moved or pm
         if not fixed_root and weights[0] > 0.0:
-            # Sliding first joint: move it toward the target by the part of
-            # the distance the chain cannot cover, never otherwise.
+            # Sliding first joint, only while the target is out of reach: it
+            # moves along p_0 -> target by the shortfall (distance - reach),
+            # or by the end's remaining miss along that line if larger (the
+            # chain is rarely straight yet, and straightening by CCD is slow).
             dt = _dist(pos, 0, tgt)
             if dt > reach and dt > 0.0:
-                f = (dt - reach) / dt
-                shift = ((tgt[0] - pos[0, 0]) * f, (tgt[1] - pos[0, 1]) * f, (tgt[2] - pos[0, 2]) * f)
+                dirn = ((tgt[0] - pos[0, 0]) / dt, (tgt[1] - pos[0, 1]) / dt, (tgt[2] - pos[0, 2]) / dt)
+                miss = ((tgt[0] - pos[n_k - 1, 0]) * dirn[0] + (tgt[1] - pos[n_k - 1, 1]) * dirn[1]
+                        + (tgt[2] - pos[n_k - 1, 2]) * dirn[2])
+                f = dt - reach if dt - reach > miss else miss
+                shift = (dirn[0] * f, dirn[1] * f, dirn[2] * f)
                 loc = qrotate(qconj(base_rot), shift)
                 j0 = joints[0]
                 it = i % t.shape[0]
@@ -304,21 +344,49 @@ def ccd_range(c0, c1, joints, base_path, t, r, s, target, pole, weights, kinds, 
 
 
 @njit
+def first_nonuniform(s, scale_joints, rtol):  # type: ignore[no-untyped-def]
+    """First joint of ``scale_joints`` whose scale is not uniform in some row of ``s``, or -1.
+
+    Uniform: ``|sx - sy| <= rtol |sy|`` and ``|sx - sz| <= rtol |sz|`` (as
+    ``numpy.isclose`` with ``atol=0`` in :func:`kinema._solve.check_uniform_scale`).
+    """
+    for row in range(s.shape[0]):
+        for a in range(scale_joints.shape[0]):
+            j = scale_joints[a]
+            sx = s[row, j, 0]
+            sy = s[row, j, 1]
+            sz = s[row, j, 2]
+            if abs(sx - sy) > rtol * abs(sy) or abs(sx - sz) > rtol * abs(sz):
+                return j
+    return -1
+
+
+@njit
 def ccd_serial(joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,  # type: ignore[no-untyped-def]
-               iparams, fparams, err_out, sweeps_out, hits_out, pos, rot, scl):
-    """Every item in one thread (small batches: no thread-pool start-up)."""
+               iparams, fparams, err_out, sweeps_out, hits_out, pos, rot, scl, scale_joints, status):
+    """Every item in one thread (small batches: no thread-pool start-up).
+
+    First checks that the chain and its ancestors have uniform scales
+    (``status[0]`` = the first bad joint, and nothing is solved, else -1).
+    """
+    status[0] = first_nonuniform(s, scale_joints, fparams[F_SCALE_RTOL])
+    if status[0] >= 0:
+        return
     ccd_range(0, err_out.shape[0], joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,
               iparams, fparams, err_out, sweeps_out, hits_out, pos[0], rot[0], scl[0])
 
 
 @njit(parallel=True)
 def ccd_parallel(joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,  # type: ignore[no-untyped-def]
-                 iparams, fparams, err_out, sweeps_out, hits_out, pos, rot, scl):
+                 iparams, fparams, err_out, sweeps_out, hits_out, pos, rot, scl, scale_joints, status):
     """Items split into ``pos.shape[0]`` chunks, one scratch set per chunk, chunks in parallel.
 
     Each item runs exactly the code of :func:`ccd_serial`, so a batch equals
-    a loop of single solves bit for bit.
+    a loop of single solves bit for bit.  Scale check as in :func:`ccd_serial`.
     """
+    status[0] = first_nonuniform(s, scale_joints, fparams[F_SCALE_RTOL])
+    if status[0] >= 0:
+        return
     n = err_out.shape[0]
     n_chunks = pos.shape[0]
     size = (n + n_chunks - 1) // n_chunks

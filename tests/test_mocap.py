@@ -1,0 +1,425 @@
+"""kinema.mocap: contact detection, foot locking and reach re-aiming on a real BVH capture.
+
+The capture (../shared/data/bvh/test_mocapbank.bvh, 19 joints + 5 end sites,
+455 frames, centimetres) is a test fixture only.  Tolerances: bone lengths
+1e-9 relative (float64 FK); locked feet 1e-9 of the leg length; reach 1e-4
+(file units) as the issue asks, the solve itself gives ~1e-12.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kinema
+from kinema import Clip, Pose, Skeleton, mocap
+from kinema import rotation as R
+from kinema.io import load_bvh
+
+LEG_JOINTS = ("LeftHip", "LeftKnee", "LeftAnkle", "RightHip", "RightKnee", "RightAnkle")
+
+
+@pytest.fixture(scope="module")
+def capture(shared_data: Path) -> tuple[Skeleton, Clip]:
+    return load_bvh(shared_data / "bvh" / "test_mocapbank.bvh")
+
+
+@pytest.fixture(scope="module")
+def locked(capture: tuple[Skeleton, Clip]) -> mocap.FootlockResult:
+    sk, clip = capture
+    return mocap.footlock(sk, clip)
+
+
+def _world(sk: Skeleton, clip: Clip) -> np.ndarray:
+    return kinema.forward_kinematics(sk, clip.pose).positions
+
+
+# ----------------------------------------------------------------- contacts
+def test_feet_found_by_name(capture: tuple[Skeleton, Clip]) -> None:
+    sk, _ = capture
+    assert [sk.names[f] for f in mocap.find_feet(sk)] == ["LeftAnkle", "RightAnkle"]
+    hum = kinema.samples.humanoid()
+    assert [hum.names[f] for f in mocap.find_feet(hum)] == ["left_ankle", "right_ankle"]
+
+
+def test_no_feet_is_a_clear_error() -> None:
+    sk = Skeleton(["a", "b", "c"], [-1, 0, 1], np.zeros((3, 3)) + [0, 1, 0])
+    with pytest.raises(kinema.SkeletonError, match="--feet"):
+        mocap.find_feet(sk)
+    with pytest.raises(kinema.BoneNotFoundError):
+        mocap.detect_contacts(sk, Clip(sk.rest_pose((3,)), 30.0), ["nope"])
+    with pytest.raises(kinema.SkeletonError, match="grandparent"):
+        mocap.detect_contacts(sk, Clip(sk.rest_pose((3,)), 30.0), ["b"])
+
+
+def test_contacts_on_the_capture(capture: tuple[Skeleton, Clip]) -> None:
+    """The left foot stays planted most of the clip; the right foot lifts while the actor kneels."""
+    sk, clip = capture
+    c = mocap.detect_contacts(sk, clip)
+    assert c.mask.shape == (clip.n_frames, 2)
+    assert c.mask[:, 0].mean() > 0.9
+    # Right ankle is ~10 cm higher during the kneel (frames ~130-350): no contact there.
+    assert not c.mask[150:340, 1].any()
+    assert c.mask[:100, 1].all() and c.mask[-60:, 1].all()
+    th = c.thresholds
+    assert np.all(th.height_off == pytest.approx(mocap.DEFAULT_HYSTERESIS * th.height_on))
+    assert np.all(th.speed_off == pytest.approx(mocap.DEFAULT_HYSTERESIS * th.speed_on))
+    # Every contact frame satisfies the "leave" thresholds (hysteresis never keeps a contact above them)
+    # except inside filled gaps (at most max_gap frames long).
+    h = c.positions[..., 1] - th.ground
+    above = (h > th.height_off) | (c.speeds > th.speed_off)
+    for k in range(2):
+        bad = np.flatnonzero(c.mask[:, k] & above[:, k])
+        for f in bad:
+            lo, hi = max(f - th.max_gap, 0), min(f + th.max_gap + 1, clip.n_frames)
+            assert not above[lo:hi, k].all()
+
+
+def test_thresholds_can_be_given(capture: tuple[Skeleton, Clip]) -> None:
+    sk, clip = capture
+    c = mocap.detect_contacts(sk, clip, ["LeftAnkle"], height=2.0, speed=3.0, ground=10.0, hysteresis=1.0)
+    assert c.names == ("LeftAnkle",)
+    np.testing.assert_array_equal(c.thresholds.ground, [10.0])
+    np.testing.assert_array_equal(c.thresholds.height_on, [2.0])
+    np.testing.assert_array_equal(c.thresholds.speed_off, [3.0])
+    # a 2 cm band above 10 cm holds fewer frames than the estimated one
+    assert c.mask.sum() < mocap.detect_contacts(sk, clip, ["LeftAnkle"]).mask.sum()
+    for bad in ({"height": -1.0}, {"speed": 0.0}, {"hysteresis": 0.5}, {"ground": np.nan}, {"min_duration": -1}):
+        with pytest.raises(kinema.SolverInputError):
+            mocap.detect_contacts(sk, clip, **bad)  # type: ignore[arg-type]
+
+
+def _kernels():  # type: ignore[no-untyped-def]
+    from kinema._kernels import contact
+
+    return contact
+
+
+def test_hysteresis_does_not_flicker() -> None:
+    """A height hovering around the threshold: one contact with hysteresis, many without."""
+    k = _kernels()
+    t = np.arange(200)
+    h = (1.0 + 0.05 * np.sin(t * 1.7))[:, None]  # noise around 1.0
+    h[100:] += 1.0  # foot lifts at frame 100
+    v = np.zeros_like(h)
+    out = np.empty(h.shape, dtype=bool)
+    k.hysteresis(h, v, np.array([1.0]), np.array([1.5]), np.array([1.0]), np.array([1.5]), out)
+    assert out[:100, 0].sum() >= 99 and not out[100:, 0].any()
+    flicker = np.empty(h.shape, dtype=bool)
+    k.hysteresis(h, v, np.array([1.0]), np.array([1.0]), np.array([1.0]), np.array([1.0]), flicker)
+    runs = np.count_nonzero(np.diff(flicker[:100, 0].astype(int)) == 1)
+    assert runs > 10
+
+
+def test_clean_runs_fills_gaps_and_drops_touches() -> None:
+    k = _kernels()
+    m = np.zeros((30, 1), dtype=bool)
+    m[0:2] = True  # short run at the start: dropped (min_len 3)
+    m[5:10] = True
+    m[12:15] = True  # gap of 2 frames after 10: filled
+    m[20:22] = True  # gap of 5: kept apart; run of 2: dropped
+    m[27:30] = True  # run touching the end: kept
+    k.clean_runs(m, 2, 3)
+    expect = np.zeros(30, dtype=bool)
+    expect[5:15] = True
+    expect[27:30] = True
+    np.testing.assert_array_equal(m[:, 0], expect)
+
+
+def test_ease_weights_share_gaps_and_stay_inside_unit_interval() -> None:
+    k = _kernels()
+    w = np.empty(40)
+    o = np.empty(40, dtype=np.int64)
+    starts = np.array([2, 20], dtype=np.int64)
+    ends = np.array([12, 25], dtype=np.int64)
+    k.ease_weights(starts, ends, 40, 5, w, o)
+    np.testing.assert_array_equal(w[2:12], 1.0)
+    np.testing.assert_array_equal(w[20:25], 1.0)
+    assert np.all(o[2:12] == 0) and np.all(o[20:25] == 1)
+    # gap 12..20 (8 frames): each side takes 4 frames, none overlap
+    assert np.all((w[12:16] > 0) & (w[12:16] < 1)) and np.all(o[12:16] == 0)
+    assert np.all((w[16:20] > 0) & (w[16:20] < 1)) and np.all(o[16:20] == 1)
+    assert np.all(np.diff(w[11:16]) < 0) and np.all(np.diff(w[16:21]) > 0)
+    # ramp cut at the clip start; full ramp of 5 after the last contact, then zero
+    assert np.all(w[:2] > 0) and o[0] == 0
+    assert np.all((w[25:30] > 0) & (w[25:30] < 1)) and np.all(w[30:] == 0) and np.all(o[30:] == -1)
+    # smoothstep of x = 1 - i/(n+1)
+    x = 1 - np.arange(1, 6) / 6.0
+    np.testing.assert_allclose(w[25:30], x * x * (3 - 2 * x), rtol=0, atol=1e-15)
+
+
+# ----------------------------------------------------------------- footlock
+def test_footlock_reduces_skate_by_80_percent(capture: tuple[Skeleton, Clip], locked: mocap.FootlockResult) -> None:
+    sk, clip = capture
+    c = locked.contacts
+    times = mocap.frame_times(clip)
+    feet = list(c.feet)
+    before = mocap.foot_skate(_world(sk, clip)[:, feet], c.mask, times)
+    after = mocap.foot_skate(_world(sk, locked.clip)[:, feet], c.mask, times)
+    assert before > 0.5  # cm/s: the capture really skates
+    assert after <= 0.2 * before
+    assert locked.metrics["skate_before"] == pytest.approx(before, rel=1e-12)
+    assert locked.metrics["skate_after"] == pytest.approx(after, rel=1e-6, abs=1e-12)
+
+
+def test_locked_feet_hold_one_position_per_contact(capture: tuple[Skeleton, Clip],
+                                                   locked: mocap.FootlockResult) -> None:
+    sk, _ = capture
+    p = _world(sk, locked.clip)
+    for k, foot in enumerate(locked.contacts.feet):
+        starts, ends = locked.contacts.runs(k)
+        assert len(starts) == len(locked.locks[k]) > 0
+        for c, (s, e) in enumerate(zip(starts, ends, strict=True)):
+            dev = np.linalg.norm(p[s:e, foot] - locked.locks[k][c], axis=-1).max()
+            assert dev < 1e-9 * 87.0, (sk.names[foot], s, e, dev)
+
+
+def test_bone_lengths_kept(capture: tuple[Skeleton, Clip], locked: mocap.FootlockResult) -> None:
+    sk, clip = capture
+    b0 = sk.bone_lengths(clip.pose)
+    b1 = sk.bone_lengths(locked.clip.pose)
+    np.testing.assert_allclose(b1, b0, rtol=1e-9, atol=1e-12)
+
+
+def test_only_legs_and_hips_height_change(capture: tuple[Skeleton, Clip], locked: mocap.FootlockResult) -> None:
+    sk, clip = capture
+    legs = [sk.index(n) for n in LEG_JOINTS]
+    others = [j for j in range(sk.n_joints) if j not in legs]
+    r0, r1 = clip.pose.rotations, locked.clip.pose.rotations
+    t0, t1 = clip.pose.translations, locked.clip.pose.translations
+    np.testing.assert_array_equal(r1[:, others], r0[:, others])  # bit for bit
+    root = sk.index("Hips")
+    np.testing.assert_array_equal(np.delete(t1, root, axis=1), np.delete(t0, root, axis=1))
+    np.testing.assert_array_equal(t1[:, root, [0, 2]], t0[:, root, [0, 2]])
+    np.testing.assert_allclose(t0[:, root, 1] - t1[:, root, 1], locked.hips_drop, rtol=0, atol=1e-12)
+    assert locked.hips_drop.min() >= 0.0
+    # frames with no IK weight and no drop are untouched, legs included
+    idle = (locked.weights.max(axis=1) == 0.0) & (locked.hips_drop == 0.0)
+    np.testing.assert_array_equal(r1[idle], r0[idle])
+
+
+def test_feet_keep_their_animated_world_orientation(capture: tuple[Skeleton, Clip],
+                                                    locked: mocap.FootlockResult) -> None:
+    sk, clip = capture
+    q0 = kinema.forward_kinematics(sk, clip.pose).rotations
+    q1 = kinema.forward_kinematics(sk, locked.clip.pose).rotations
+    for foot in locked.contacts.feet:
+        assert R.angle_between(q0[:, foot], q1[:, foot]).max() < 1e-9
+
+
+def test_no_angular_speed_spike(capture: tuple[Skeleton, Clip], locked: mocap.FootlockResult) -> None:
+    """The largest joint angular speed does not grow, and no leg joint's own peak grows by more than 2%."""
+    sk, clip = capture
+    w0 = mocap.angular_speed(clip)
+    w1 = mocap.angular_speed(locked.clip)
+    assert w1.max() <= w0.max() * (1 + 1e-12)
+    for name in LEG_JOINTS:
+        j = sk.index(name)
+        assert w1[:, j].max() <= 1.02 * w0[:, j].max(), name
+    assert locked.metrics["max_angular_speed_after"] == pytest.approx(w1.max(), rel=1e-12)
+
+
+def test_feet_do_not_jump(capture: tuple[Skeleton, Clip], locked: mocap.FootlockResult) -> None:
+    """Easing: the locked feet never move faster, nor accelerate harder, than the animated ones did."""
+    sk, clip = capture
+    feet = list(locked.contacts.feet)
+    p0, p1 = _world(sk, clip)[:, feet], _world(sk, locked.clip)[:, feet]
+    v0 = np.linalg.norm(np.diff(p0, axis=0), axis=-1).max(axis=0)
+    v1 = np.linalg.norm(np.diff(p1, axis=0), axis=-1).max(axis=0)
+    a0 = np.linalg.norm(np.diff(p0, 2, axis=0), axis=-1).max(axis=0)
+    a1 = np.linalg.norm(np.diff(p1, 2, axis=0), axis=-1).max(axis=0)
+    assert np.all(v1 <= v0 * 1.0001) and np.all(a1 <= a0 * 1.0001)
+
+
+def test_ik_reaches_every_target(locked: mocap.FootlockResult) -> None:
+    assert locked.ik_error.max() < 1e-9
+
+
+def _crouch_rig() -> tuple[Skeleton, Clip]:
+    """Two bent legs (thigh and shin 0.45) under a root that rises 20 cm mid-clip, feet planted."""
+    names = ["root", "l_hip", "l_knee", "l_ankle", "r_hip", "r_knee", "r_ankle"]
+    parents = [-1, 0, 1, 2, 0, 4, 5]
+    t = np.array([[0, 0, 0], [0.1, 0, 0], [0, -0.45, 0], [0, -0.45, 0],
+                  [-0.1, 0, 0], [0, -0.45, 0], [0, -0.45, 0]], dtype=float)
+    sk = Skeleton(names, parents, t)
+    n = 60
+    bend = np.radians(20.0)
+    q_hip = R.from_axis_angle([1, 0, 0], bend)
+    q_knee = R.from_axis_angle([1, 0, 0], -2 * bend)
+    rots = np.tile(R.identity((7,)), (n, 1, 1))
+    for h, k in ((1, 2), (4, 5)):
+        rots[:, h] = q_hip
+        rots[:, k] = q_knee
+    leg = 0.9 * np.cos(bend)  # hip-to-ankle distance with the bend
+    trans = np.tile(t, (n, 1, 1))
+    rise = 0.2 * np.sin(np.linspace(0, np.pi, n)) ** 2
+    trans[:, 0, 1] = leg + rise
+    return sk, Clip(Pose(trans, rots), 30.0)
+
+
+def test_hips_drop_where_a_leg_cannot_reach() -> None:
+    sk, clip = _crouch_rig()
+    # everything is one contact (the feet rise with the root in the animation; the lock is their mean)
+    opts = {"height": 1.0, "speed": 10.0}
+    res = mocap.footlock(sk, clip, ["l_ankle", "r_ankle"], **opts)
+    assert res.hips_drop.max() > 0.02
+    assert res.ik_error.max() < 1e-9
+    p = _world(sk, res.clip)
+    for k, foot in enumerate(res.contacts.feet):
+        np.testing.assert_allclose(p[:, foot], np.broadcast_to(res.locks[k][0], p[:, foot].shape), atol=1e-9)
+        hip = sk.parents[sk.parents[foot]]
+        reach = np.linalg.norm(p[:, foot] - p[:, hip], axis=-1)
+        assert reach.max() <= 0.9 * (1 - mocap.REACH_SLACK) + 1e-9
+    no_hips = mocap.footlock(sk, clip, ["l_ankle", "r_ankle"], lower_hips=False, **opts)
+    assert np.all(no_hips.hips_drop == 0.0)
+    assert no_hips.ik_error.max() > 0.02  # the feet fall short instead
+
+
+def _yaw_and_shift(clip: Clip, root: int, yaw: float, shift: np.ndarray) -> Clip:
+    q = R.from_axis_angle([0, 1, 0], yaw)
+    t = clip.pose.translations.copy()
+    r = clip.pose.rotations.copy()
+    t[:, root] = R.rotate(q, t[:, root]) + shift
+    r[:, root] = R.multiply(q, r[:, root])
+    return Clip(Pose(t, r, clip.pose.scales), clip.fps)
+
+
+@settings(max_examples=4)
+@given(st.floats(-np.pi, np.pi), st.floats(-500, 500), st.floats(-500, 500))
+def test_footlock_is_invariant_to_where_the_actor_stands(capture: tuple[Skeleton, Clip], yaw: float, dx: float,
+                                                         dz: float) -> None:
+    """Turning about the vertical and moving on the ground give the same local leg rotations."""
+    sk, clip = capture
+    clip = Clip(Pose(clip.pose.translations[:150], clip.pose.rotations[:150], clip.pose.scales), clip.fps)
+    base = mocap.footlock(sk, clip)
+    moved = mocap.footlock(sk, _yaw_and_shift(clip, 0, yaw, np.array([dx, 0.0, dz])))
+    np.testing.assert_array_equal(moved.contacts.mask, base.contacts.mask)
+    legs = [sk.index(n) for n in LEG_JOINTS]
+    assert np.all(R.equal(moved.clip.pose.rotations[:, legs], base.clip.pose.rotations[:, legs], atol=1e-7))
+    np.testing.assert_allclose(moved.hips_drop, base.hips_drop, atol=1e-7)
+
+
+def test_footlock_bad_input(capture: tuple[Skeleton, Clip]) -> None:
+    sk, clip = capture
+    with pytest.raises(kinema.SolverInputError, match="ease"):
+        mocap.footlock(sk, clip, ease=-1.0)
+    with pytest.raises(kinema.ShapeError):
+        mocap.footlock(kinema.samples.humanoid(), clip)
+
+
+# -------------------------------------------------------------------- reach
+@pytest.fixture(scope="module")
+def reached(capture: tuple[Skeleton, Clip]) -> tuple[mocap.ReachResult, np.ndarray]:
+    sk, clip = capture
+    p = _world(sk, clip)
+    target = p[230, sk.index("RightWrist")] + np.array([8.0, 5.0, 5.0])
+    return mocap.reach(sk, clip, "RightWrist", target, (200, 260), blend=15), target
+
+
+def test_reach_lands_on_the_target(capture: tuple[Skeleton, Clip],
+                                   reached: tuple[mocap.ReachResult, np.ndarray]) -> None:
+    sk, _ = capture
+    res, target = reached
+    p = _world(sk, res.clip)[:, sk.index("RightWrist")]
+    err = np.linalg.norm(p[200:261] - target, axis=-1)
+    assert err.max() < 1e-4
+    assert res.metrics["max_error"] == pytest.approx(err.max(), abs=1e-12)
+    assert res.metrics["moved_max"] > 5.0  # it did move the hand
+
+
+def test_reach_changes_nothing_outside_the_blend_window(capture: tuple[Skeleton, Clip],
+                                                        reached: tuple[mocap.ReachResult, np.ndarray]) -> None:
+    sk, clip = capture
+    res, _ = reached
+    r0, r1 = clip.pose.rotations, res.clip.pose.rotations
+    np.testing.assert_array_equal(r1[:185], r0[:185])
+    np.testing.assert_array_equal(r1[276:], r0[276:])
+    np.testing.assert_array_equal(res.clip.pose.translations, clip.pose.translations)
+    changed = np.flatnonzero(np.any(r1 != r0, axis=(1, 2)))
+    assert changed.min() >= 185 and changed.max() <= 275
+    arm = [sk.index(n) for n in ("RightShoulder", "RightElbow", "RightWrist")]
+    others = [j for j in range(sk.n_joints) if j not in arm]
+    np.testing.assert_array_equal(r1[:, others], r0[:, others])
+    np.testing.assert_array_equal(res.weights[:185], 0.0)
+    np.testing.assert_array_equal(res.weights[200:261], 1.0)
+
+
+def test_reach_keeps_the_hand_orientation(capture: tuple[Skeleton, Clip],
+                                          reached: tuple[mocap.ReachResult, np.ndarray]) -> None:
+    sk, clip = capture
+    res, _ = reached
+    j = sk.index("RightWrist")
+    q0 = kinema.forward_kinematics(sk, clip.pose).rotations[:, j]
+    q1 = kinema.forward_kinematics(sk, res.clip.pose).rotations[:, j]
+    assert R.angle_between(q0, q1).max() < 1e-9
+
+
+def test_reach_blend_is_smooth(capture: tuple[Skeleton, Clip],
+                               reached: tuple[mocap.ReachResult, np.ndarray]) -> None:
+    """The offset fades in: the hand's per-frame step stays bounded by the animated step plus the offset's share."""
+    sk, clip = capture
+    res, target = reached
+    j = sk.index("RightWrist")
+    p0 = _world(sk, clip)[:, j]
+    p1 = _world(sk, res.clip)[:, j]
+    offset = np.linalg.norm(target - p0[200])
+    # smoothstep's largest step over n+1 intervals is 1.5/(n+1) of the offset
+    bound = np.linalg.norm(np.diff(p0[184:201], axis=0), axis=-1) + 1.5 / 16 * offset + 1e-9
+    assert np.all(np.linalg.norm(np.diff(p1[184:201], axis=0), axis=-1) <= bound)
+
+
+def test_reach_free_orientation_and_out_of_reach(capture: tuple[Skeleton, Clip]) -> None:
+    sk, clip = capture
+    p = _world(sk, clip)
+    far = p[230, sk.index("RightShoulder")] + np.array([500.0, 0.0, 0.0])
+    res = mocap.reach(sk, clip, "RightWrist", far, (220, 240), keep_orientation=False)
+    assert res.metrics["max_error"] > 100.0  # reported, not hidden
+    j = sk.index("RightWrist")
+    np.testing.assert_array_equal(res.clip.pose.rotations[:, j], clip.pose.rotations[:, j])
+    with pytest.raises(kinema.SolverInputError, match="frames"):
+        mocap.reach(sk, clip, "RightWrist", far, (400, 500))
+    with pytest.raises(kinema.SolverInputError, match="target"):
+        mocap.reach(sk, clip, "RightWrist", [1.0, np.nan, 0.0], (1, 2))
+    with pytest.raises(kinema.BoneNotFoundError):
+        mocap.reach(sk, clip, "RightHand", far, (1, 2))
+
+
+# ------------------------------------------------------------ no-JIT parity
+_PARITY = r"""
+import json, sys
+import numpy as np
+import numba
+from kinema import Clip, Pose, mocap
+from kinema.io import load_bvh
+sk, clip = load_bvh(sys.argv[1])
+clip = Clip(Pose(clip.pose.translations[:90], clip.pose.rotations[:90], clip.pose.scales), clip.fps)
+res = mocap.footlock(sk, clip)
+print(json.dumps({"jit_disabled": int(numba.config.DISABLE_JIT), "mask": res.contacts.mask.tolist(),
+                  "w": res.weights.tolist(), "r": res.clip.pose.rotations.tolist(), "drop": res.hips_drop.tolist()}))
+"""
+
+
+def test_kernels_match_without_jit(shared_data: Path) -> None:
+    """NUMBA_DISABLE_JIT=1 runs the same contact kernels (and footlock) as plain Python, with the same result."""
+    path = str(shared_data / "bvh" / "test_mocapbank.bvh")
+
+    def run(flag: str) -> dict:  # type: ignore[type-arg]
+        env = dict(os.environ, NUMBA_DISABLE_JIT=flag)
+        out = subprocess.run([sys.executable, "-c", _PARITY, path], env=env, capture_output=True, text=True,
+                             check=True, timeout=600)
+        return json.loads(out.stdout)
+
+    jit, py = run("0"), run("1")
+    assert jit["jit_disabled"] == 0 and py["jit_disabled"] == 1
+    assert jit["mask"] == py["mask"]
+    np.testing.assert_allclose(jit["w"], py["w"], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(jit["r"], py["r"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(jit["drop"], py["drop"], rtol=0, atol=1e-12)

@@ -65,6 +65,12 @@ POLE_EPS = 1e-9
 #: points only and turn the bones once at the end (same result as turning
 #: them every pass, and several times cheaper).  ROTATIONS: every forward
 #: pass turns the bones, so limits and rigid multi-child joints hold.
+#: Pole on a straight chain: how far (relative to the bone) an inner joint on
+#: the line is pushed toward the pole before a backward pass, to pick the bend
+#: side FABRIK cannot pick from collinear points.  Small: the passes then
+#: bend the chain by themselves.
+POLE_NUDGE = 1e-3
+
 MODE_POSITIONS = 0
 MODE_ROTATIONS = 1
 
@@ -370,14 +376,36 @@ def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M,
             az += w * (pc[2] + D[c] * u[2])
             wsum += w
         pnew = (ax / wsum, ay / wsum, az / wsum)
+        if c1 - c0 > 1:
+            # Sub-base: its children hang off it rigidly, so each branch's want
+            # is where the branch's first joint puts the sub-base given the
+            # sub-base's best-fit orientation ``qb`` (aimed from the first
+            # estimate above), ``Pb[c] - rotate(qb, V[c])``; weighted centroid again.
+            qb = qnormalize(qmul(_fit(qn, n, Pb, pnew, child_ptr, child_idx, V, D, nw), qn))
+            ax = 0.0
+            ay = 0.0
+            az = 0.0
+            if g >= 0:
+                w = gw[g]
+                ax += w * targets[i, g, 0]
+                ay += w * targets[i, g, 1]
+                az += w * targets[i, g, 2]
+            for e in range(c0, c1):
+                c = child_idx[e]
+                d = qrotate(qb, _v3(V, c))
+                w = nw[c]
+                ax += w * (Pb[c, 0] - d[0])
+                ay += w * (Pb[c, 1] - d[1])
+                az += w * (Pb[c, 2] - d[2])
+            pnew = (ax / wsum, ay / wsum, az / wsum)
+            _put4(Qb, n, qb)
+        elif use_limits:
+            _put4(Qb, n, qnormalize(qmul(_fit(qn, n, Pb, pnew, child_ptr, child_idx, V, D, nw), qn)))
         _put3(Pb, n, pnew)
-        if use_limits:
-            dq = _fit(qn, n, Pb, pnew, child_ptr, child_idx, V, D, nw)
-            _put4(Qb, n, qnormalize(qmul(dq, qn)))
 
 
 @njit
-def apply_pole(pole, A, B):  # type: ignore[no-untyped-def]
+def apply_pole(pole, A, B, nudge):  # type: ignore[no-untyped-def]
     """Turn each interior chain point of ``B`` about the line through its neighbours toward ``pole``.
 
     Point ``k`` (``1 <= k <= K-2``) turns about the axis through
@@ -385,7 +413,10 @@ def apply_pole(pole, A, B):  # type: ignore[no-untyped-def]
     the signed angle between its own and the pole's projections on the
     plane normal to that axis, so both neighbours' distances and the end
     point are unchanged.  Degenerate (straight chain or pole on the axis,
-    within ``POLE_EPS``): the point stays.
+    within ``POLE_EPS``): the point stays, except that with ``nudge`` a
+    point lying on the axis is pushed ``POLE_NUDGE`` times its distance
+    from ``B[k-1]`` toward the pole (the passes that follow restore the
+    bone lengths), so a straight chain starts bending toward the pole.
     """
     k_n = B.shape[0]
     for k in range(1, k_n - 1):
@@ -402,8 +433,18 @@ def apply_pole(pole, A, B):  # type: ignore[no-untyped-def]
         yd = vdot(y, ax)
         xp = (x[0] - xd * ax[0], x[1] - xd * ax[1], x[2] - xd * ax[2])
         yp = (y[0] - yd * ax[0], y[1] - yd * ax[1], y[2] - yd * ax[2])
-        if vnorm(xp) <= POLE_EPS or vnorm(yp) <= POLE_EPS:
-            continue  # joint on the axis (straight) or pole on the axis: plane undefined
+        ny = vnorm(yp)
+        if ny <= POLE_EPS:
+            continue  # pole on the axis: no bend plane
+        if vnorm(xp) <= POLE_EPS:
+            # Joint on the axis (straight chain): no angle to turn by.
+            nx = vnorm(x)
+            if nudge and nx > POLE_EPS:
+                k_push = POLE_NUDGE * nx / ny
+                B[k, 0] += k_push * yp[0]
+                B[k, 1] += k_push * yp[1]
+                B[k, 2] += k_push * yp[2]
+            continue
         ang = math.atan2(vdot(vcross(xp, yp), ax), vdot(xp, yp))
         h = 0.5 * ang
         sh = math.sin(h)
@@ -448,7 +489,8 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
         if lim_kind[n] != 0:
             use_limits = True
     p_root = _v3(P, 0)
-    pole = (poles[i, 0], poles[i, 1], poles[i, 2])
+    ip = i % poles.shape[0]  # no pole: one dummy row
+    pole = (poles[ip, 0], poles[ip, 1], poles[ip, 2])
     n_hits = 0
     n_it = 0
     worst = _errors(targets, i, goal_node, P, gerr)
@@ -487,6 +529,8 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
                 n_it = 1
         if not straight:
             for _ in range(iterations):
+                if has_pole:
+                    apply_pole(pole, P, P, True)
                 backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0,
                          use_limits, lim_kind, lim_par, lim_rest, TB)
                 p0 = p_root if fixed_root else _v3(Pb, 0)
@@ -494,7 +538,7 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
                     forward_positions(p0, npar, P, Pb, D, U0)
                 else:
                     if has_pole:
-                        apply_pole(pole, P if fixed_root else Pb, Pb)
+                        apply_pole(pole, P if fixed_root else Pb, Pb, False)
                     n_hits += forward_rotations(p0, base_rot, Pb, True, use_limits, npar, child_ptr, child_idx, P, Q,
                                                 L, V, D, M, nw, lim_kind, lim_par, lim_rest, Qb, TB)
                 n_it += 1
@@ -502,7 +546,7 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
                     break
         if mode == MODE_POSITIONS:
             if has_pole:
-                apply_pole(pole, P, P)
+                apply_pole(pole, P, P, False)
             # Rotations from positions: one forward rotation pass aimed at the solved points.
             forward_rotations(_v3(P, 0), base_rot, P, True, False, npar, child_ptr, child_idx, P, Q, L, V, D, M, nw,
                               lim_kind, lim_par, lim_rest, Qb, TB)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._solve import as_target, check_uniform_scale, prepare, resolve_chain
+from ._solve import UNIFORM_SCALE_RTOL, as_target, check_uniform_scale, prepare, resolve_chain
 from ._validate import resolve_joint
 from .errors import SolverInputError
 from .limits import PackedLimits, pack_limits
@@ -57,6 +57,7 @@ class _Plan:
     nw: FloatArray
     scale_joints: IntArray
     is_chain: bool
+    no_limits: PackedLimits
 
 
 _plans: OrderedDict[Any, _Plan] = OrderedDict()
@@ -128,6 +129,7 @@ def _plan_arrays(
         nw=nw,
         scale_joints=np.concatenate([base_path, joints]),
         is_chain=is_chain,
+        no_limits=pack_limits(skeleton, joints[node_j], None),
     )
 
 
@@ -165,10 +167,13 @@ def _check_options(iterations: Any, tolerance: Any) -> tuple[int, float]:
     return int(iterations), tol
 
 
-def _check_scale(skeleton: Skeleton, pose: Pose, plan: _Plan, what: str) -> None:
-    sc = pose.scales[..., plan.scale_joints, :]
-    if not np.array_equal(sc, np.broadcast_to(sc[..., :1], sc.shape)):
-        check_uniform_scale(skeleton, pose, plan.scale_joints, what)
+def _raw_pose(t: FloatArray, r: FloatArray, s: FloatArray) -> Pose:
+    """A :class:`Pose` around arrays already known to be valid (skips re-validation)."""
+    p = Pose.__new__(Pose)
+    p.translations = t
+    p.rotations = r
+    p.scales = s
+    return p
 
 
 def _run(
@@ -182,17 +187,35 @@ def _run(
     tol: float,
     fixed_root: bool,
     out: Pose | None,
+    what: str,
 ) -> tuple[Pose, tuple[int, ...], FloatArray, IntArray, IntArray, NDArray[np.bool_]]:
     from ._kernels import fabrik as kf
 
-    extras = [(tg, (3,)) for tg in targets]
-    if pole is not None:
-        extras.append((pole, (3,)))
-    prep = prepare(skeleton, pose, extras, out)
-    n = prep.n
+    nj = skeleton.n_joints
     g = len(targets)
-    tg = prep.extras[0].reshape(n, 1, 3) if g == 1 else np.ascontiguousarray(np.stack(prep.extras[:g], axis=1))
-    poles = prep.extras[g] if pole is not None else np.zeros((1, 3))
+    pt = pose.translations
+    if (out is None and g == 1 and targets[0].shape == (3,) and (pole is None or pole.shape == (3,))
+            and pt.shape == (nj, 3) and pose.rotations.shape == (nj, 4) and pose.scales.shape == (nj, 3)):
+        # One unbatched pose and target (the per-frame call): skip the
+        # general broadcasting of prepare(); the same arrays, shaped (1, ...).
+        batch: tuple[int, ...] = ()
+        n = 1
+        out_pose = _raw_pose(pt.copy(), pose.rotations.copy(), pose.scales.copy())
+        t3 = out_pose.translations.reshape(1, nj, 3)
+        r3 = out_pose.rotations.reshape(1, nj, 4)
+        s3 = out_pose.scales.reshape(1, nj, 3)
+        tg = targets[0].reshape(1, 1, 3)
+        poles = pole.reshape(1, 3) if pole is not None else np.zeros((1, 3))
+    else:
+        extras = [(tg_, (3,)) for tg_ in targets]
+        if pole is not None:
+            extras.append((pole, (3,)))
+        prep = prepare(skeleton, pose, extras, out)
+        batch, n, out_pose, t3, r3, s3 = prep.batch, prep.n, prep.out, prep.t, prep.r, prep.s
+        tg = prep.extras[0].reshape(n, 1, 3) if g == 1 else np.ascontiguousarray(np.stack(prep.extras[:g], axis=1))
+        poles = prep.extras[g] if pole is not None else np.zeros((1, 3))
+    if kf.first_nonuniform_scale(s3, plan.scale_joints, UNIFORM_SCALE_RTOL) >= 0:
+        check_uniform_scale(skeleton, pose, plan.scale_joints, what)  # raises, naming the joint
     gerr = np.empty((n, g))
     iters = np.empty(n, dtype=np.int64)
     hits = np.empty(n, dtype=np.int64)
@@ -200,7 +223,7 @@ def _run(
     mode = kf.MODE_POSITIONS if plan.is_chain and packed.count == 0 else kf.MODE_ROTATIONS
     args = (mode, iterations, tol, bool(fixed_root), pole is not None, plan.base_path, plan.joints, plan.jpar,
             plan.node_j, plan.npar, plan.child_ptr, plan.child_idx, plan.ngoal, plan.goal_node, plan.gw, plan.nw,
-            packed.kinds, packed.params, packed.rest, prep.t, prep.r, prep.s, tg, poles, gerr, iters, hits, moved)
+            packed.kinds, packed.params, packed.rest, t3, r3, s3, tg, poles, gerr, iters, hits, moved)
     if n <= SERIAL_MAX_ITEMS:
         kf.solve_serial(*args)
     else:
@@ -208,7 +231,7 @@ def _run(
 
         n_chunks = min(n, CHUNKS_PER_THREAD * numba.get_num_threads())
         kf.solve_parallel(n_chunks, *args)
-    return prep.out, prep.batch, gerr, iters, hits, moved
+    return out_pose, batch, gerr, iters, hits, moved
 
 
 def solve_fabrik(
@@ -257,11 +280,11 @@ def solve_fabrik(
     key = ("chain", id(skeleton), chain if isinstance(chain, (str, int, np.integer)) else tuple(
         int(c) if isinstance(c, (int, np.integer)) else c for c in chain))
     plan = _cached(key, skeleton, lambda: _chain_plan(skeleton, chain))
-    packed = pack_limits(skeleton, plan.joints[plan.node_j], limits)
+    packed = plan.no_limits if not limits else pack_limits(skeleton, plan.joints[plan.node_j], limits)
     tgt = as_target(target, "target")
     pl = None if pole is None else as_target(pole, "pole")
-    _check_scale(skeleton, pose, plan, "solve_fabrik")
-    out_pose, batch, gerr, iters, hits, moved = _run(skeleton, pose, plan, packed, [tgt], pl, it, tol, fixed_root, out)
+    out_pose, batch, gerr, iters, hits, moved = _run(skeleton, pose, plan, packed, [tgt], pl, it, tol, fixed_root,
+                                                     out, "solve_fabrik")
     err = gerr[:, 0]
     return SolveResult(
         pose=out_pose,
@@ -353,11 +376,11 @@ def solve_fabrik_tree(
     r = _tree_root(skeleton, goal_joints, root)
     key = ("tree", id(skeleton), goal_joints, r, tuple(ws))
     plan = _cached(key, skeleton, lambda: _tree_plan(skeleton, goal_joints, r, tuple(ws)))
-    packed = pack_limits(skeleton, plan.joints[plan.node_j], limits)
+    packed = plan.no_limits if not limits else pack_limits(skeleton, plan.joints[plan.node_j], limits)
     tgts = [as_target(v, f"target of goal {skeleton.names[g]!r}")
             for g, v in zip(goal_joints, goals.values(), strict=True)]
-    _check_scale(skeleton, pose, plan, "solve_fabrik_tree")
-    out_pose, batch, gerr, iters, hits, moved = _run(skeleton, pose, plan, packed, tgts, None, it, tol, fixed_root, out)
+    out_pose, batch, gerr, iters, hits, moved = _run(skeleton, pose, plan, packed, tgts, None, it, tol, fixed_root,
+                                                     out, "solve_fabrik_tree")
     g_n = len(goal_joints)
     return SolveResult(
         pose=out_pose,

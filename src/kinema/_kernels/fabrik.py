@@ -568,6 +568,19 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
 
 
 @njit
+def first_nonuniform_scale(s, scale_joints, rtol):  # type: ignore[no-untyped-def]
+    """First joint of ``scale_joints`` whose scale in ``s (Ns,J,3)`` is not uniform (to ``rtol``); -1 if none."""
+    for i in range(s.shape[0]):
+        for a in range(scale_joints.shape[0]):
+            j = scale_joints[a]
+            x = s[i, j, 0]
+            tol = rtol * abs(x)
+            if abs(s[i, j, 1] - x) > tol or abs(s[i, j, 2] - x) > tol:
+                return j
+    return -1
+
+
+@njit
 def _scratch(n_path, kn):  # type: ignore[no-untyped-def]
     return (np.empty((n_path, 3)), np.empty((n_path, 4)), np.empty(n_path), np.empty((kn, 3)), np.empty((kn, 3)),
             np.empty((kn, 4)), np.empty((kn, 4)), np.empty((kn, 4)), np.empty((kn, 3)), np.empty(kn),

@@ -133,8 +133,9 @@ class ViewerApp:
     def _build_gui(self) -> None:
         gui = self.server.gui
         st = self.state
-        gui.configure_theme(control_layout="fixed", control_width="large", dark_mode=False, show_logo=False,
-                            show_share_button=False)
+        # no share button: it would open a tunnel to the internet
+        gui.configure_theme(control_width="large", dark_mode=False, show_logo=False, show_share_button=False)
+        gui.main_panel.dock_right()  # beside the 3D view, never over it
         self._message = gui.add_markdown(self._source_line())
 
         with gui.add_folder("File"):
@@ -170,7 +171,7 @@ class ViewerApp:
     def _source_line(self) -> str:
         st = self.state
         src = "bundled sample" if st.source is None else os.path.basename(st.source)
-        frames = f"{st.n_frames} frames at {st.fps:g} fps" if st.clip is not None else "no animation"
+        frames = f"{st.n_frames} frames at {st.fps:.4g} fps" if st.clip is not None else "no animation"
         return f"**{src}**: {st.skeleton.n_joints} joints, {frames}"
 
     def _sync_timeline_gui(self) -> None:
@@ -253,13 +254,15 @@ class ViewerApp:
         return p.min(axis=0), p.max(axis=0)
 
     def _frame_camera(self) -> None:
-        lo, hi = self._clip_extent()
+        """Aim the initial camera at the current pose, from the front-right and a little above."""
+        p = self.state.positions
+        lo, hi = p.min(axis=0), p.max(axis=0)
         center = (lo + hi) / 2.0
         size = float(np.max(hi - lo)) or 1.0
         cam = self.server.initial_camera
         cam.look_at = tuple(float(x) for x in center)
         cam.up = (0.0, 1.0, 0.0)
-        cam.position = tuple(float(x) for x in center + size * np.array([0.5, 0.25, 1.0]))
+        cam.position = tuple(float(x) for x in center + size * np.array([0.7, 0.3, 1.25]))
 
     def refresh(self) -> None:
         """Push the state's current pose, gizmos and diagnostics to every tab."""

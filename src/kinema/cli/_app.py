@@ -196,10 +196,10 @@ def _dispatch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
     if name == "info":
         return cmd.run_info(args, ui)
     if name == "convert":
-        if args.sample and args.input is None:
-            pass
-        elif args.sample:
+        if args.sample and args.input:
             raise CliError("give either IN or --sample, not both")
+        if not args.sample and not args.input:
+            raise CliError("convert needs IN and OUT (or --sample NAME OUT)")
         return cmd.run_convert(args, ui)
     if name == "footlock":
         return cmd.run_footlock(args, ui)

@@ -26,9 +26,18 @@ __all__ = ["CliError", "Motion", "FORMATS", "format_of", "load_motion", "load_sa
 #: File extensions the command line reads and writes, and their format.
 FORMATS = {".bvh": "bvh", ".gltf": "gltf", ".glb": "gltf"}
 
-#: Frame rate used when a glTF clip with uneven key times is written as BVH
-#: (BVH frames are evenly spaced) and no ``--fps`` is given.
+#: Frame rate of a glTF file without animation (its rest pose as one frame).
 DEFAULT_RESAMPLE_FPS = 30.0
+
+#: glTF key times are float32: steps within this fraction of the mean step
+#: count as even (a 15 s clip's times carry ~1e-6 s of rounding, 3e-5 of a
+#: 30 fps step); such a clip is written as BVH frames at its mean rate as is.
+#: Unevenly keyed clips are resampled at their mean rate instead.
+NEAR_EVEN_RTOL = 1e-3
+
+#: BVH has no scale.  Scales within this of 1 (float32 rounding in glTF files,
+#: e.g. 1.0000001) are written as exactly 1; larger ones are an error.
+UNIT_SCALE_SNAP = 1e-5
 
 
 class CliError(Exception):
@@ -89,8 +98,10 @@ def load_motion(path: str, *, clip_name: str | None = None, fps: float | None = 
         rest = asset.skeleton.rest_pose((1,))
         return Motion(asset.skeleton, Clip(rest, fps or DEFAULT_RESAMPLE_FPS), path, "gltf", "rest", names)
     clip = asset.clips[name]
-    if even_frames and fps is None and clip.times is not None and not _even(clip.times):
-        return load_motion(path, clip_name=name, fps=DEFAULT_RESAMPLE_FPS)
+    if even_frames and fps is None and clip.times is not None:
+        if not _even(clip.times):
+            return load_motion(path, clip_name=name, fps=float(clip.fps))
+        clip = Clip(clip.pose, float(clip.fps))  # float32 rounding only: same frames, even spacing
     return Motion(asset.skeleton, clip, path, "gltf", name, names)
 
 
@@ -98,7 +109,7 @@ def _even(times: np.ndarray) -> bool:
     if times.size < 3:
         return True
     steps = np.diff(times)
-    return bool(np.allclose(steps, steps.mean(), rtol=1e-6, atol=0.0))
+    return bool(np.max(np.abs(steps - steps.mean())) <= NEAR_EVEN_RTOL * steps.mean())
 
 
 def load_sample(name: str) -> Motion:
@@ -138,6 +149,7 @@ def save_motion(out: str, skeleton: Skeleton, clip: Clip, *, name: str = "clip",
     if kind == "bvh":
         from ..io import save_bvh
 
+        skeleton, clip = _unit_scales(skeleton, clip)
         save_bvh(out, skeleton, clip)
         return
     try:
@@ -148,6 +160,18 @@ def save_motion(out: str, skeleton: Skeleton, clip: Clip, *, name: str = "clip",
     choice = mesh or ("keep" if has_mesh else "bones")
     mesh_arg: object = {"keep": None if has_mesh else False, "bones": "bones", "none": False}[choice]
     save_gltf(out, skeleton, {name: clip}, mesh=mesh_arg)  # type: ignore[arg-type]
+
+
+def _unit_scales(skeleton: Skeleton, clip: Clip) -> tuple[Skeleton, Clip]:
+    """Snap scales within :data:`UNIT_SCALE_SNAP` of 1 to exactly 1 (for BVH); others are left for the writer."""
+    s0, s1 = skeleton.scales, clip.pose.scales
+    near0 = np.all(np.abs(s0 - 1.0) <= UNIT_SCALE_SNAP)
+    near1 = np.all(np.abs(s1 - 1.0) <= UNIT_SCALE_SNAP)
+    if not (near0 and near1) or (np.all(s0 == 1.0) and np.all(s1 == 1.0)):
+        return skeleton, clip
+    sk = Skeleton(skeleton.names, skeleton.parents, skeleton.translations, skeleton.rotations, None,
+                  meta=skeleton.meta)
+    return sk, Clip(Pose(clip.pose.translations, clip.pose.rotations), clip.fps, clip.times)
 
 
 def scaled(skeleton: Skeleton, clip: Clip, factor: float) -> tuple[Skeleton, Clip]:

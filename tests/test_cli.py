@@ -1,0 +1,424 @@
+"""The ``kinema`` command line: commands, outputs that load back, safety, batch engines, Ctrl-C.
+
+Most tests call :func:`kinema.cli.main` in this process (kernels stay
+compiled); the exit-status, traceback and Ctrl-C tests run the real command
+in a subprocess.  The capture ../shared/data/bvh/test_mocapbank.bvh is read in
+place (a test fixture, never copied into the package).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kinema
+from kinema import Clip, Pose, mocap
+from kinema.cli import main
+from kinema.io import load_bvh, load_gltf, save_bvh
+
+CLI = [sys.executable, "-m", "kinema.cli"]
+
+
+@pytest.fixture(scope="module")
+def capture_path(shared_data: Path) -> Path:
+    return shared_data / "bvh" / "test_mocapbank.bvh"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def world(sk: kinema.Skeleton, clip: Clip) -> np.ndarray:
+    return kinema.forward_kinematics(sk, clip.pose).positions
+
+
+# ------------------------------------------------------------------- basics
+def test_help_lists_every_command_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    for name in ("info", "convert", "footlock", "reach", "batch", "bench", "sample"):
+        assert f"\n    {name} " in out
+    assert "examples:" in out and "kinema footlock --sample walk -o walk_locked.bvh" in out
+    for name in ("footlock", "reach", "batch", "convert"):
+        code, out, _ = run(capsys, name, "--help")
+        assert code == 0 and "examples:" in out, name
+
+
+def test_console_script_is_declared_and_runs() -> None:
+    from importlib.metadata import entry_points
+
+    eps = [e for e in entry_points(group="console_scripts") if e.name == "kinema"]
+    assert eps and eps[0].value == "kinema.cli:main"
+    out = subprocess.run([*CLI, "--version"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == f"kinema {kinema.__version__}"
+
+
+def test_info(capsys: pytest.CaptureFixture[str], capture_path: Path) -> None:
+    code, out, _ = run(capsys, "info", capture_path)
+    assert code == 0
+    assert "24 (19 + 5 end sites)" in out
+    assert "455 at 30.0003 fps" in out
+    assert "centimetres" in out and "Y up" in out
+    assert "LeftAnkle, RightAnkle" in out
+    assert "\nHips\n|-- Chest\n" in out and "`-- RightAnkle_End" in out
+    code, out, _ = run(capsys, "info", capture_path, "--json")
+    info = json.loads(out)
+    assert info["frames"] == 455 and info["joints"] == 24 and info["end_sites"] == 5
+    assert info["units"] == "centimetres" and info["up_axis"] == "Y"
+    code, out, _ = run(capsys, "info", "--sample", "walk", "--json")
+    info = json.loads(out)
+    assert info["units"] == "metres" and info["frames"] == 39 and info["feet"] == ["left_ankle", "right_ankle"]
+
+
+# ----------------------------------------------------------------- footlock
+def test_footlock_output_loads_back_and_skates_less(capsys: pytest.CaptureFixture[str], capture_path: Path,
+                                                    tmp_path: Path) -> None:
+    out_path = tmp_path / "locked.bvh"
+    code, out, _ = run(capsys, "footlock", capture_path, "-o", out_path, "--json")
+    assert code == 0
+    metrics = json.loads(out)
+    assert metrics["skate_after"] <= 0.2 * metrics["skate_before"]
+    sk0, clip0 = load_bvh(capture_path)
+    sk1, clip1 = load_bvh(out_path)
+    assert sk1.names == sk0.names and clip1.n_frames == clip0.n_frames
+    # Recompute from the files: contacts of the input, feet of the output as written (6 decimals).
+    c = mocap.detect_contacts(sk0, clip0)
+    feet = list(c.feet)
+    times = mocap.frame_times(clip0)
+    before = mocap.foot_skate(world(sk0, clip0)[:, feet], c.mask, times)
+    after = mocap.foot_skate(world(sk1, clip1)[:, feet], c.mask, times)
+    assert after <= 0.2 * before
+    np.testing.assert_allclose(sk1.bone_lengths(clip1.pose), sk0.bone_lengths(clip0.pose), rtol=1e-6, atol=1e-6)
+
+
+def test_footlock_on_the_bundled_sample_prints_before_and_after(capsys: pytest.CaptureFixture[str],
+                                                                tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    """The README's main job: ``kinema footlock --sample walk -o walk_locked.bvh``."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "footlock", "--sample", "walk", "-o", "walk_locked.bvh")
+    assert code == 0, err
+    lines = dict(line.split(None, 1) if not line.startswith(("foot skate", "max joint", "hips low"))
+                 else (line[:15].strip(), line[15:].strip()) for line in out.splitlines())
+    assert lines["input"].startswith("sample:walk (39 frames)")
+    assert "->" in lines["foot skate"] and "m/s" in lines["foot skate"] and "(-100.0%)" in lines["foot skate"]
+    assert "deg/s" in lines["max joint speed"]
+    assert lines["wrote"] == "walk_locked.bvh"
+    sk, clip = load_bvh(tmp_path / "walk_locked.bvh")
+    assert sk.n_joints == 15 and clip.n_frames == 39
+
+
+def test_existing_output_needs_force_and_inputs_are_never_replaced(capsys: pytest.CaptureFixture[str],
+                                                                   capture_path: Path, tmp_path: Path) -> None:
+    out_path = tmp_path / "locked.bvh"
+    out_path.write_text("precious")
+    code, _, err = run(capsys, "footlock", capture_path, "-o", out_path)
+    assert code == 1 and "--force" in one_error_line(err)
+    assert out_path.read_text() == "precious"
+    code, _, err = run(capsys, "footlock", capture_path, "-o", out_path, "--force", "-q")
+    assert code == 0 and load_bvh(out_path)[1].n_frames == 455
+    # an input is never overwritten, --force or not, however it is spelt
+    src = tmp_path / "in.bvh"
+    src.write_bytes(capture_path.read_bytes())
+    before = src.read_bytes()
+    for spelling in (src, tmp_path / "." / "in.bvh"):
+        code, _, err = run(capsys, "footlock", src, "-o", spelling, "--force")
+        assert code == 1 and "refusing to overwrite the input" in one_error_line(err)
+    link = tmp_path / "link.bvh"
+    link.symlink_to(src)
+    code, _, err = run(capsys, "convert", src, link, "--force")
+    assert code == 1 and "input" in one_error_line(err)
+    assert src.read_bytes() == before
+
+
+# -------------------------------------------------------------------- reach
+def test_reach_cli_lands_within_1e4(capsys: pytest.CaptureFixture[str], capture_path: Path,
+                                    tmp_path: Path) -> None:
+    sk, clip = load_bvh(capture_path)
+    j = sk.index("RightWrist")
+    target = world(sk, clip)[230, j] + [8.0, 5.0, 5.0]
+    out_path = tmp_path / "reach.bvh"
+    code, out, err = run(capsys, "reach", capture_path, "-o", out_path, "--effector", "RightWrist",
+                         "--target=" + ",".join(repr(float(x)) for x in target), "--frames", "200:260",
+                         "--blend", "15", "--json")
+    assert code == 0, err
+    m = json.loads(out)
+    assert m["range"] == [200, 260] and m["blend"] == 15
+    sk1, clip1 = load_bvh(out_path)
+    p = world(sk1, clip1)[:, j]
+    assert np.linalg.norm(p[200:261] - target, axis=-1).max() < 1e-4
+    # outside the blend window the written motion is the input's (to the file's 6 decimals)
+    p0 = world(sk, clip)
+    p1 = world(sk1, clip1)
+    outside = np.r_[0:185, 276:455]
+    assert np.abs(p1[outside] - p0[outside]).max() < 1e-3
+
+
+def test_reach_warns_when_out_of_reach(capsys: pytest.CaptureFixture[str], capture_path: Path,
+                                       tmp_path: Path) -> None:
+    code, out, err = run(capsys, "reach", capture_path, "-o", tmp_path / "r.bvh", "--effector", "RightWrist",
+                         "--target", "1000,1000,1000", "--frames", "10:20")
+    assert code == 0
+    assert "warning: the effector misses the target" in err
+
+
+# ------------------------------------------------------------------ convert
+def test_convert_bvh_glb_bvh_round_trip(capsys: pytest.CaptureFixture[str], capture_path: Path,
+                                        tmp_path: Path) -> None:
+    glb = tmp_path / "capture.glb"
+    back = tmp_path / "back.bvh"
+    code, out, err = run(capsys, "convert", capture_path, glb)
+    assert code == 0, err
+    assert out.startswith(f"wrote {glb} (24 joints, 455 frames")
+    asset = load_gltf(glb)
+    assert asset.mesh is not None  # capsules on the bones so viewers show something
+    code, _, err = run(capsys, "convert", glb, back)
+    assert code == 0, err
+    sk0, clip0 = load_bvh(capture_path)
+    sk1, clip1 = load_bvh(back)
+    assert sk1.names == sk0.names
+    # float32 inside the GLB: ~1e-7 relative of ~250 cm
+    np.testing.assert_allclose(world(sk1, clip1), world(sk0, clip0), rtol=0, atol=2e-4)
+
+
+def test_convert_gltf_fixture_to_bvh_and_scale(capsys: pytest.CaptureFixture[str], shared_data: Path,
+                                               tmp_path: Path) -> None:
+    src = shared_data / "gltf" / "RiggedFigure.gltf"
+    out_path = tmp_path / "figure.bvh"
+    code, _, err = run(capsys, "convert", src, out_path, "--fps", "24")
+    assert code == 0, err
+    asset = load_gltf(src, fps=24)
+    sk, clip = load_bvh(out_path)
+    assert clip.n_frames == next(iter(asset.clips.values())).n_frames and clip.fps == pytest.approx(24.0, rel=1e-5)
+    np.testing.assert_allclose(world(sk, clip), world(asset.skeleton, next(iter(asset.clips.values()))),
+                               atol=1e-5)
+    half = tmp_path / "half.bvh"
+    code, _, _ = run(capsys, "convert", out_path, half, "--scale", "0.5")
+    assert code == 0
+    sk2, clip2 = load_bvh(half)
+    np.testing.assert_allclose(world(sk2, clip2), 0.5 * world(sk, clip), atol=1e-6)
+
+
+def test_sample_command_writes_the_bundled_walk(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "sample", "walk", "-o", tmp_path / "walk.bvh")
+    assert code == 0 and "39 frames" in out
+    sk, clip = load_bvh(tmp_path / "walk.bvh")
+    ref = kinema.samples.clip("walk")
+    np.testing.assert_allclose(world(sk, clip), world(kinema.samples.humanoid(), ref), atol=1e-6)
+
+
+# --------------------------------------------------------------- bad input
+@pytest.mark.parametrize("argv, status, needle", [
+    (["footlock", "CAPTURE"], 2, "-o/--output"),
+    (["footlock", "CAPTURE", "-o", "OUT.txt"], 1, "unknown file type"),
+    (["footlock", "missing.bvh", "-o", "OUT.bvh"], 1, "no such file"),
+    (["footlock", "BAD", "-o", "OUT.bvh"], 1, "bad.bvh:4: OFFSET needs 3 numbers"),
+    (["footlock", "BADGLTF", "-o", "OUT.bvh"], 1, "bad.gltf"),
+    (["footlock", "CAPTURE", "-o", "OUT.bvh", "--feet", "LeftFoot,RightAnkle"], 1, "no joint named 'LeftFoot'"),
+    (["footlock", "CAPTURE", "-o", "OUT.bvh", "--height", "-3"], 2, "positive"),
+    (["footlock", "--sample", "jog", "-o", "OUT.bvh"], 1, "unknown sample 'jog'"),
+    (["footlock", "CAPTURE", "--sample", "walk", "-o", "OUT.bvh"], 1, "not both"),
+    (["reach", "CAPTURE", "-o", "OUT.bvh", "--effector", "RightWrist", "--target", "1,2", "--frames", "1:5"],
+     2, "3 comma-separated"),
+    (["reach", "CAPTURE", "-o", "OUT.bvh", "--effector", "RightWrist", "--target", "1,2,3", "--frames", "9:5"],
+     2, "A <= B"),
+    (["reach", "CAPTURE", "-o", "OUT.bvh", "--effector", "RightWrist", "--target", "1,2,3", "--frames", "0:999"],
+     1, "0:454"),
+    (["reach", "CAPTURE", "-o", "OUT.bvh", "--effector", "Hand", "--target", "1,2,3", "--frames", "1:5"],
+     1, "no joint named 'Hand'"),
+    (["batch", "footlock", "nowhere", "-o", "OUT"], 1, "no such folder"),
+    (["batch", "footlock", "TMP", "-o", "TMP"], 1, "output folder is the input folder"),
+    (["batch", "jump", "TMP", "-o", "OUT"], 2, "invalid choice"),
+    (["batch", "footlock", "TMP", "-o", "OUT", "--heigth", "3"], 2, "unrecognized arguments"),
+    (["info", "CAPTURE", "--frobnicate"], 1, "unrecognized arguments"),
+    (["convert", "CAPTURE"], 1, "convert needs IN and OUT"),
+])
+def test_bad_arguments_and_files_give_one_line(capsys: pytest.CaptureFixture[str], capture_path: Path,
+                                               tmp_path: Path, argv: list[str], status: int, needle: str) -> None:
+    (tmp_path / "bad.bvh").write_text("HIERARCHY\nROOT Hips\n{\n  OFFSET 0 0\n")
+    (tmp_path / "bad.gltf").write_text('{"asset": {"version": "2.0"}, "nodes": [{"children": [7]}]}')
+    (tmp_path / "x.bvh").write_bytes(b"")
+    subs = {"CAPTURE": str(capture_path), "BAD": str(tmp_path / "bad.bvh"), "BADGLTF": str(tmp_path / "bad.gltf"),
+            "TMP": str(tmp_path), "OUT.bvh": str(tmp_path / "out.bvh"), "OUT.txt": str(tmp_path / "out.txt"),
+            "OUT": str(tmp_path / "outdir")}
+    code, out, err = run(capsys, *[subs.get(a, a) for a in argv])
+    assert code == status
+    line = one_error_line(err)
+    assert line.startswith("kinema"), line
+    assert needle in line, line
+    assert not (tmp_path / "out.bvh").exists()
+
+
+def test_real_process_exit_status_and_debug_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.bvh"
+    bad.write_text("MOTION\n")
+    res = subprocess.run([*CLI, "info", str(bad)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 1
+    assert one_error_line(res.stderr).startswith(f"kinema: error: {bad}")
+    res = subprocess.run([*CLI, "info", str(bad), "--debug"], capture_output=True, text=True, timeout=300)
+    assert res.returncode != 0 and "Traceback" in res.stderr and "FileFormatError" in res.stderr
+
+
+# -------------------------------------------------------------------- batch
+@pytest.fixture(scope="module")
+def batch_inputs(tmp_path_factory: pytest.TempPathFactory, capture_path: Path) -> Path:
+    folder = tmp_path_factory.mktemp("batch_in")
+    (folder / "capture.bvh").write_bytes(capture_path.read_bytes())
+    sk = kinema.samples.humanoid()
+    save_bvh(folder / "walk.bvh", sk, kinema.samples.clip("walk"))
+    from kinema.io import save_gltf
+
+    save_gltf(folder / "run.glb", sk, {"run": kinema.samples.clip("run")}, mesh=False)
+    (folder / "notes.txt").write_text("not a motion file")
+    return folder
+
+
+def test_batch_reports_a_failed_file_continues_and_resumes(capsys: pytest.CaptureFixture[str],
+                                                           batch_inputs: Path, tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    for f in batch_inputs.iterdir():
+        (src / f.name).write_bytes(f.read_bytes())
+    (src / "broken.bvh").write_text("HIERARCHY\nROOT\n")
+    out_dir = tmp_path / "out"
+    code, out, err = run(capsys, "batch", "footlock", src, "-o", out_dir, "--workers", "1")
+    assert code == 1
+    assert "broken.bvh" in err and "FAILED" in out
+    assert "3 done, 0 skipped, 1 failed" in out
+    assert sorted(p.name for p in out_dir.iterdir()) == ["capture.bvh", "run.glb", "walk.bvh"]
+    for name in ("capture.bvh", "walk.bvh"):
+        assert load_bvh(out_dir / name)[1].n_frames in (455, 39)
+    assert next(iter(load_gltf(out_dir / "run.glb").clips.values())).n_frames == 25
+    stamp = (out_dir / "walk.bvh").stat().st_mtime_ns
+    code, out, _ = run(capsys, "batch", "footlock", src, "-o", out_dir, "--workers", "1")
+    assert "0 done, 3 skipped, 1 failed" in out  # resumed: finished outputs are not redone
+    assert (out_dir / "walk.bvh").stat().st_mtime_ns == stamp
+    code, out, _ = run(capsys, "batch", "footlock", src, "-o", out_dir, "--workers", "1", "--force",
+                       "--pattern", "*.bvh")
+    assert code == 1 and "2 done, 0 skipped, 1 failed" in out
+
+
+def test_batch_output_equals_the_single_command(capsys: pytest.CaptureFixture[str], batch_inputs: Path,
+                                                tmp_path: Path) -> None:
+    code, _, _ = run(capsys, "batch", "footlock", batch_inputs, "-o", tmp_path / "b", "--workers", "1",
+                     "--height", "3")
+    assert code == 0
+    code, _, _ = run(capsys, "footlock", batch_inputs / "capture.bvh", "-o", tmp_path / "single.bvh", "--height", "3")
+    assert code == 0
+    assert (tmp_path / "b" / "capture.bvh").read_bytes() == (tmp_path / "single.bvh").read_bytes()
+
+
+def _batch_bytes(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_batch_dask_local_is_byte_identical_to_the_local_pool(batch_inputs: Path, tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    pool = subprocess.run([*CLI, "batch", "footlock", str(batch_inputs), "-o", str(tmp_path / "pool"),
+                           "--workers", "2"], capture_output=True, text=True, timeout=600)
+    assert pool.returncode == 0, pool.stderr
+    assert "local pool, 2 workers" in pool.stdout
+    dask = subprocess.run([*CLI, "batch", "footlock", str(batch_inputs), "-o", str(tmp_path / "dask"),
+                           "--dask", "local"], capture_output=True, text=True, timeout=600)
+    assert dask.returncode == 0, dask.stderr
+    assert "dask LocalCluster, 2 workers" in dask.stdout
+    a, b = _batch_bytes(tmp_path / "pool"), _batch_bytes(tmp_path / "dask")
+    assert sorted(a) == ["capture.bvh", "run.glb", "walk.bvh"]
+    assert a == b
+
+
+# ------------------------------------------------------------------- Ctrl-C
+@pytest.fixture(scope="module")
+def long_capture(tmp_path_factory: pytest.TempPathFactory, capture_path: Path) -> Path:
+    """The capture repeated 60 times (27,300 frames, ~10 MB): long enough to interrupt mid-write."""
+    sk, clip = load_bvh(capture_path)
+    reps = 60
+    long = Clip(Pose(np.tile(clip.pose.translations, (reps, 1, 1)), np.tile(clip.pose.rotations, (reps, 1, 1))),
+                clip.fps)
+    path = tmp_path_factory.mktemp("long") / "long.bvh"
+    save_bvh(path, sk, long)
+    return path
+
+
+def _temp_files(folder: Path) -> list[Path]:
+    return [p for p in folder.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp")]
+
+
+def _interrupt_when(proc: subprocess.Popen[str], ready: object, timeout: float = 600.0) -> None:
+    t0 = time.monotonic()
+    while not ready():  # type: ignore[operator]
+        assert proc.poll() is None, "the command ended before it could be interrupted"
+        assert time.monotonic() - t0 < timeout, "timed out waiting for the command to start writing"
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGINT)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT to a subprocess is POSIX")
+def test_ctrl_c_while_writing_leaves_no_partial_file(long_capture: Path, tmp_path: Path) -> None:
+    out_path = tmp_path / "locked.bvh"
+    proc = subprocess.Popen([*CLI, "footlock", str(long_capture), "-o", str(out_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    _interrupt_when(proc, lambda: bool(_temp_files(tmp_path)))  # the writer's temporary file exists: mid-write
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert one_error_line(err) == "kinema: interrupted (no partial output was left)"
+    assert not out_path.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT to a subprocess is POSIX")
+def test_ctrl_c_stops_a_batch_cleanly_and_it_resumes(long_capture: Path, tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(4):
+        os.link(long_capture, src / f"take{i}.bvh")
+    out_dir = tmp_path / "out"
+    cmd = [*CLI, "batch", "footlock", str(src), "-o", str(out_dir), "--workers", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def first_done() -> bool:
+        return out_dir.is_dir() and any(not p.name.startswith(".") for p in out_dir.iterdir())
+
+    _interrupt_when(proc, first_done)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert _temp_files(out_dir) == []
+    finished = sorted(p.name for p in out_dir.iterdir())
+    assert 1 <= len(finished) < 4
+    for name in finished:  # whatever is there is complete
+        assert load_bvh(out_dir / name)[1].n_frames == 455 * 60
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert f"{4 - len(finished)} done, {len(finished)} skipped, 0 failed" in res.stdout
+    assert sorted(p.name for p in out_dir.iterdir()) == [f"take{i}.bvh" for i in range(4)]
+
+
+# -------------------------------------------------------------------- bench
+def test_builtin_bench_reports_throughput(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "bench", "--frames", "2000", "--repeat", "1")
+    assert code == 0
+    assert "built-in quick benchmark" in out
+    rows = [ln for ln in out.splitlines() if ln.startswith(("footlock", "forward kinematics"))]
+    assert len(rows) == 2
+    for row in rows:
+        fps = float(row.split()[-2].replace(",", ""))
+        assert fps > 0
+    code, _, err = run(capsys, "bench", "--suite", "no/such/folder")
+    assert code == 1 and "not found" in one_error_line(err)

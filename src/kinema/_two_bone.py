@@ -322,7 +322,7 @@ def _solve_general(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any,
     kern = k.solve_batch if n >= PARALLEL_MIN_BATCH else k.solve_serial
     kern(plan.anc, plan.joints, plan.kl, prep.t, prep.r, prep.s, prep.extras[0], po_r, hi_r, er_r, flags,
          _rows(w, batch, n, ()), _rows(so, batch, n, ()), _rows(m, batch, n, ()), spread,
-         err, reached, bend, status)
+         pose.batch_shape == () and out is not pose, err, reached, bend, status)
     if np.any(status):
         _raise_status(plan, pose, status, batch)
     if batch:

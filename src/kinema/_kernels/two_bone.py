@@ -112,6 +112,17 @@ def _uniform(s, row, j):  # type: ignore[no-untyped-def]
 
 
 @njit
+def _scales_uniform(anc, joints, s, row):  # type: ignore[no-untyped-def]
+    for a in range(anc.shape[0]):
+        if not _uniform(s, row, anc[a]):
+            return False
+    for k in range(joints.shape[0]):
+        if not _uniform(s, row, joints[k]):
+            return False
+    return True
+
+
+@njit
 def _perp(x, u):  # type: ignore[no-untyped-def]
     """Component of ``x`` perpendicular to the unit ``u``: ``x - u (x . u)``."""
     k = vdot(x, u)
@@ -156,8 +167,13 @@ def reach_distance(d, lo, hi, soft):  # type: ignore[no-untyped-def]
 # --------------------------------------------------------------- the solve
 @njit
 def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
-                pos, rot, scl, orig):
-    """Solve batch item ``i`` in place; returns ``(status, error, reached, bend_direction)``."""
+                pos, rot, scl, orig, shared, base_pos, base_rot, base_scl, pos0, rot0, scl0):
+    """Solve batch item ``i`` in place; returns ``(status, error, reached, bend_direction)``.
+
+    ``shared``: every item starts from the same input pose, whose parent
+    transform ``base_*`` and chain world transforms ``pos0, rot0, scl0`` the
+    caller computed once; otherwise they are computed here.
+    """
     zero3 = (0.0, 0.0, 0.0)
     nk = joints.shape[0]
     ke = nk - 1
@@ -178,23 +194,31 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
 
     # Uniform scale on the chain and its ancestors (rotations then compose
     # without shear and world corrections convert through the parent inverse).
-    srow = i % s.shape[0]
-    for a in range(anc.shape[0]):
-        if not _uniform(s, srow, anc[a]):
-            return NONUNIFORM_SCALE, math.nan, False, zero3
-    for k in range(nk):
-        if not _uniform(s, srow, joints[k]):
-            return NONUNIFORM_SCALE, math.nan, False, zero3
+    # A shared pose was checked once by the caller.
+    if not shared and not _scales_uniform(anc, joints, s, i % s.shape[0]):
+        return NONUNIFORM_SCALE, math.nan, False, zero3
 
-    for k in range(nk):
-        j = joints[k]
-        orig[k, 0] = r[i, j, 0]
-        orig[k, 1] = r[i, j, 1]
-        orig[k, 2] = r[i, j, 2]
-        orig[k, 3] = r[i, j, 3]
+    if weight < 1.0:
+        for k in range(nk):
+            j = joints[k]
+            orig[k, 0] = r[i, j, 0]
+            orig[k, 1] = r[i, j, 1]
+            orig[k, 2] = r[i, j, 2]
+            orig[k, 3] = r[i, j, 3]
 
-    base_pos, base_rot, base_scl = path_world(anc, i, t, r, s)
-    chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+    if shared:
+        for k in range(nk):
+            pos[k, 0] = pos0[k, 0]
+            pos[k, 1] = pos0[k, 1]
+            pos[k, 2] = pos0[k, 2]
+            rot[k, 0] = rot0[k, 0]
+            rot[k, 1] = rot0[k, 1]
+            rot[k, 2] = rot0[k, 2]
+            rot[k, 3] = rot0[k, 3]
+            scl[k] = scl0[k]
+    else:
+        base_pos, base_rot, base_scl = path_world(anc, i, t, r, s)
+        chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
     pa = (pos[0, 0], pos[0, 1], pos[0, 2])
     pb = (pos[kl, 0], pos[kl, 1], pos[kl, 2])
     pc = (pos[ke, 0], pos[ke, 1], pos[ke, 2])
@@ -351,12 +375,27 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
 
 @njit
 def _solve_range(lo, hi, anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,  # type: ignore[no-untyped-def]
-                 spread, err, reached, bend, status):
+                 spread, shared, err, reached, bend, status):
     nk = joints.shape[0]
     pos = np.empty((nk, 3))
     rot = np.empty((nk, 4))
     scl = np.empty(nk)
     orig = np.empty((nk, 4))
+    pos0 = np.empty((nk, 3))
+    rot0 = np.empty((nk, 4))
+    scl0 = np.empty(nk)
+    base_pos = (0.0, 0.0, 0.0)
+    base_rot = (0.0, 0.0, 0.0, 1.0)
+    base_scl = 1.0
+    if shared and hi > lo:
+        # Every item starts from the same pose: check it and find its world
+        # transforms once per chunk.
+        if not _scales_uniform(anc, joints, s, lo % s.shape[0]):
+            for i in range(lo, hi):
+                status[i] = NONUNIFORM_SCALE
+            return
+        base_pos, base_rot, base_scl = path_world(anc, lo, t, r, s)
+        chain_world(0, base_pos, base_rot, base_scl, joints, lo, t, r, s, pos0, rot0, scl0)
     ntg = target.shape[0]
     npo = pole.shape[0]
     nh = hint.shape[0]
@@ -376,6 +415,7 @@ def _solve_range(lo, hi, anc, joints, kl, t, r, s, target, pole, hint, erot, fla
             (hint[ih, 0], hint[ih, 1], hint[ih, 2]),
             (erot[ie, 0], erot[ie, 1], erot[ie, 2], erot[ie, 3]),
             flags, weight[i % nw], soft[i % nso], margin[i % nm], spread, pos, rot, scl, orig,
+            shared, base_pos, base_rot, base_scl, pos0, rot0, scl0,
         )
         status[i] = res[0]
         err[i] = res[1]
@@ -387,26 +427,28 @@ def _solve_range(lo, hi, anc, joints, kl, t, r, s, target, pole, hint, erot, fla
 
 @njit(parallel=True)
 def solve_batch(anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
-                err, reached, bend, status):
+                shared, err, reached, bend, status):
     """Solve ``N = r.shape[0]`` items, ``CHUNK`` per parallel task.
 
     Per-item inputs: ``target, pole, hint (1|N, 3)``, ``erot (1|N, 4)``,
-    ``weight, soft, margin (1|N,)`` (margin < 0: the default).  Outputs
+    ``weight, soft, margin (1|N,)`` (margin < 0: the default).  ``shared``:
+    all items start from the same pose (the input pose had no batch dims), so
+    its world transforms are computed once per chunk.  Outputs
     ``err (N,)``, ``reached (N,)``, ``bend (N, 3)``, ``status (N,)``.
     """
     n = r.shape[0]
     nchunks = (n + CHUNK - 1) // CHUNK
     for c in prange(nchunks):
         _solve_range(c * CHUNK, min(n, (c + 1) * CHUNK), anc, joints, kl, t, r, s, target, pole, hint, erot, flags,
-                     weight, soft, margin, spread, err, reached, bend, status)
+                     weight, soft, margin, spread, shared, err, reached, bend, status)
 
 
 @njit
 def solve_serial(anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
-                 err, reached, bend, status):
+                 shared, err, reached, bend, status):
     """:func:`solve_batch` on one thread (small batches: no thread launch)."""
     _solve_range(0, r.shape[0], anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,
-                 spread, err, reached, bend, status)
+                 spread, shared, err, reached, bend, status)
 
 
 @njit
@@ -427,7 +469,8 @@ def solve_one(anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight,
     orig = np.empty((nk, 4))
     res = _solve_item(0, anc, joints, kl, t3, r3, s3, (target[0], target[1], target[2]),
                       (pole[0], pole[1], pole[2]), (hint[0], hint[1], hint[2]),
-                      (erot[0], erot[1], erot[2], erot[3]), flags, weight, soft, margin, spread, pos, rot, scl, orig)
+                      (erot[0], erot[1], erot[2], erot[3]), flags, weight, soft, margin, spread, pos, rot, scl, orig,
+                      False, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), 1.0, pos, rot, scl)
     bend[0] = res[3][0]
     bend[1] = res[3][1]
     bend[2] = res[3][2]

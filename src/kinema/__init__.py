@@ -29,12 +29,12 @@ from .result import SolveResult
 from .skeleton import Skeleton
 
 if TYPE_CHECKING:  # lazy at run time, see __getattr__
-    from . import io, samples
+    from . import io, mocap, samples
 
 __version__ = "0.1.0"
 
 #: Submodules imported on first attribute access (PEP 562), keeping ``import kinema`` light.
-_LAZY_SUBMODULES = ("io", "samples")
+_LAZY_SUBMODULES = ("io", "samples", "mocap")
 
 
 def __getattr__(name: str) -> object:
@@ -50,6 +50,7 @@ __all__ = [
     "limits",
     "io",
     "samples",
+    "mocap",
     "solve_ccd",
     "solve_chains",
     "Goal",

@@ -78,10 +78,7 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     state = ViewerState.from_sample()
     # compile every solver's kernels before a browser waits on them (numba caches them afterwards)
-    for solver in available_solvers():
-        g = state.add_chain("left_wrist", 2, solver)
-        state.set_target(g.id, state.positions[g.end] + np.array([0.0, 0.05, 0.0]))
-        state.remove_chain(g.id)
+    assert state.warm_up() == available_solvers()
     v = serve(state=state, port=0, block=False, export_dir=tmp_path_factory.mktemp("exports"), verbose=False)
     yield v
     v.close()
@@ -107,14 +104,12 @@ def open_page(browser: Any, viewer: Any) -> tuple[Any, Any]:
     page.wait_for_selector("canvas", timeout=PAGE_TIMEOUT_MS)
     new = wait_for(lambda: set(viewer.server.get_clients()) - before, "the tab to connect")
     client = viewer.server.get_clients()[min(new)]
-    # the software-WebGL notice covers the top left of the view: close it when shown
-    time.sleep(1.0)
-    for button in page.locator(".mantine-Notification-closeButton").all():
-        try:
-            button.click(timeout=2000)
-        except Exception:
-            pass
     return page, client
+
+
+def hide_notices(page: Any) -> None:
+    """Hide toast notifications (the software-WebGL notice covers the top left of the view)."""
+    page.add_style_tag(content=".mantine-Notifications-root { display: none !important; }")
 
 
 def set_camera(client: Any, position: Any, look_at: Any) -> None:
@@ -174,6 +169,7 @@ def bone_pixels(img: np.ndarray) -> int:
 def test_page_loads_and_canvas_is_not_blank(browser: Any, viewer: Any) -> None:
     _reset(viewer)
     page, client = open_page(browser, viewer)
+    hide_notices(page)
     try:
         page.get_by_text("15 joints").first.wait_for(timeout=PAGE_TIMEOUT_MS)  # the GUI arrived
         img = wait_for(lambda: (lambda im: im if bone_pixels(im) > 200 else None)(screenshot(page)),
@@ -189,6 +185,7 @@ def test_dragging_the_target_gizmo_moves_the_end_joint(browser: Any, viewer: Any
     _reset(viewer)
     st, app = viewer.state, viewer.app
     page, client = open_page(browser, viewer)
+    hide_notices(page)
     try:
         # add a chain with the GUI (the default end joint is a wrist, the default length 2)
         page.get_by_role("button", name="Add chain").click()
@@ -330,6 +327,7 @@ def test_screenshot_of_the_sample_posed_by_ik(browser: Any, viewer: Any, tmp_pat
     _reset(viewer)
     st, app = viewer.state, viewer.app
     page, client = open_page(browser, viewer)
+    hide_notices(page)
     try:
         center = st.positions.mean(axis=0)
         set_camera(client, center + np.array([1.3, 0.45, 1.9]), center)

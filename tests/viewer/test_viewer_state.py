@@ -421,3 +421,55 @@ def test_view_subcommand_defaults_to_loopback() -> None:
     assert (args.file, args.host, args.port) == (None, "127.0.0.1", 8080)
     args = p.parse_args(["view", "walk.bvh", "--port", "9000"])
     assert (args.file, args.port, args.func.__name__) == ("walk.bvh", 9000, "run_view")
+
+
+def test_warm_up_changes_nothing(toy) -> None:
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    g = st.add_chain("l_wrist", 2)
+    before = (st.posed.rotations.copy(), g.target.copy(), st.solve_count)
+    assert st.warm_up() == available_solvers()
+    np.testing.assert_array_equal(st.posed.rotations, before[0])
+    np.testing.assert_array_equal(g.target, before[1])
+    assert st.solve_count == before[2] and st.goals == [g]
+    # degenerate branch: a rig with no two-bone chain has nothing to warm up
+    assert ViewerState(kinema.Skeleton(["a", "b"], [-1, 0], [[0, 0, 0], [0, 1, 0]])).warm_up() == []
+
+
+def test_kinema_view_command(tmp_path: Path) -> None:
+    """``kinema view BAD_FILE --port P``: prints a loopback URL, says why the file failed, serves the page
+    (the sample instead), and stops cleanly on Ctrl-C."""
+    import signal
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    bad = tmp_path / "bad.bvh"
+    bad.write_text("not a bvh file\n")
+    proc = subprocess.Popen([sys.executable, "-m", "kinema.cli", "view", str(bad), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        deadline = time.monotonic() + 240
+        html = ""
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as r:
+                    html = r.read().decode("utf-8", "replace")
+                break
+            except OSError:
+                time.sleep(0.5)
+        assert proc.poll() is None, proc.communicate()
+        assert "<html" in html.lower()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert f"http://127.0.0.1:{port}" in out and "0.0.0.0" not in out
+    assert "could not open" in err and "bad.bvh" in err

@@ -172,6 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME", help="walk or run")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="output file (.bvh, .gltf, .glb)")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+
+    from ..viewer._cli import HELP as VIEW_HELP  # kinema.viewer imports viser only when it serves
+    from ..viewer._cli import add_view_arguments
+
+    add_view_arguments(_sub(subs, "view", VIEW_HELP, common))
     return parser
 
 
@@ -211,6 +216,10 @@ def _dispatch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
         return _bench.run_bench(args, ui)
     if name == "sample":
         return cmd.run_sample(args, ui)
+    if name == "view":
+        from ..viewer._cli import run_view
+
+        return run_view(args)
     raise CliError(f"unknown command {name!r}")
 
 

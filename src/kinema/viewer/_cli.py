@@ -13,12 +13,13 @@ from typing import Any
 
 from ._serve import DEFAULT_HOST, DEFAULT_PORT
 
-__all__ = ["add_view_parser", "run_view", "main"]
+__all__ = ["add_view_arguments", "add_view_parser", "run_view", "main", "HELP"]
 
 HELP = "pose a rig live in the browser (needs the 'viewer' extra)"
 
 
-def _add_arguments(p: argparse.ArgumentParser) -> None:
+def add_view_arguments(p: argparse.ArgumentParser) -> None:
+    """Add ``[FILE] [--host] [--port]`` to a ``view`` parser (the CLI calls this on its own subparser)."""
     p.add_argument("file", nargs="?", default=None,
                    help="BVH, glTF or GLB file (default: the bundled sample humanoid)")
     p.add_argument("--host", default=DEFAULT_HOST,
@@ -29,7 +30,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 def add_view_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``view`` on an argparse ``subparsers`` object; sets ``func=run_view``."""
     p: argparse.ArgumentParser = subparsers.add_parser("view", help=HELP, description=HELP)
-    _add_arguments(p)
+    add_view_arguments(p)
     p.set_defaults(func=run_view)
     return p
 
@@ -49,5 +50,5 @@ def run_view(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="kinema view", description=HELP)
-    _add_arguments(p)
+    add_view_arguments(p)
     return run_view(p.parse_args(argv))

@@ -102,6 +102,8 @@ def serve(
         src = "bundled sample" if state.source is None else state.source
         print(f"kinema viewer: {src} at {url}  (Ctrl-C to stop)", flush=True)
     viewer = Viewer(state=state, app=app, server=server, url=url)
+    # compile the solvers now, not on the first drag
+    threading.Thread(target=state.warm_up, name="kinema-view-warm-up", daemon=True).start()
     if not block:
         return viewer
     stop = threading.Event()

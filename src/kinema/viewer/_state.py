@@ -649,6 +649,32 @@ class ViewerState:
                 return fn(self.skeleton, pose, (int(g.joints[0]), int(g.joints[-1])), g.target, **kwargs)
             raise
 
+    def warm_up(self) -> list[str]:
+        """Run every available solver once on a scratch chain, so their kernels are compiled.
+
+        The first call of a numba kernel compiles it (seconds); the viewer
+        does this in the background at start so the first drag is smooth.
+        Nothing in the state changes.  Returns the solvers that ran.
+        """
+        cands = self.chain_candidates(2)
+        if not cands:  # no joint has two ancestors: no chain a solver could take
+            return []
+        with self.lock:
+            joints = self.chain_joints(cands[0], 2)
+            pose = self.animated_pose()
+            target = self.positions[joints[-1]] + 0.01 * (self.positions[joints[0]] - self.positions[joints[-1]])
+            pole = self._default_pole(joints)
+        ran = []
+        for label in available_solvers():
+            g = ChainGoal(id=-1, end=int(joints[-1]), length=2, joints=joints, solver=label, target=target,
+                          pole=pole, tolerance=1e-9)
+            try:
+                self._solve_one(g, pose)
+            except (KinemaError, ValueError):  # a solver that rejects this chain is compiled all the same
+                pass
+            ran.append(label)
+        return ran
+
     def chain_limits(self, g: ChainGoal) -> dict[int, Limit]:
         """The limits of ``g``'s joints that the solver gets (none when ``use_limits`` is off)."""
         if not self.use_limits:

@@ -423,3 +423,27 @@ def test_kernels_match_without_jit(shared_data: Path) -> None:
     np.testing.assert_allclose(jit["w"], py["w"], rtol=0, atol=1e-15)
     np.testing.assert_allclose(jit["r"], py["r"], rtol=0, atol=1e-12)
     np.testing.assert_allclose(jit["drop"], py["drop"], rtol=0, atol=1e-12)
+
+
+def test_reach_with_a_spine_chain_gets_beyond_the_arm(capture: tuple[Skeleton, Clip]) -> None:
+    """--chain: CCD leans the spine in, the arm finishes exactly; the plain arm falls short of the same target."""
+    sk, clip = capture
+    j = sk.index("RightWrist")
+    target = _world(sk, clip)[230, j] + np.array([25.0, 10.0, 15.0])
+    arm = mocap.reach(sk, clip, "RightWrist", target, (200, 260), blend=15)
+    assert arm.metrics["max_error"] > 1.0  # out of the arm's reach (cm)
+    res = mocap.reach(sk, clip, "RightWrist", target, (200, 260), blend=15, chain="Chest")
+    p = _world(sk, res.clip)[:, j]
+    assert np.linalg.norm(p[200:261] - target, axis=-1).max() < 1e-4
+    r0, r1 = clip.pose.rotations, res.clip.pose.rotations
+    chain = [sk.index(n) for n in ("Chest", "Chest2", "RightCollar", "RightShoulder", "RightElbow", "RightWrist")]
+    others = [k for k in range(sk.n_joints) if k not in chain]
+    np.testing.assert_array_equal(r1[:, others], r0[:, others])
+    np.testing.assert_array_equal(r1[:185], r0[:185])
+    np.testing.assert_array_equal(r1[276:], r0[276:])
+    assert np.any(r1[230, sk.index("Chest")] != r0[230, sk.index("Chest")])  # the spine did lean in
+    q0 = kinema.forward_kinematics(sk, clip.pose).rotations[:, j]
+    q1 = kinema.forward_kinematics(sk, res.clip.pose).rotations[:, j]
+    assert R.angle_between(q0, q1).max() < 1e-9
+    with pytest.raises(kinema.SolverInputError, match="above the arm"):
+        mocap.reach(sk, clip, "RightWrist", target, (200, 260), chain="RightShoulder")

@@ -105,6 +105,10 @@ MAX_DROP_FRACTION = 0.25
 #: Default reach blend window, seconds on each side of ``A..B``.
 DEFAULT_REACH_BLEND_S = 0.25
 
+#: ``reach(chain=...)``: largest CCD turn of one joint per sweep (radians), so
+#: the spine leans in gradually instead of swinging round.
+REACH_CHAIN_MAX_STEP = 0.2
+
 _FOOT_RE = re.compile(r"foot|ankle", re.IGNORECASE)
 _NOT_FOOT_RE = re.compile(r"_end$|end$|toe|ball|site", re.IGNORECASE)
 _LEFT_RE = re.compile(r"left|(^|[^a-z])l([^a-z]|$)", re.IGNORECASE)
@@ -704,7 +708,7 @@ def reach(
     chain: int | str | None = None,
     keep_orientation: bool = True,
     tolerance: float = 1e-6,
-    max_iterations: int = 200,
+    max_iterations: int = 50,
 ) -> ReachResult:
     """Re-aim a reach: over frames ``A..B`` (inclusive) the effector sits at ``target``.
 
@@ -717,10 +721,11 @@ def reach(
       outside ``[A - blend, B + blend]`` are untouched.
     * ``chain``: ``None`` for two-bone IK on (grandparent, parent, effector)
       with the pole at the animated elbow; or the first joint of a longer
-      chain (e.g. a spine joint) solved with CCD down to the effector.
+      chain (e.g. a spine joint): CCD from there down to the effector, then
+      an exact two-bone finish on the arm (see :func:`_reach_chain`).
     * ``keep_orientation``: the effector keeps its animated world orientation
       (else it rides rigidly on its parent).
-    * ``tolerance``/``max_iterations``: for the chain solver.
+    * ``tolerance``/``max_iterations``: for the CCD part of ``chain``.
     """
     t_all, r_out, scales = _clip_arrays(skeleton, clip)
     n = clip.n_frames
@@ -785,22 +790,30 @@ def reach(
 
 def _reach_chain(skeleton: Skeleton, pose: Pose, start: int, eff: int, goal: FloatArray, end_rot: FloatArray | None,
                  tolerance: float, max_iterations: int) -> tuple[Pose, list[int]]:
-    """Solve ``start .. eff`` with CCD, then restore the effector's world orientation."""
-    import kinema
+    """Spine-and-arm reach: CCD over ``start .. eff``, then an exact two-bone finish on the arm.
 
-    solve_ccd = getattr(kinema, "solve_ccd", None)
-    if solve_ccd is None:
-        raise SolverInputError("--chain needs the CCD solver (kinema.solve_ccd), which this build lacks")
+    CCD (:func:`kinema.solve_ccd`, steps capped at ``REACH_CHAIN_MAX_STEP``)
+    lets the spine and shoulder lean toward the target; it settles to ~1e-5
+    of the chain's size, so the arm (grandparent, parent, effector) is then
+    solved analytically from where CCD left it (pole: its elbow there), which
+    lands the effector exactly whenever the arm can reach.
+    """
+    from ._ccd import solve_ccd
+    from ._two_bone import solve_two_bone
+
     joints = skeleton.chain(start, eff)
-    if len(joints) < 3:
-        raise SolverInputError(f"chain from {skeleton.names[start]!r} to {skeleton.names[eff]!r} needs >= 3 joints")
-    res = solve_ccd(skeleton, pose, (start, eff), goal, tolerance=tolerance, max_iterations=max_iterations)
-    solved: Pose = res.pose
+    if len(joints) < 4:
+        raise SolverInputError(
+            f"--chain from {skeleton.names[start]!r} to {skeleton.names[eff]!r} has {len(joints)} joints; "
+            "start it above the arm (e.g. at a spine joint), or leave it out for two-bone IK"
+        )
+    res = solve_ccd(skeleton, pose, (start, eff), goal, iterations=max_iterations, tolerance=tolerance,
+                    max_step=REACH_CHAIN_MAX_STEP)
+    elbow, shoulder = int(joints[-2]), int(joints[-3])
+    fk = forward_kinematics(skeleton, res.pose)
+    arm = solve_two_bone(skeleton, res.pose, (shoulder, elbow, eff), goal, fk.positions[:, elbow],
+                         end_rotation=end_rot)
     changed = [int(j) for j in joints]
-    if end_rot is not None:
-        parent = int(skeleton.parents[eff])
-        q_parent = forward_kinematics(skeleton, solved).rotations[:, parent]
-        r = solved.rotations.copy()
-        r[:, eff] = rot.multiply(rot.inverse(q_parent), end_rot)
-        solved = Pose(solved.translations, r, solved.scales)
-    return solved, changed
+    if end_rot is None:  # CCD never turns the end: it rides on its parent either way
+        changed.remove(eff)
+    return arm.pose, changed

@@ -473,3 +473,36 @@ def test_kinema_view_command(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert f"http://127.0.0.1:{port}" in out and "0.0.0.0" not in out
     assert "could not open" in err and "bad.bvh" in err
+
+
+def test_server_plays_the_clip_under_the_goals_and_exports(toy, tmp_path: Path) -> None:
+    """The running viewer (no browser): playback advances frames with the goal held, the export button writes."""
+    import time
+
+    from kinema.viewer import serve
+
+    skel, clip = toy
+    v = serve(state=ViewerState(skel, clip), port=0, block=False, export_dir=tmp_path, verbose=False)
+    try:
+        assert v.url.startswith("http://127.0.0.1:")
+        st, app = v.state, v.app
+        g = app.add_chain("l_ankle", 2)
+        target = np.array([st.positions[g.end][0], 0.35, 0.25])
+        st.set_target(g.id, target)
+        app._play.value = True  # runs the checkbox's callback, as a click does
+        assert st.playing
+        seen = set()
+        deadline = time.monotonic() + 60
+        while len(seen) < 5 and time.monotonic() < deadline:
+            with st.lock:
+                seen.add(st.frame)
+                np.testing.assert_allclose(st.positions[g.end], target, atol=g.tolerance)
+            time.sleep(0.02)
+        assert len(seen) >= 5 and app.refresh_count > 5
+        st.playing = False
+        app._export_name.value = "out.bvh"
+        app._on_export(None)
+        skel2, clip2 = kinema.io.load_bvh(tmp_path / "out.bvh")
+        assert clip2.n_frames == clip.n_frames
+    finally:
+        v.close()

@@ -390,8 +390,11 @@ def test_ctrl_c_stops_a_batch_cleanly_and_it_resumes(long_capture: Path, tmp_pat
     for i in range(4):
         os.link(long_capture, src / f"take{i}.bvh")
     out_dir = tmp_path / "out"
+    work = tmp_path / "work"  # the workers' temporary folders go here (TMPDIR): none may be left behind
+    work.mkdir()
+    env = dict(os.environ, TMPDIR=str(work))
     cmd = [*CLI, "batch", "footlock", str(src), "-o", str(out_dir), "--workers", "2"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
     def first_done() -> bool:
         return out_dir.is_dir() and any(not p.name.startswith(".") for p in out_dir.iterdir())
@@ -400,12 +403,14 @@ def test_ctrl_c_stops_a_batch_cleanly_and_it_resumes(long_capture: Path, tmp_pat
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert _temp_files(out_dir) == []
+    assert list(work.iterdir()) == []
     finished = sorted(p.name for p in out_dir.iterdir())
     assert 1 <= len(finished) < 4
     for name in finished:  # whatever is there is complete
         assert load_bvh(out_dir / name)[1].n_frames == 455 * 60
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert res.returncode == 0, res.stderr
+    assert list(work.iterdir()) == []
     assert f"{4 - len(finished)} done, {len(finished)} skipped, 0 failed" in res.stdout
     assert sorted(p.name for p in out_dir.iterdir()) == [f"take{i}.bvh" for i in range(4)]
 
@@ -422,3 +427,19 @@ def test_builtin_bench_reports_throughput(capsys: pytest.CaptureFixture[str]) ->
         assert fps > 0
     code, _, err = run(capsys, "bench", "--suite", "no/such/folder")
     assert code == 1 and "not found" in one_error_line(err)
+
+
+def test_batch_convert_to_glb_in_metres(capsys: pytest.CaptureFixture[str], batch_inputs: Path,
+                                        tmp_path: Path) -> None:
+    out_dir = tmp_path / "glb"
+    code, out, err = run(capsys, "batch", "convert", batch_inputs, "-o", out_dir, "--to", "glb", "--scale", "0.01",
+                         "--workers", "1")
+    assert code == 0, err
+    assert "3 done, 0 skipped, 0 failed" in out
+    assert sorted(p.name for p in out_dir.iterdir()) == ["capture.glb", "run.glb", "walk.glb"]
+    sk0, clip0 = load_bvh(batch_inputs / "capture.bvh")
+    asset = load_gltf(out_dir / "capture.glb")
+    clip1 = next(iter(asset.clips.values()))
+    np.testing.assert_allclose(world(asset.skeleton, clip1), 0.01 * world(sk0, clip0), rtol=0, atol=1e-6)
+    code, out, _ = run(capsys, "info", out_dir / "capture.glb")
+    assert "metres" in out and "uneven" not in out

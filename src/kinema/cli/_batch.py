@@ -9,8 +9,10 @@ Engines (same outputs, byte for byte, whichever runs):
   ``--workers`` (default 2) single-threaded worker processes.
 
 Every task is :func:`kinema.cli._commands.process_file`: it gets the input's
-bytes and returns the output's bytes, so workers need no shared file system
-(a remote cluster needs kinema installed, nothing else).  This process writes
+bytes and returns the output's bytes on Dask (so workers need no shared file
+system; a remote cluster needs kinema installed, nothing else); local
+workers read the input file and leave the output in a private temporary
+folder, so only small messages cross the pool's pipes.  This process writes
 each output atomically as its task finishes; an existing output is skipped
 unless ``--force`` (an interrupted batch resumes where it stopped), a failed
 file is reported and the rest go on, and a summary table ends the run.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import os
+import shutil
 import signal
 import time
 from collections.abc import Callable, Iterable
@@ -29,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..io._atomic import atomic_write, same_file
-from ._commands import process_file
+from ._commands import command_argv, process_file
 from ._files import FORMATS, CliError
 from ._ui import UI
 
@@ -37,6 +40,9 @@ __all__ = ["run_batch", "find_jobs", "Job"]
 
 #: Files in flight per worker (read ahead so no worker waits, without reading the whole folder).
 IN_FLIGHT_PER_WORKER = 2
+
+#: Copy buffer when installing a worker's output file.
+CHUNK_BYTES = 1 << 20
 
 #: Workers of ``--dask local`` when ``--workers`` is not given.
 DASK_LOCAL_WORKERS = 2
@@ -78,18 +84,21 @@ def find_jobs(in_dir: str, out_dir: str, patterns: list[str], to: str | None, re
 
 
 # ------------------------------------------------------------------ engines
+#: Seconds a stopped pool worker gets to exit after SIGTERM before it is killed.
+WORKER_STOP_TIMEOUT_S = 5.0
+
+
 def _worker_init() -> None:
-    """Pool workers leave Ctrl-C to the parent, and clean up (temp folders) when it ends them."""
+    """Pool workers leave Ctrl-C to the parent; SIGTERM (the parent stopping them) cleans up and exits."""
+    from ._commands import stop_worker
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    def stop(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGTERM, stop_worker)
 
 
 class _Serial:
     name = "serial"
+    ships_bytes = False  # workers read the input files themselves
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         f: Future[Any] = Future()
@@ -107,6 +116,8 @@ class _Serial:
 
 
 class _Pool:
+    ships_bytes = False
+
     def __init__(self, workers: int) -> None:
         import multiprocessing
 
@@ -125,16 +136,26 @@ class _Pool:
         return f.result()
 
     def close(self, cancel: bool) -> None:
-        procs = list(getattr(self._ex, "_processes", {}).values()) if cancel else []
-        self._ex.shutdown(wait=not cancel, cancel_futures=cancel)
-        for p in procs:  # stop work in progress: its output would be dropped anyway
+        if not cancel:
+            self._ex.shutdown(wait=True)
+            return
+        # Stop work in progress (its output would be dropped anyway): cancel what is queued,
+        # SIGTERM the workers (they remove their temporary folders and exit), kill stragglers.
+        procs = list(getattr(self._ex, "_processes", {}).values())
+        for p in procs:
             if p.is_alive():
                 p.terminate()
         for p in procs:
-            p.join(timeout=10)
+            p.join(timeout=WORKER_STOP_TIMEOUT_S)
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=WORKER_STOP_TIMEOUT_S)
+        self._ex.shutdown(wait=True, cancel_futures=True)
 
 
 class _Dask:
+    ships_bytes = True  # a remote worker may not see this file system
+
     def __init__(self, address: str, workers: int | None) -> None:
         try:
             from distributed import Client, LocalCluster
@@ -178,6 +199,37 @@ class _Dask:
 
 
 # -------------------------------------------------------------------- batch
+def _install(res: dict[str, Any], job: Job) -> None:
+    """Write a finished file's output into place atomically (from bytes, or from the worker's folder)."""
+    with atomic_write(job.dst, mode="wb", inputs=[job.src]) as f:
+        if "data" in res:
+            f.write(res["data"])
+        else:
+            try:
+                with open(res["path"], "rb") as src:
+                    shutil.copyfileobj(src, f, CHUNK_BYTES)
+            finally:
+                _remove_dir(res["dir"])
+
+
+def _remove_dir(path: str) -> None:
+    """``rmtree`` that a Ctrl-C cannot cut short (SIGINT is held until it is done, on POSIX)."""
+    block = hasattr(signal, "pthread_sigmask")
+    if block:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+    finally:
+        if block:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _drop(res: Any) -> None:
+    """Remove the worker folder of a result that will not be installed (interrupted batch)."""
+    if isinstance(res, dict) and res.get("dir"):
+        _remove_dir(res["dir"])
+
+
 def _check_options(command: str, extra: list[str]) -> None:
     """Validate the command's options once, before any work (one-line error on a bad one)."""
     from ._app import build_parser
@@ -185,7 +237,7 @@ def _check_options(command: str, extra: list[str]) -> None:
     for bad in ("-o", "--output", "--sample", "--force", "--json"):
         if any(x == bad or x.startswith(bad + "=") for x in extra):
             raise CliError(f"batch sets {bad} itself; remove it from the {command} options")
-    build_parser().parse_args([command, "input.bvh", "-o", "output.bvh", *extra])
+    build_parser().parse_args(command_argv(command, "input.bvh", "output.bvh", extra))
 
 
 def _describe(command: str, res: dict[str, Any]) -> tuple[str, str]:
@@ -253,10 +305,14 @@ def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
                         job = next(queue, None)
                         if job is None:
                             return
-                        with open(job.src, "rb") as f:
-                            data = f.read()
                         ext = os.path.splitext(job.dst)[1]
-                        pending[engine.submit(process_file, command, extra, job.name, data, ext)] = job
+                        if engine.ships_bytes:
+                            with open(job.src, "rb") as f:
+                                data: bytes | None = f.read()
+                            path = None
+                        else:
+                            data, path = None, os.path.abspath(job.src)
+                        pending[engine.submit(process_file, command, extra, job.name, data, ext, path)] = job
 
                 fill()
                 while pending:
@@ -269,8 +325,7 @@ def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
 
                             res = {"ok": False, "error": f"worker failed: {one_line(e)}", "seconds": 0.0}
                         if res["ok"]:
-                            with atomic_write(job.dst, mode="wb", inputs=[job.src]) as f:
-                                f.write(res["data"])
+                            _install(res, job)
                             frames, result = _describe(command, res)
                             rows[job.name] = (job.name, "ok", frames, result, f"{res['seconds']:.2f}")
                         else:
@@ -281,6 +336,9 @@ def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
                     fill()
         except BaseException:
             engine.close(cancel=True)
+            for fut in pending:  # finished but never installed: remove the workers' folders
+                if fut.done() and not fut.cancelled() and fut.exception() is None:
+                    _drop(fut.result())
             raise
         engine.close(cancel=False)
     wall = time.perf_counter() - t_start

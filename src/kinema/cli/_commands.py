@@ -23,18 +23,25 @@ from .. import mocap
 from ..fk import forward_kinematics
 from ..pose import Clip
 from ..skeleton import Skeleton
-from ._files import CliError, Motion, check_output, format_of, load_motion, load_sample, save_motion, scaled
+from ._files import CliError, Motion, _even, check_output, format_of, load_motion, load_sample, save_motion, scaled
 from ._ui import UI
 
-__all__ = ["FILE_COMMANDS", "add_input", "add_convert_options", "add_footlock_options", "add_reach_options",
-           "run_info", "run_convert", "run_footlock", "run_reach", "run_sample", "transform", "units_guess",
-           "read_input"]
+__all__ = ["FILE_COMMANDS", "command_argv", "add_input", "add_convert_options", "add_footlock_options",
+           "add_reach_options", "run_info", "run_convert", "run_footlock", "run_reach", "run_sample", "transform",
+           "units_guess", "read_input"]
 
 #: Commands that read one motion file and write one (what ``batch`` can run).
 FILE_COMMANDS = ("footlock", "reach", "convert")
 
 
 # ================================================================== helpers
+def command_argv(command: str, src: str, out: str, extra: list[str]) -> list[str]:
+    """The command line that runs ``command`` from ``src`` to ``out`` (convert takes OUT as a positional)."""
+    if command == "convert":
+        return [command, src, out, *extra]
+    return [command, src, "-o", out, *extra]
+
+
 def add_input(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", nargs="?", metavar="IN", help="input file (.bvh, .gltf, .glb)")
     p.add_argument("--sample", metavar="NAME", help="use a bundled sample clip instead of IN (walk, run)")
@@ -169,7 +176,7 @@ def run_info(args: argparse.Namespace, ui: UI) -> int:
         return 0
     joints = f"{sk.n_joints}" + (f" ({sk.n_joints - n_end} + {n_end} end sites)" if n_end else "")
     timing = f"{clip.n_frames} at {clip.fps:.6g} fps ({clip.duration:.3f} s)"
-    if clip.times is not None:
+    if clip.times is not None and not _even(clip.times):
         timing += ", uneven key times"
     rows = [("file", f"{m.source} ({m.kind})"), ("joints", joints), ("frames", timing)]
     if m.clip_names:
@@ -386,39 +393,85 @@ def run_sample(args: argparse.Namespace, ui: UI) -> int:
     return 0
 
 
-def process_file(command: str, argv: list[str], name: str, data: bytes, out_ext: str) -> dict[str, Any]:
-    """Batch worker: run ``command`` (with option list ``argv``) on one file's bytes.
+#: The temporary folder of the file a batch worker is processing (None between
+#: files): what a stopped worker removes before it exits (see ``_batch``).
+_WORK_DIR: str | None = None
 
-    The input is written to a private temporary folder under its own name,
-    processed by the same code as the single-file command, and the output's
-    bytes are returned (the parent writes them atomically), so the result does
-    not depend on which machine or engine ran it.  Returns
-    ``{"ok": True, "data": bytes, "metrics": {...}, "seconds": s}`` or
-    ``{"ok": False, "error": "one line"}``.
+
+def stop_worker(signum: int, frame: Any) -> None:
+    """SIGTERM in a batch worker: remove its temporary folder and exit now.
+
+    Workers never write into the output folder (the parent writes every
+    output), so ending one mid-file loses nothing; exiting at once (rather
+    than raising) keeps the pool from handing it the next file.
     """
+    import shutil
+
+    if _WORK_DIR is not None:
+        shutil.rmtree(_WORK_DIR, ignore_errors=True)
+    os._exit(128 + signum)
+
+
+def process_file(command: str, argv: list[str], name: str, data: bytes | None, out_ext: str,
+                 path: str | None = None) -> dict[str, Any]:
+    """Batch worker: run ``command`` (with option list ``argv``) on one input file.
+
+    Two modes, one computation (so the output does not depend on the engine):
+
+    * ``data`` given (Dask: the worker may be on another machine): the input's
+      bytes come in and the output's bytes go back (``"data"``);
+    * ``data`` None (local pool): the input is read from ``path`` and the
+      output is left in a private temporary folder whose paths come back
+      (``"path"``, ``"dir"``; the parent copies the file into place atomically
+      and removes the folder).  Only small messages cross the pool's pipes,
+      so a worker stopped by Ctrl-C can never leave a half-sent message that
+      would hang the pool.
+
+    The input is copied into the temporary folder under its own name and
+    processed by the same code as the single-file command.  Returns
+    ``{"ok": True, "metrics": {...}, "seconds": s, ...}`` or
+    ``{"ok": False, "error": "one line", "seconds": s}``.
+    """
+    import shutil
     import tempfile
 
     from ._app import build_parser
 
+    global _WORK_DIR
     t0 = time.perf_counter()
     src = name
+    tmp = tempfile.mkdtemp(prefix="kinema-batch-")
+    _WORK_DIR = tmp
+    keep = False
     try:
-        with tempfile.TemporaryDirectory(prefix="kinema-batch-") as tmp:
-            src = os.path.join(tmp, os.path.basename(name))
-            with open(src, "wb") as f:
+        if data is None:
+            if path is None:
+                raise ValueError("process_file needs data or path")
+            shutil.copyfile(path, os.path.join(tmp, os.path.basename(name)))
+        else:
+            with open(os.path.join(tmp, os.path.basename(name)), "wb") as f:
                 f.write(data)
-            out = os.path.join(tmp, "out" + out_ext)
-            args = build_parser().parse_args([command, src, "-o", out, *argv])
-            m = load_motion(src, clip_name=args.clip, fps=getattr(args, "fps", None),
-                            even_frames=format_of(out) == "bvh")
-            sk, clip, metrics = transform(command, m, args)
-            save_motion(out, sk, clip, name=m.clip_name, mesh=getattr(args, "mesh", None), inputs=[src])
+        src = os.path.join(tmp, os.path.basename(name))
+        out = os.path.join(tmp, "out" + out_ext)
+        args = build_parser().parse_args(command_argv(command, src, out, argv))
+        m = load_motion(src, clip_name=args.clip, fps=getattr(args, "fps", None), even_frames=format_of(out) == "bvh")
+        sk, clip, metrics = transform(command, m, args)
+        save_motion(out, sk, clip, name=m.clip_name, mesh=getattr(args, "mesh", None), inputs=[src])
+        res: dict[str, Any] = {"ok": True, "metrics": metrics, "seconds": time.perf_counter() - t0}
+        if data is None:
+            res.update(path=out, dir=tmp)
+            keep = True
+        else:
             with open(out, "rb") as f:
-                result = f.read()
-        return {"ok": True, "data": result, "metrics": metrics, "seconds": time.perf_counter() - t0}
+                res["data"] = f.read()
+        return res
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # a failed file is reported; the batch goes on
         from ._app import one_line
 
         return {"ok": False, "error": one_line(e).replace(src, name), "seconds": time.perf_counter() - t0}
+    finally:
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+        _WORK_DIR = None

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._kernels.constants import UNIFORM_SCALE_RTOL
 from ._validate import as_float_array, broadcast_batch, require_finite, resolve_joint
 from .errors import ShapeError, SolverInputError
 from .pose import Pose
@@ -27,8 +28,7 @@ from .skeleton import Skeleton
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-#: Scales along a chain must agree to this relative tolerance to count as uniform.
-UNIFORM_SCALE_RTOL = 1e-12
+
 
 
 def resolve_chain(skeleton: Skeleton, chain: Any) -> tuple[IntArray, NDArray[np.bool_]]:

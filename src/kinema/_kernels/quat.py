@@ -215,11 +215,16 @@ def qfrom_two_vectors(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     if (u[0] == 0.0 and u[1] == 0.0 and u[2] == 0.0) or (v[0] == 0.0 and v[1] == 0.0 and v[2] == 0.0):
         return (0.0, 0.0, 0.0, 1.0)
     c = vcross(u, v)
-    s = vnorm(c)
     d = vdot(u, v)
+    if d >= 0.0:
+        # Up to 90 degrees the half-way form normalize(u x v, 1 + u . v) is the
+        # exact minimal rotation without trigonometry (1 + u . v >= 1: no
+        # cancellation); it is also exactly the identity for equal vectors.
+        w = 1.0 + d
+        inv = 1.0 / math.sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2] + w * w)
+        return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv)
+    s = vnorm(c)
     if s <= OPPOSITE_SINE_EPS:
-        if d > 0.0:
-            return (0.0, 0.0, 0.0, 1.0)  # already aligned
         # Exactly opposite: any perpendicular axis is a minimal rotation.
         p = vperpendicular(u)
         return (p[0], p[1], p[2], 0.0)

@@ -22,9 +22,9 @@ import math
 
 import numpy as np
 
-from .._solve import UNIFORM_SCALE_RTOL
 from ._jit import njit, prange
 from .chain import chain_world, path_world, rotate_world, set_world_rot
+from .constants import UNIFORM_SCALE_RTOL
 from .quat import (
     qconj,
     qfrom_axis_angle,

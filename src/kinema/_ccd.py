@@ -139,15 +139,6 @@ def _plan(skeleton: Skeleton, chain: Any, weights: Any, limits: Mapping[Any, Lim
     return plan
 
 
-def _raw_pose(t: FloatArray, r: FloatArray, s: FloatArray) -> Pose:
-    """A :class:`Pose` around arrays already known to be valid (skips re-validation)."""
-    p = Pose.__new__(Pose)
-    p.translations = t
-    p.rotations = r
-    p.scales = s
-    return p
-
-
 def _run(
     skeleton: Skeleton,
     pose: Pose,
@@ -182,7 +173,7 @@ def _run(
                 as_target(pol, "pole")
         batch: tuple[int, ...] = ()
         n = 1
-        out_pose = _raw_pose(pt.copy(), pose.rotations.copy(), pose.scales.copy())
+        out_pose = Pose._trusted(pt.copy(), pose.rotations.copy(), pose.scales.copy())
         t3 = out_pose.translations.reshape(1, nj, 3)
         r3 = out_pose.rotations.reshape(1, nj, 4)
         s3 = out_pose.scales.reshape(1, nj, 3)

@@ -167,15 +167,6 @@ def _check_options(iterations: Any, tolerance: Any) -> tuple[int, float]:
     return int(iterations), tol
 
 
-def _raw_pose(t: FloatArray, r: FloatArray, s: FloatArray) -> Pose:
-    """A :class:`Pose` around arrays already known to be valid (skips re-validation)."""
-    p = Pose.__new__(Pose)
-    p.translations = t
-    p.rotations = r
-    p.scales = s
-    return p
-
-
 def _run(
     skeleton: Skeleton,
     pose: Pose,
@@ -200,7 +191,7 @@ def _run(
         # general broadcasting of prepare(); the same arrays, shaped (1, ...).
         batch: tuple[int, ...] = ()
         n = 1
-        out_pose = _raw_pose(pt.copy(), pose.rotations.copy(), pose.scales.copy())
+        out_pose = Pose._trusted(pt.copy(), pose.rotations.copy(), pose.scales.copy())
         t3 = out_pose.translations.reshape(1, nj, 3)
         r3 = out_pose.rotations.reshape(1, nj, 4)
         s3 = out_pose.scales.reshape(1, nj, 3)

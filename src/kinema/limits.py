@@ -66,6 +66,7 @@ are ignored, so one rig-wide ``{joint: limit}`` map can serve every chain.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -145,14 +146,14 @@ def _perpendicular(axis: tuple[float, float, float]) -> tuple[float, float, floa
     return (float(c[0]), float(c[1]), float(c[2]))
 
 
-class Limit:
+class Limit(ABC):
     """Base class: a joint limit that packs into a kind code and a parameter row."""
 
     kind: ClassVar[int] = LIMIT_NONE
 
+    @abstractmethod
     def pack(self) -> FloatArray:
         """The ``(LIMIT_PARAMS,)`` float64 parameter row (layout in :mod:`kinema._kernels.limits`)."""
-        raise NotImplementedError
 
     def _arrays(self, rotation_local: ArrayLike, rest_rotation: ArrayLike | None
                 ) -> tuple[tuple[int, ...], FloatArray, FloatArray]:

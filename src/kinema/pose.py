@@ -50,6 +50,16 @@ class Pose:
         self.rotations: NDArray[np.float64] = r
         self.scales: NDArray[np.float64] = s
 
+    @classmethod
+    def _trusted(cls, translations: NDArray[np.float64], rotations: NDArray[np.float64],
+                 scales: NDArray[np.float64]) -> Pose:
+        """A pose around float64 arrays already known to be valid (solvers' hot path: no re-validation)."""
+        p = cls.__new__(cls)
+        p.translations = translations
+        p.rotations = rotations
+        p.scales = scales
+        return p
+
     @property
     def n_joints(self) -> int:
         return int(self.translations.shape[-2])

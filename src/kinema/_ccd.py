@@ -83,16 +83,24 @@ def _check_options(iterations: Any, tolerance: Any, max_step: Any) -> tuple[int,
 
 @dataclass(frozen=True)
 class _Plan:
-    """Everything about a chain that does not change from call to call."""
+    """Everything about a chain that does not change from call to call.
+
+    ``index`` and ``values`` are the packed arrays the kernel reads (layout
+    in :mod:`kinema._kernels.ccd`): ``index = [K, B, base, joints, kinds]``,
+    ``values = [w, params.ravel(), rest.ravel()]``.
+    """
 
     skeleton: Skeleton
     joints: IntArray
-    base: IntArray
-    scale_joints: IntArray
     w: FloatArray
-    kinds: IntArray
-    params: FloatArray
-    rest: FloatArray
+    index: IntArray
+    values: FloatArray
+
+    def with_weights(self, w: FloatArray) -> FloatArray:
+        """``values`` with the weights replaced by ``w (K,)`` (a new array)."""
+        values = self.values.copy()
+        values[: w.shape[0]] = w
+        return values
 
 
 #: Plans by (skeleton id, chain, weights, limits); cleared when it grows past this.
@@ -116,16 +124,33 @@ def _freeze(x: Any) -> Hashable:
 def _make_plan(skeleton: Skeleton, joints: IntArray, w: FloatArray, limits: Mapping[Any, Limit] | None) -> _Plan:
     base = ancestors_root_first(skeleton, int(joints[0]))
     packed = pack_limits(skeleton, joints, limits)
-    return _Plan(skeleton=skeleton, joints=joints, base=base, scale_joints=np.concatenate([base, joints]),
-                 w=w, kinds=packed.kinds, params=packed.params, rest=packed.rest)
+    index = np.concatenate([np.array([joints.size, base.size], dtype=np.int64), base, joints,
+                            packed.kinds]).astype(np.int64)
+    values = np.concatenate([w, packed.params.ravel(), packed.rest.ravel()]).astype(np.float64)
+    return _Plan(skeleton=skeleton, joints=joints, w=w, index=index, values=values)
+
+
+def _plain_chain_key(chain: Any) -> tuple[Any, ...] | None:
+    """``chain`` itself when it is a tuple of names / ints (hashable as is, the common case), else None."""
+    if type(chain) is tuple:
+        for c in chain:
+            if type(c) is not str and type(c) is not int:
+                return None
+        return chain
+    return None
 
 
 def _plan(skeleton: Skeleton, chain: Any, weights: Any, limits: Mapping[Any, Limit] | None) -> _Plan:
     """Resolve (or fetch from the cache) a chain's joints, weights and packed limits."""
-    try:
-        key: Hashable | None = (id(skeleton), _freeze(chain), _freeze(weights), _freeze(limits))
-    except TypeError:
-        key = None
+    key: Hashable | None
+    plain = _plain_chain_key(chain) if weights is None and limits is None else None
+    if plain is not None:
+        key = (id(skeleton), "plain", plain)  # no "seq" tag: cannot collide with a frozen key
+    else:
+        try:
+            key = (id(skeleton), _freeze(chain), _freeze(weights), _freeze(limits))
+        except TypeError:
+            key = None
     if key is not None:
         hit = _PLANS.get(key)
         if hit is not None and hit.skeleton is skeleton:
@@ -137,6 +162,10 @@ def _plan(skeleton: Skeleton, chain: Any, weights: Any, limits: Mapping[Any, Lim
             _PLANS.clear()
         _PLANS[key] = plan
     return plan
+
+
+#: The pole argument when there is none (the kernel reads no row of it).
+_NO_POLE = np.zeros((1, 3))
 
 
 def _run(
@@ -157,8 +186,8 @@ def _run(
     from ._kernels import ccd as kccd
 
     nj = skeleton.n_joints
-    tgt = np.asarray(target, dtype=np.float64) if isinstance(target, np.ndarray) else None
-    pol = None if pole is None else (np.asarray(pole, dtype=np.float64) if isinstance(pole, np.ndarray) else None)
+    tgt = target if isinstance(target, np.ndarray) and target.dtype == np.float64 else None
+    pol = pole if isinstance(pole, np.ndarray) and pole.dtype == np.float64 else None
     pt = pose.translations
     fast = (out is None and tgt is not None and tgt.shape == (3,) and (pole is None or (pol is not None
             and pol.shape == (3,))) and pt.ndim == 2 and pose.rotations.ndim == 2 and pose.scales.ndim == 2
@@ -173,12 +202,14 @@ def _run(
                 as_target(pol, "pole")
         batch: tuple[int, ...] = ()
         n = 1
-        out_pose = Pose._trusted(pt.copy(), pose.rotations.copy(), pose.scales.copy())
-        t3 = out_pose.translations.reshape(1, nj, 3)
-        r3 = out_pose.rotations.reshape(1, nj, 4)
-        s3 = out_pose.scales.reshape(1, nj, 3)
-        tgt_f = tgt.reshape(1, 3)
-        pol_f = pol.reshape(1, 3) if pol is not None else np.zeros((1, 3))
+        # Copies made with a leading batch axis of 1: the kernel edits these,
+        # the output pose holds their [0] views.
+        t3 = pt[None].copy()
+        r3 = pose.rotations[None].copy()
+        s3 = pose.scales[None].copy()
+        out_pose = Pose._trusted(t3[0], r3[0], s3[0])
+        tgt_f = tgt[None]
+        pol_f = pol[None] if pol is not None else _NO_POLE
     else:
         tgt = as_target(target, "target")
         extras = [(tgt, (3,))]
@@ -189,34 +220,28 @@ def _run(
         batch, n, out_pose = prep.batch, prep.n, prep.out
         t3, r3, s3 = prep.t, prep.r, prep.s
         tgt_f = prep.extras[0] if tgt.ndim > 1 else tgt.reshape(1, 3)
-        pol_f = (prep.extras[1] if pol.ndim > 1 else pol.reshape(1, 3)) if pol is not None else np.zeros((1, 3))
-    iparams = np.array([iterations, pol is not None, fixed_root, adaptive_step], dtype=np.int64)
-    fparams = np.array([tolerance, max_step, UNIFORM_SCALE_RTOL])
+        pol_f = (prep.extras[1] if pol.ndim > 1 else pol.reshape(1, 3)) if pol is not None else _NO_POLE
+    options = np.array([iterations, pol is not None, fixed_root, adaptive_step, tolerance, max_step,
+                        UNIFORM_SCALE_RTOL])
+    values = plan.values if w is None else plan.with_weights(w)
     err = np.empty(n)
-    sweeps = np.empty(n, dtype=np.int64)
-    hits = np.empty(n, dtype=np.int64)
-    status = np.empty(1, dtype=np.int64)
-    k = plan.joints.size
+    counts = np.empty((2, n), dtype=np.int64)  # sweeps, limit hits
     if n <= SERIAL_BATCH_MAX:
-        fn = kccd.ccd_serial
-        n_chunks = 1
+        bad = kccd.ccd_serial(plan.index, values, t3, r3, s3, tgt_f, pol_f, options, err, counts)
     else:
-        fn = kccd.ccd_parallel
-        n_chunks = min(n, _num_threads() * CHUNKS_PER_THREAD)
-    fn(plan.joints, plan.base, t3, r3, s3, tgt_f, pol_f, plan.w if w is None else w, plan.kinds, plan.params,
-       plan.rest, iparams, fparams, err, sweeps, hits,
-       np.empty((n_chunks, k, 3)), np.empty((n_chunks, k, 4)), np.empty((n_chunks, k)), plan.scale_joints, status)
-    if status[0] >= 0:
+        bad = kccd.ccd_parallel(plan.index, values, t3, r3, s3, tgt_f, pol_f, options, err, counts,
+                                min(n, _num_threads() * CHUNKS_PER_THREAD))
+    if bad >= 0:
         raise SolverInputError(
-            f"solve_ccd: joint {skeleton.names[int(status[0])]!r} (on the chain or an ancestor) has a non-uniform "
+            f"solve_ccd: joint {skeleton.names[int(bad)]!r} (on the chain or an ancestor) has a non-uniform "
             "scale; this solver needs uniform scale on the chain and its ancestors"
         )
     if batch:
         return SolveResult(pose=out_pose, reached=(err <= tolerance).reshape(batch), error=err.reshape(batch),
-                           iterations=sweeps.reshape(batch), limits_hit=hits.reshape(batch),
+                           iterations=counts[0].reshape(batch), limits_hit=counts[1].reshape(batch),
                            state={"joints": plan.joints})
-    return SolveResult(pose=out_pose, reached=np.asarray(err[0] <= tolerance), error=err.reshape(()),
-                       iterations=sweeps.reshape(()), limits_hit=hits.reshape(()), state={"joints": plan.joints})
+    return SolveResult._trusted(out_pose, (err <= tolerance)[0, ...], err[0, ...], counts[0, 0, ...], counts[1, 0, ...],
+                                {"joints": plan.joints})
 
 
 def solve_ccd(

@@ -34,3 +34,13 @@ class SolveResult:
     iterations: NDArray[np.int64]
     limits_hit: NDArray[np.int64]
     state: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def _trusted(cls, pose: Pose, reached: NDArray[np.bool_], error: NDArray[np.float64],
+                 iterations: NDArray[np.int64], limits_hit: NDArray[np.int64], state: dict[str, Any]) -> SolveResult:
+        """A result around arrays already known to be right (solvers' hot path: skips the frozen
+        dataclass ``__init__``, which sets each field through ``object.__setattr__``)."""
+        res = cls.__new__(cls)
+        res.__dict__.update(pose=pose, reached=reached, error=error, iterations=iterations, limits_hit=limits_hit,
+                            state=state)
+        return res

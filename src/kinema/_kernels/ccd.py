@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ._jit import njit, prange
-from .chain import chain_world, path_world
-from .limits import LIMIT_NONE, apply_limit_local
+from .chain import chain_world as _chain_world_call
+from .chain import path_world
+from .limits import LIMIT_NONE, LIMIT_PARAMS, apply_limit_local
 from .quat import qangle, qconj, qfrom_axis_angle, qfrom_two_vectors, qmul, qrotate, vcross, vdot
 
 #: A joint whose alignment turn is below this (radians) is left alone, and a
@@ -54,15 +57,27 @@ POLE_FOLD_RTOL = 1e-9
 #: straight sub-chain so that it has a side to keep.
 POLE_SEED_ANGLE = 0.1
 
-# Integer parameters (iparams) and float parameters (fparams) slots.
-I_ITERATIONS = 0
-I_HAS_POLE = 1
-I_FIXED_ROOT = 2
-I_ADAPTIVE = 3
-F_TOLERANCE = 0
-F_MAX_STEP = 1
-F_SCALE_RTOL = 2
+# Slots of the per-call ``options`` float64 array (integers and flags are
+# stored as exact floats: one array, one dispatch argument).
+O_ITERATIONS = 0
+O_HAS_POLE = 1
+O_FIXED_ROOT = 2
+O_ADAPTIVE = 3
+O_TOLERANCE = 4
+O_MAX_STEP = 5
+O_SCALE_RTOL = 6
+N_OPTIONS = 7
 
+# Packed plan (built once per chain by :mod:`kinema._ccd`, so a call passes
+# two arrays instead of eight):
+#   ``index`` int64 ``[K, B, base_path (B), joints (K), kinds (K)]``;
+#   ``values`` float64 ``[weights (K), limit params (K * LIMIT_PARAMS), rest rotations (K * 4)]``.
+
+
+#: :func:`kinema._kernels.chain.chain_world` compiled inline into the sweep
+#: (the same Python function; a plain call passes seven arrays and costs
+#: their reference counting on every sweep).  Without JIT it is the function.
+chain_world = njit(inline=True)(getattr(_chain_world_call, "py_func", _chain_world_call))
 
 #: ``sin(MIN_TURN_ANGLE)``: a turn of at most 90 degrees is below the minimum
 #: exactly when the vectors' cross product is shorter than this (relative).
@@ -230,18 +245,18 @@ def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, 
 
 @njit
 def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,  # type: ignore[no-untyped-def]
-             iparams, fparams, pos, rot, scl):
+             options, pos, rot, scl):
     """Solve batch item ``i``; returns ``(error, sweeps, limit_hits)``.
 
     ``pos (K,3)``, ``rot (K,4)``, ``scl (K,)`` are scratch.
     """
     n_k = joints.shape[0]
-    iterations = iparams[I_ITERATIONS]
-    has_pole = iparams[I_HAS_POLE] != 0
-    fixed_root = iparams[I_FIXED_ROOT] != 0
-    adaptive = iparams[I_ADAPTIVE] != 0
-    tol = fparams[F_TOLERANCE]
-    max_step = fparams[F_MAX_STEP]
+    iterations = int(options[O_ITERATIONS])
+    has_pole = options[O_HAS_POLE] != 0.0
+    fixed_root = options[O_FIXED_ROOT] != 0.0
+    adaptive = options[O_ADAPTIVE] != 0.0
+    tol = options[O_TOLERANCE]
+    max_step = options[O_MAX_STEP]
 
     base_pos, base_rot, base_scl = path_world(base_path, i, t, r, s)
     chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
@@ -333,14 +348,34 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
 
 
 @njit
-def ccd_range(c0, c1, joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,  # type: ignore[no-untyped-def]
-              iparams, fparams, err_out, sweeps_out, hits_out, pos, rot, scl):
+def unpack_plan(index, values):  # type: ignore[no-untyped-def]
+    """Views ``(joints, base_path, scale_joints, kinds, weights, params, rest)`` of a packed plan."""
+    n_k = index[0]
+    n_b = index[1]
+    base_path = index[2:2 + n_b]
+    joints = index[2 + n_b:2 + n_b + n_k]
+    kinds = index[2 + n_b + n_k:2 + n_b + 2 * n_k]
+    scale_joints = index[2:2 + n_b + n_k]  # ancestors, then the chain
+    weights = values[:n_k]
+    params = values[n_k:n_k + n_k * LIMIT_PARAMS].reshape((n_k, LIMIT_PARAMS))
+    rest = values[n_k + n_k * LIMIT_PARAMS:n_k + n_k * (LIMIT_PARAMS + 4)].reshape((n_k, 4))
+    return joints, base_path, scale_joints, kinds, weights, params, rest
+
+
+@njit
+def ccd_range(c0, c1, index, values, t, r, s, target, pole, options, err_out, counts_out):  # type: ignore[no-untyped-def]
+    """Solve items ``c0 .. c1-1`` with one scratch set; ``counts_out (2, N)``: sweeps, limit hits."""
+    joints, base_path, scale_joints, kinds, weights, params, rest = unpack_plan(index, values)
+    n_k = joints.shape[0]
+    pos = np.empty((n_k, 3))
+    rot = np.empty((n_k, 4))
+    scl = np.empty(n_k)
     for i in range(c0, c1):
         e, n, h = ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,
-                           iparams, fparams, pos, rot, scl)
+                           options, pos, rot, scl)
         err_out[i] = e
-        sweeps_out[i] = n
-        hits_out[i] = h
+        counts_out[0, i] = n
+        counts_out[1, i] = h
 
 
 @njit
@@ -362,36 +397,39 @@ def first_nonuniform(s, scale_joints, rtol):  # type: ignore[no-untyped-def]
 
 
 @njit
-def ccd_serial(joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,  # type: ignore[no-untyped-def]
-               iparams, fparams, err_out, sweeps_out, hits_out, pos, rot, scl, scale_joints, status):
+def ccd_serial(index, values, t, r, s, target, pole, options, err_out, counts_out):  # type: ignore[no-untyped-def]
     """Every item in one thread (small batches: no thread-pool start-up).
 
-    First checks that the chain and its ancestors have uniform scales
-    (``status[0]`` = the first bad joint, and nothing is solved, else -1).
+    First checks that the chain and its ancestors have uniform scales:
+    returns the first bad joint (and solves nothing), else -1.
     """
-    status[0] = first_nonuniform(s, scale_joints, fparams[F_SCALE_RTOL])
-    if status[0] >= 0:
-        return
-    ccd_range(0, err_out.shape[0], joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,
-              iparams, fparams, err_out, sweeps_out, hits_out, pos[0], rot[0], scl[0])
+    n_k = index[0]
+    n_b = index[1]
+    bad = first_nonuniform(s, index[2:2 + n_b + n_k], options[O_SCALE_RTOL])
+    if bad >= 0:
+        return bad
+    ccd_range(0, err_out.shape[0], index, values, t, r, s, target, pole, options, err_out, counts_out)
+    return -1
 
 
 @njit(parallel=True)
-def ccd_parallel(joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,  # type: ignore[no-untyped-def]
-                 iparams, fparams, err_out, sweeps_out, hits_out, pos, rot, scl, scale_joints, status):
-    """Items split into ``pos.shape[0]`` chunks, one scratch set per chunk, chunks in parallel.
+def ccd_parallel(index, values, t, r, s, target, pole, options, err_out, counts_out,  # type: ignore[no-untyped-def]
+                 n_chunks):
+    """Items split into ``n_chunks`` chunks, one scratch set per chunk, chunks in parallel.
 
     Each item runs exactly the code of :func:`ccd_serial`, so a batch equals
-    a loop of single solves bit for bit.  Scale check as in :func:`ccd_serial`.
+    a loop of single solves bit for bit.  Scale check and return value as in
+    :func:`ccd_serial`.
     """
-    status[0] = first_nonuniform(s, scale_joints, fparams[F_SCALE_RTOL])
-    if status[0] >= 0:
-        return
+    n_k = index[0]
+    n_b = index[1]
+    bad = first_nonuniform(s, index[2:2 + n_b + n_k], options[O_SCALE_RTOL])
+    if bad >= 0:
+        return bad
     n = err_out.shape[0]
-    n_chunks = pos.shape[0]
     size = (n + n_chunks - 1) // n_chunks
     for c in prange(n_chunks):
         c0 = c * size
         c1 = min(n, c0 + size)
-        ccd_range(c0, c1, joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,
-                  iparams, fparams, err_out, sweeps_out, hits_out, pos[c], rot[c], scl[c])
+        ccd_range(c0, c1, index, values, t, r, s, target, pole, options, err_out, counts_out)
+    return -1

@@ -7,6 +7,7 @@ notation and formulas).
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -58,6 +59,10 @@ class _Plan:
     scale_joints: IntArray
     is_chain: bool
     no_limits: PackedLimits
+    #: Packed kernel arrays (layout in :mod:`kinema._kernels.fabrik`): the
+    #: integer arrays above in one, ``[gw, nw]`` in the other.
+    index: IntArray
+    weights: FloatArray
 
 
 _plans: OrderedDict[Any, _Plan] = OrderedDict()
@@ -114,6 +119,11 @@ def _plan_arrays(
         nw[npar[n]] += nw[n]
     root = int(joints[0])
     base_path = np.asarray(skeleton.ancestors(root)[::-1], dtype=np.int64)
+    goal_nodes = goal_nodes.astype(np.int64)
+    gw = np.ascontiguousarray(weights, dtype=np.float64)
+    header = [base_path.shape[0], joints.shape[0], kn, idx.shape[0], goal_nodes.shape[0]]
+    index = np.concatenate([np.asarray(header), base_path, joints, jpar, node_j, npar, ptr, idx, ngoal,
+                            goal_nodes]).astype(np.int64)
     return _Plan(
         skeleton=skeleton,
         base_path=base_path,
@@ -124,12 +134,14 @@ def _plan_arrays(
         child_ptr=ptr,
         child_idx=idx,
         ngoal=ngoal,
-        goal_node=goal_nodes.astype(np.int64),
-        gw=np.ascontiguousarray(weights, dtype=np.float64),
+        goal_node=goal_nodes,
+        gw=gw,
         nw=nw,
         scale_joints=np.concatenate([base_path, joints]),
         is_chain=is_chain,
         no_limits=pack_limits(skeleton, joints[node_j], None),
+        index=index,
+        weights=np.concatenate([gw, nw]),
     )
 
 
@@ -162,9 +174,13 @@ def _check_options(iterations: Any, tolerance: Any) -> tuple[int, float]:
         tol = float(tolerance)
     except (TypeError, ValueError):
         raise SolverInputError(f"tolerance must be a number, got {tolerance!r}") from None
-    if not np.isfinite(tol) or tol < 0.0:
+    if not math.isfinite(tol) or tol < 0.0:
         raise SolverInputError(f"tolerance must be finite and >= 0, got {tolerance!r}")
     return int(iterations), tol
+
+
+#: The pole argument when there is none (the kernel reads no row of it).
+_NO_POLE = np.zeros((1, 3))
 
 
 def _run(
@@ -179,7 +195,8 @@ def _run(
     fixed_root: bool,
     out: Pose | None,
     what: str,
-) -> tuple[Pose, tuple[int, ...], FloatArray, IntArray, IntArray, NDArray[np.bool_]]:
+) -> tuple[Pose, tuple[int, ...], FloatArray, IntArray, NDArray[np.bool_]]:
+    """Solve; returns ``(pose, batch, goal errors (N, G), counts (2, N): iterations, limit hits, moved (N,))``."""
     from ._kernels import fabrik as kf
 
     nj = skeleton.n_joints
@@ -188,15 +205,16 @@ def _run(
     if (out is None and g == 1 and targets[0].shape == (3,) and (pole is None or pole.shape == (3,))
             and pt.shape == (nj, 3) and pose.rotations.shape == (nj, 4) and pose.scales.shape == (nj, 3)):
         # One unbatched pose and target (the per-frame call): skip the
-        # general broadcasting of prepare(); the same arrays, shaped (1, ...).
+        # general broadcasting of prepare(); copies with a leading batch axis
+        # of 1 that the kernel edits, the output pose holding their [0] views.
         batch: tuple[int, ...] = ()
         n = 1
-        out_pose = Pose._trusted(pt.copy(), pose.rotations.copy(), pose.scales.copy())
-        t3 = out_pose.translations.reshape(1, nj, 3)
-        r3 = out_pose.rotations.reshape(1, nj, 4)
-        s3 = out_pose.scales.reshape(1, nj, 3)
+        t3 = pt[None].copy()
+        r3 = pose.rotations[None].copy()
+        s3 = pose.scales[None].copy()
+        out_pose = Pose._trusted(t3[0], r3[0], s3[0])
         tg = targets[0].reshape(1, 1, 3)
-        poles = pole.reshape(1, 3) if pole is not None else np.zeros((1, 3))
+        poles = pole.reshape(1, 3) if pole is not None else _NO_POLE
     else:
         extras = [(tg_, (3,)) for tg_ in targets]
         if pole is not None:
@@ -204,25 +222,30 @@ def _run(
         prep = prepare(skeleton, pose, extras, out)
         batch, n, out_pose, t3, r3, s3 = prep.batch, prep.n, prep.out, prep.t, prep.r, prep.s
         tg = prep.extras[0].reshape(n, 1, 3) if g == 1 else np.ascontiguousarray(np.stack(prep.extras[:g], axis=1))
-        poles = prep.extras[g] if pole is not None else np.zeros((1, 3))
-    if kf.first_nonuniform_scale(s3, plan.scale_joints, UNIFORM_SCALE_RTOL) >= 0:
-        check_uniform_scale(skeleton, pose, plan.scale_joints, what)  # raises, naming the joint
+        poles = prep.extras[g] if pole is not None else _NO_POLE
     gerr = np.empty((n, g))
-    iters = np.empty(n, dtype=np.int64)
-    hits = np.empty(n, dtype=np.int64)
+    counts = np.empty((2, n), dtype=np.int64)  # iterations, limit hits
     moved = np.empty(n, dtype=np.bool_)
     mode = kf.MODE_POSITIONS if plan.is_chain and packed.count == 0 else kf.MODE_ROTATIONS
-    args = (mode, iterations, tol, bool(fixed_root), pole is not None, plan.base_path, plan.joints, plan.jpar,
-            plan.node_j, plan.npar, plan.child_ptr, plan.child_idx, plan.ngoal, plan.goal_node, plan.gw, plan.nw,
-            packed.kinds, packed.params, packed.rest, t3, r3, s3, tg, poles, gerr, iters, hits, moved)
+    options = np.array([mode, iterations, tol, fixed_root, pole is not None, UNIFORM_SCALE_RTOL])
+    args = (plan.index, plan.weights, options, packed.kinds, packed.params, packed.rest, t3, r3, s3, tg, poles,
+            gerr, counts, moved)
     if n <= SERIAL_MAX_ITEMS:
-        kf.solve_serial(*args)
+        bad = kf.solve_serial(*args)
     else:
         import numba
 
-        n_chunks = min(n, CHUNKS_PER_THREAD * numba.get_num_threads())
-        kf.solve_parallel(n_chunks, *args)
-    return out_pose, batch, gerr, iters, hits, moved
+        bad = kf.solve_parallel(min(n, CHUNKS_PER_THREAD * numba.get_num_threads()), *args)
+    if bad >= 0:
+        check_uniform_scale(skeleton, pose, plan.scale_joints, what)  # raises, naming the joint
+    return out_pose, batch, gerr, counts, moved
+
+
+def _as_point(x: ArrayLike, what: str) -> FloatArray:
+    """:func:`as_target`, with a shortcut for the per-frame case: a finite float64 array of shape (3,)."""
+    if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.shape == (3,) and math.isfinite(float(x @ x)):
+        return x  # (x @ x overflowing to inf takes the full check, which accepts it)
+    return as_target(x, what)
 
 
 def solve_fabrik(
@@ -268,21 +291,27 @@ def solve_fabrik(
     whether any rotation changed.
     """
     it, tol = _check_options(iterations, tolerance)
-    key = ("chain", id(skeleton), chain if isinstance(chain, (str, int, np.integer)) else tuple(
-        int(c) if isinstance(c, (int, np.integer)) else c for c in chain))
+    if type(chain) is tuple and all(type(c) is str for c in chain):
+        key: Any = ("chain", id(skeleton), chain)  # names: the key as is (the per-frame call)
+    else:
+        key = ("chain", id(skeleton), chain if isinstance(chain, (str, int, np.integer)) else tuple(
+            int(c) if isinstance(c, (int, np.integer)) else c for c in chain))
     plan = _cached(key, skeleton, lambda: _chain_plan(skeleton, chain))
     packed = plan.no_limits if not limits else pack_limits(skeleton, plan.joints[plan.node_j], limits)
-    tgt = as_target(target, "target")
-    pl = None if pole is None else as_target(pole, "pole")
-    out_pose, batch, gerr, iters, hits, moved = _run(skeleton, pose, plan, packed, [tgt], pl, it, tol, fixed_root,
-                                                     out, "solve_fabrik")
+    tgt = _as_point(target, "target")
+    pl = None if pole is None else _as_point(pole, "pole")
+    out_pose, batch, gerr, counts, moved = _run(skeleton, pose, plan, packed, [tgt], pl, it, tol, fixed_root, out,
+                                                "solve_fabrik")
     err = gerr[:, 0]
+    if not batch:  # one solve: 0-d views, no reshapes
+        return SolveResult._trusted(out_pose, (err <= tol)[0, ...], err[0, ...], counts[0, 0, ...],
+                                    counts[1, 0, ...], {"moved": moved[0, ...]})
     return SolveResult(
         pose=out_pose,
         reached=(err <= tol).reshape(batch),
         error=err.reshape(batch),
-        iterations=iters.reshape(batch),
-        limits_hit=hits.reshape(batch),
+        iterations=counts[0].reshape(batch),
+        limits_hit=counts[1].reshape(batch),
         state={"moved": moved.reshape(batch)},
     )
 
@@ -370,15 +399,15 @@ def solve_fabrik_tree(
     packed = plan.no_limits if not limits else pack_limits(skeleton, plan.joints[plan.node_j], limits)
     tgts = [as_target(v, f"target of goal {skeleton.names[g]!r}")
             for g, v in zip(goal_joints, goals.values(), strict=True)]
-    out_pose, batch, gerr, iters, hits, moved = _run(skeleton, pose, plan, packed, tgts, None, it, tol, fixed_root,
-                                                     out, "solve_fabrik_tree")
+    out_pose, batch, gerr, counts, moved = _run(skeleton, pose, plan, packed, tgts, None, it, tol, fixed_root, out,
+                                                "solve_fabrik_tree")
     g_n = len(goal_joints)
     return SolveResult(
         pose=out_pose,
         reached=np.all(gerr <= tol, axis=1).reshape(batch),
         error=gerr.max(axis=1).reshape(batch),
-        iterations=iters.reshape(batch),
-        limits_hit=hits.reshape(batch),
+        iterations=counts[0].reshape(batch),
+        limits_hit=counts[1].reshape(batch),
         state={
             "goal_errors": gerr.reshape(batch + (g_n,)),
             "goals": tuple(skeleton.names[g] for g in goal_joints),

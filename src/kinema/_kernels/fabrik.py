@@ -298,7 +298,7 @@ def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, chil
     return hits
 
 
-@njit
+@njit(inline=True)  # per-iteration call: inlined, no per-call reference counting of its arrays
 def forward_positions(p0, npar, P, Pb, D, U0):  # type: ignore[no-untyped-def]
     """Forward pass on points (chains): ``P[n] = P[p] + D[n] * unit(Pb[n] - P[p])``."""
     _put3(P, 0, p0)
@@ -309,7 +309,7 @@ def forward_positions(p0, npar, P, Pb, D, U0):  # type: ignore[no-untyped-def]
         _put3(P, n, (pp[0] + D[n] * u[0], pp[1] + D[n] * u[1], pp[2] + D[n] * u[2]))
 
 
-@njit
+@njit(inline=True)  # per-iteration call: inlined, no per-call reference counting of its arrays
 def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0, use_limits,
              lim_kind, lim_par, lim_rest, TB):  # type: ignore[no-untyped-def]
     """Backward pass: tips to root, into ``Pb`` (and ``Qb``, the nodes' backward world rotations).
@@ -455,7 +455,7 @@ def apply_pole(pole, A, B, nudge):  # type: ignore[no-untyped-def]
         B[k, 2] = a[2] + xr[2]
 
 
-@njit
+@njit(inline=True)  # per-iteration call: inlined, no per-call reference counting of its arrays
 def _errors(targets, i, goal_node, P, gerr):  # type: ignore[no-untyped-def]
     """Each goal's distance to its target into ``gerr[i]``; returns the largest."""
     worst = 0.0
@@ -587,28 +587,107 @@ def _scratch(n_path, kn):  # type: ignore[no-untyped-def]
             np.empty((kn, 4)), np.empty((kn, 3)), np.zeros(kn, dtype=np.bool_))
 
 
+# Slots of the per-call ``options`` float64 array (integers and flags are
+# stored as exact floats: one array, one dispatch argument).
+O_MODE = 0
+O_ITERATIONS = 1
+O_TOLERANCE = 2
+O_FIXED_ROOT = 3
+O_HAS_POLE = 4
+O_SCALE_RTOL = 5
+N_OPTIONS = 6
+
+# Packed plan (built once per chain or tree by :mod:`kinema._fabrik`, so a
+# call passes two arrays instead of eleven):
+#   ``index`` int64 ``[n_path, K, kn, n_child, G, base_path (n_path), joints (K), jpar (K), node_j (kn),
+#   npar (kn), child_ptr (kn + 1), child_idx (n_child), ngoal (kn), goal_node (G)]``;
+#   ``weights`` float64 ``[gw (G), nw (kn)]``.
+_INDEX_HEADER = 5
+
+
 @njit
-def solve_serial(mode, iterations, tol, fixed_root, has_pole, base_path, joints, jpar, node_j, npar, child_ptr,
-                 child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
-                 gerr, iters, hits, moved):  # type: ignore[no-untyped-def]
-    """Items one after another on the calling thread (no thread start-up cost: single solves)."""
+def unpack_plan(index, weights):  # type: ignore[no-untyped-def]
+    """Views ``(base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw,
+    scale_joints)`` of a packed plan (``scale_joints``: the chain's ancestors, then its joints)."""
+    n_path = index[0]
+    n_j = index[1]
+    kn = index[2]
+    n_child = index[3]
+    n_goal = index[4]
+    a = _INDEX_HEADER
+    base_path = index[a:a + n_path]
+    joints = index[a + n_path:a + n_path + n_j]
+    scale_joints = index[a:a + n_path + n_j]
+    a += n_path + n_j
+    jpar = index[a:a + n_j]
+    a += n_j
+    node_j = index[a:a + kn]
+    a += kn
+    npar = index[a:a + kn]
+    a += kn
+    child_ptr = index[a:a + kn + 1]
+    a += kn + 1
+    child_idx = index[a:a + n_child]
+    a += n_child
+    ngoal = index[a:a + kn]
+    a += kn
+    goal_node = index[a:a + n_goal]
+    gw = weights[:n_goal]
+    nw = weights[n_goal:n_goal + kn]
+    return base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw, scale_joints
+
+
+@njit
+def solve_range(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
+                poles, gerr, counts, moved):
+    """Items ``c0 .. c1-1`` with one scratch set; ``counts (2, N)``: iterations, limit hits."""
+    (base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw,
+     _) = unpack_plan(index, weights)
+    mode = int(options[O_MODE])
+    iterations = int(options[O_ITERATIONS])
+    tol = options[O_TOLERANCE]
+    fixed_root = options[O_FIXED_ROOT] != 0.0
+    has_pole = options[O_HAS_POLE] != 0.0
+    iters = counts[0]
+    hits = counts[1]
     pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB = _scratch(joints.shape[0], node_j.shape[0])
-    for i in range(r.shape[0]):
+    for i in range(c0, c1):
         solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints, jpar, node_j, npar,
                    child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
                    gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
 
 
+@njit
+def solve_serial(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
+                 poles, gerr, counts, moved):
+    """Items one after another on the calling thread (no thread start-up cost: single solves).
+
+    First checks that the chain and its ancestors have uniform scales:
+    returns the first bad joint (and solves nothing), else -1.
+    """
+    scale_joints = unpack_plan(index, weights)[11]
+    bad = first_nonuniform_scale(s, scale_joints, options[O_SCALE_RTOL])
+    if bad >= 0:
+        return bad
+    solve_range(0, r.shape[0], index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
+                gerr, counts, moved)
+    return -1
+
+
 @njit(parallel=True)
-def solve_parallel(n_chunks, mode, iterations, tol, fixed_root, has_pole, base_path, joints, jpar, node_j, npar,
-                   child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
-                   gerr, iters, hits, moved):  # type: ignore[no-untyped-def]
-    """Items split into ``n_chunks`` contiguous chunks over threads; scratch allocated once per chunk."""
+def solve_parallel(n_chunks, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s,  # type: ignore[no-untyped-def]
+                   targets, poles, gerr, counts, moved):
+    """Items split into ``n_chunks`` contiguous chunks over threads; scratch allocated once per chunk.
+
+    Scale check and return value as in :func:`solve_serial`.
+    """
+    scale_joints = unpack_plan(index, weights)[11]
+    bad = first_nonuniform_scale(s, scale_joints, options[O_SCALE_RTOL])
+    if bad >= 0:
+        return bad
     n = r.shape[0]
     size = (n + n_chunks - 1) // n_chunks
     for ch in prange(n_chunks):
-        pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB = _scratch(joints.shape[0], node_j.shape[0])
-        for i in range(ch * size, min(n, (ch + 1) * size)):
-            solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints, jpar, node_j, npar,
-                       child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets,
-                       poles, gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
+        solve_range(ch * size, min(n, (ch + 1) * size), index, weights, options, lim_kind, lim_par, lim_rest,
+                    t, r, s, targets, poles, gerr, counts, moved)
+    return -1

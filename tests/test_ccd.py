@@ -229,6 +229,14 @@ def test_bad_input_names_the_problem(rng: np.random.Generator) -> None:
         kinema.solve_ccd(sk, pose, ch, [[0.0, 1.0, 0.0], [0.0, float("inf"), 0.0]])
     with pytest.raises(kinema.SolverInputError, match="pole"):
         kinema.solve_ccd(sk, pose, ch, [0.0, 1.0, 0.0], pole=[np.nan, 0, 0])
+    # The one-solve path (float64 arrays of shape (3,)) checks finiteness in the kernel.
+    rot_before = pose.rotations.copy()
+    for bad in (np.array([0.0, np.nan, 0.0]), np.array([np.inf, 1.0, 0.0]), np.array([0.0, 1.0, -np.inf])):
+        with pytest.raises(kinema.SolverInputError, match="target"):
+            kinema.solve_ccd(sk, pose, ch, bad)
+        with pytest.raises(kinema.SolverInputError, match="pole"):
+            kinema.solve_ccd(sk, pose, ch, np.array([0.0, 1.0, 0.0]), pole=bad)
+    assert np.array_equal(pose.rotations, rot_before)
     with pytest.raises(kinema.ShapeError):
         kinema.solve_ccd(sk, pose, ch, [0.0, 1.0])
     with pytest.raises(kinema.BoneNotFoundError):

@@ -167,6 +167,35 @@ def _plan(skeleton: Skeleton, chain: Any, weights: Any, limits: Mapping[Any, Lim
 #: The pole argument when there is none (the kernel reads no row of it).
 _NO_POLE = np.zeros((1, 3))
 
+#: The kernel module, imported on first use (``import kinema`` must not import numba).
+_KERNELS: Any = None
+
+
+def _kernels() -> Any:
+    global _KERNELS
+    if _KERNELS is None:
+        from ._kernels import ccd
+
+        _KERNELS = ccd
+    return _KERNELS
+
+
+#: Options arrays by value (the kernel only reads them); cleared when it grows past this.
+_OPTIONS_CACHE_MAX = 256
+_OPTIONS: dict[tuple[Any, ...], FloatArray] = {}
+
+
+def _options(iterations: int, has_pole: bool, fixed_root: bool, adaptive_step: bool, tolerance: float,
+             max_step: float) -> FloatArray:
+    """The kernel's ``options`` array (slots ``O_*`` in :mod:`kinema._kernels.ccd`), cached by value."""
+    key = (iterations, has_pole, fixed_root, adaptive_step, tolerance, max_step)
+    arr = _OPTIONS.get(key)
+    if arr is None:
+        if len(_OPTIONS) >= _OPTIONS_CACHE_MAX:
+            _OPTIONS.clear()
+        arr = _OPTIONS[key] = np.array(key + (UNIFORM_SCALE_RTOL,), dtype=np.float64)
+    return arr
+
 
 def _run(
     skeleton: Skeleton,
@@ -183,8 +212,7 @@ def _run(
     out: Pose | None,
     w: FloatArray | None = None,
 ) -> SolveResult:
-    from ._kernels import ccd as kccd
-
+    kccd = _kernels()
     nj = skeleton.n_joints
     tgt = target if isinstance(target, np.ndarray) and target.dtype == np.float64 else None
     pol = pole if isinstance(pole, np.ndarray) and pole.dtype == np.float64 else None
@@ -194,12 +222,8 @@ def _run(
             and pt.shape[0] == nj)
     if fast:
         # One unbatched pose and target: skip the general broadcasting (the
-        # kernel still checks scales; finiteness is checked here).
+        # kernel checks scales, and the target's and pole's finiteness).
         assert tgt is not None
-        if not math.isfinite(float(tgt @ tgt)) or (pol is not None and not math.isfinite(float(pol @ pol))):
-            as_target(tgt, "target")
-            if pol is not None:
-                as_target(pol, "pole")
         batch: tuple[int, ...] = ()
         n = 1
         # Copies made with a leading batch axis of 1: the kernel edits these,
@@ -221,8 +245,7 @@ def _run(
         t3, r3, s3 = prep.t, prep.r, prep.s
         tgt_f = prep.extras[0] if tgt.ndim > 1 else tgt.reshape(1, 3)
         pol_f = (prep.extras[1] if pol.ndim > 1 else pol.reshape(1, 3)) if pol is not None else _NO_POLE
-    options = np.array([iterations, pol is not None, fixed_root, adaptive_step, tolerance, max_step,
-                        UNIFORM_SCALE_RTOL])
+    options = _options(iterations, pol is not None, fixed_root, adaptive_step, tolerance, max_step)
     values = plan.values if w is None else plan.with_weights(w)
     err = np.empty(n)
     counts = np.empty((2, n), dtype=np.int64)  # sweeps, limit hits
@@ -231,6 +254,10 @@ def _run(
     else:
         bad = kccd.ccd_parallel(plan.index, values, t3, r3, s3, tgt_f, pol_f, options, err, counts,
                                 min(n, _num_threads() * CHUNKS_PER_THREAD))
+    if bad == kccd.NONFINITE_INPUT:  # only from the one-solve path (the others checked already)
+        as_target(tgt, "target")
+        if pol is not None:
+            as_target(pol, "pole")
     if bad >= 0:
         raise SolverInputError(
             f"solve_ccd: joint {skeleton.names[int(bad)]!r} (on the chain or an ancestor) has a non-uniform "
@@ -240,8 +267,9 @@ def _run(
         return SolveResult(pose=out_pose, reached=(err <= tolerance).reshape(batch), error=err.reshape(batch),
                            iterations=counts[0].reshape(batch), limits_hit=counts[1].reshape(batch),
                            state={"joints": plan.joints})
-    return SolveResult._trusted(out_pose, (err <= tolerance)[0, ...], err[0, ...], counts[0, 0, ...], counts[1, 0, ...],
-                                {"joints": plan.joints})
+    # One solve: 0-d views of the outputs, no reshapes.
+    return SolveResult._trusted(out_pose, np.asarray(err[0] <= tolerance), err[0, ...], counts[0, 0, ...],
+                                counts[1, 0, ...], {"joints": plan.joints})
 
 
 def solve_ccd(

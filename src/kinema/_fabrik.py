@@ -182,6 +182,34 @@ def _check_options(iterations: Any, tolerance: Any) -> tuple[int, float]:
 #: The pole argument when there is none (the kernel reads no row of it).
 _NO_POLE = np.zeros((1, 3))
 
+#: The kernel module, imported on first use (``import kinema`` must not import numba).
+_KERNELS: Any = None
+
+
+def _kernels() -> Any:
+    global _KERNELS
+    if _KERNELS is None:
+        from ._kernels import fabrik
+
+        _KERNELS = fabrik
+    return _KERNELS
+
+
+#: Options arrays by value (the kernel only reads them); cleared when it grows past this.
+_OPTIONS_CACHE_MAX = 256
+_OPTIONS: dict[tuple[Any, ...], FloatArray] = {}
+
+
+def _options(mode: int, iterations: int, tol: float, fixed_root: bool, has_pole: bool) -> FloatArray:
+    """The kernel's ``options`` array (slots ``O_*`` in :mod:`kinema._kernels.fabrik`), cached by value."""
+    key = (mode, iterations, tol, fixed_root, has_pole)
+    arr = _OPTIONS.get(key)
+    if arr is None:
+        if len(_OPTIONS) >= _OPTIONS_CACHE_MAX:
+            _OPTIONS.clear()
+        arr = _OPTIONS[key] = np.array(key + (UNIFORM_SCALE_RTOL,), dtype=np.float64)
+    return arr
+
 
 def _run(
     skeleton: Skeleton,
@@ -197,7 +225,7 @@ def _run(
     what: str,
 ) -> tuple[Pose, tuple[int, ...], FloatArray, IntArray, NDArray[np.bool_]]:
     """Solve; returns ``(pose, batch, goal errors (N, G), counts (2, N): iterations, limit hits, moved (N,))``."""
-    from ._kernels import fabrik as kf
+    kf = _kernels()
 
     nj = skeleton.n_joints
     g = len(targets)
@@ -227,7 +255,7 @@ def _run(
     counts = np.empty((2, n), dtype=np.int64)  # iterations, limit hits
     moved = np.empty(n, dtype=np.bool_)
     mode = kf.MODE_POSITIONS if plan.is_chain and packed.count == 0 else kf.MODE_ROTATIONS
-    options = np.array([mode, iterations, tol, fixed_root, pole is not None, UNIFORM_SCALE_RTOL])
+    options = _options(mode, iterations, tol, bool(fixed_root), pole is not None)
     args = (plan.index, plan.weights, options, packed.kinds, packed.params, packed.rest, t3, r3, s3, tg, poles,
             gerr, counts, moved)
     if n <= SERIAL_MAX_ITEMS:
@@ -304,7 +332,7 @@ def solve_fabrik(
                                                 "solve_fabrik")
     err = gerr[:, 0]
     if not batch:  # one solve: 0-d views, no reshapes
-        return SolveResult._trusted(out_pose, (err <= tol)[0, ...], err[0, ...], counts[0, 0, ...],
+        return SolveResult._trusted(out_pose, np.asarray(err[0] <= tol), err[0, ...], counts[0, 0, ...],
                                     counts[1, 0, ...], {"moved": moved[0, ...]})
     return SolveResult(
         pose=out_pose,

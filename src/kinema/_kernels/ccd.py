@@ -396,13 +396,31 @@ def first_nonuniform(s, scale_joints, rtol):  # type: ignore[no-untyped-def]
     return -1
 
 
+#: :func:`ccd_serial`'s return value when a target or pole is NaN or inf.
+NONFINITE_INPUT = -2
+
+
+@njit
+def all_finite(a):  # type: ignore[no-untyped-def]
+    """Whether every value of the 2-D array ``a`` is finite."""
+    for row in range(a.shape[0]):
+        for c in range(a.shape[1]):
+            if not math.isfinite(a[row, c]):
+                return False
+    return True
+
+
 @njit
 def ccd_serial(index, values, t, r, s, target, pole, options, err_out, counts_out):  # type: ignore[no-untyped-def]
     """Every item in one thread (small batches: no thread-pool start-up).
 
-    First checks that the chain and its ancestors have uniform scales:
-    returns the first bad joint (and solves nothing), else -1.
+    First checks the inputs, solving nothing when they fail: returns
+    :data:`NONFINITE_INPUT` when a target or pole is NaN or inf (so the
+    one-solve path needs no NumPy check), else the first joint of the chain
+    and its ancestors whose scale is not uniform; -1 when all is well.
     """
+    if not (all_finite(target) and all_finite(pole)):
+        return NONFINITE_INPUT
     n_k = index[0]
     n_b = index[1]
     bad = first_nonuniform(s, index[2:2 + n_b + n_k], options[O_SCALE_RTOL])

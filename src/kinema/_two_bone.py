@@ -62,7 +62,7 @@ _CONTINUITY = 8
 class _Plan:
     """A skeleton's chain for one ``joints`` triple, resolved once and cached."""
 
-    __slots__ = ("skeleton", "anc", "joints", "kl", "nj", "checked")
+    __slots__ = ("skeleton", "anc", "joints", "kl", "nj", "checked", "shape3", "shape4")
 
     def __init__(self, skeleton: Skeleton, joints: Any) -> None:
         items = list(joints) if not isinstance(joints, (str, int, np.integer)) else [joints]
@@ -77,6 +77,8 @@ class _Plan:
         self.kl = int(np.nonzero(path == lower)[0][0])
         self.anc: IntArray = np.ascontiguousarray(ancestors_root_first(skeleton, int(path[0])), dtype=np.int64)
         self.nj = skeleton.n_joints
+        self.shape3 = (self.nj, 3)  # an unbatched pose's translations and scales
+        self.shape4 = (self.nj, 4)  # and rotations
         self.checked: IntArray = np.concatenate([self.anc, self.joints])
 
 
@@ -98,6 +100,19 @@ def _plan(skeleton: Skeleton, joints: Any) -> _Plan:
         _PLANS.clear()
     _PLANS[key] = plan
     return plan
+
+
+_kernel_module: Any = None
+
+
+def _load_kernels() -> Any:
+    """The kernel module, imported on first use (``import kinema`` stays numba-free) and then kept:
+    an ``import`` statement in the single-pose hot path costs about 0.4 us per call."""
+    global _kernel_module
+    from ._kernels import two_bone
+
+    _kernel_module = two_bone
+    return two_bone
 
 
 def _vec(x: Any, n: int) -> FloatArray | None:
@@ -211,8 +226,7 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
     t = pose.translations
     r = pose.rotations
     s = pose.scales
-    nj = plan.nj
-    if t.ndim != 2 or r.ndim != 2 or s.ndim != 2 or t.shape[0] != nj or r.shape[0] != nj or s.shape[0] != nj:
+    if t.shape != plan.shape3 or r.shape != plan.shape4 or s.shape != plan.shape3:
         return None
     if type(weight) not in _SCALAR or type(soft) not in _SCALAR or type(twist_spread) not in _SCALAR:
         return None
@@ -250,8 +264,7 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
         m = float(margin)
     else:
         return None
-    from ._kernels import two_bone as k
-
+    k = _kernel_module or _load_kernels()
     t2 = t.copy()
     r2 = r.copy()
     s2 = s.copy()
@@ -267,7 +280,8 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
     # SolveResult is a frozen dataclass; filling its __dict__ directly skips
     # the per-field object.__setattr__ calls (about 1 us of a ~5 us call).
     res = _new(SolveResult)
-    res.__dict__.update(pose=p, reached=np.bool_(reached), error=np.float64(err), iterations=_ITER_ONE,
+    res.__dict__.update(pose=p, reached=np.True_ if reached else np.False_, error=np.float64(err),
+                        iterations=_ITER_ONE,
                         limits_hit=_LIMITS_ZERO, state={"bend_direction": bend})
     return res  # type: ignore[no-any-return]
 

@@ -468,6 +468,16 @@ def test_bad_input_errors() -> None:
     pose = sk.rest_pose()
     with pytest.raises(kinema.SolverInputError, match="target contains NaN"):
         kinema.solve_fabrik(sk, pose, ("j0", "j3"), [np.nan, 0, 0])
+    # Float64 (3,) arrays skip the NumPy check; the kernel checks them, for one solve
+    # and for a batched pose large enough for the parallel kernel.
+    batched = kinema.Pose(np.broadcast_to(pose.translations, (40,) + pose.translations.shape),
+                          np.broadcast_to(pose.rotations, (40,) + pose.rotations.shape))
+    for p in (pose, batched):
+        for bad in (np.array([np.nan, 0.0, 0.0]), np.array([0.0, np.inf, 0.0])):
+            with pytest.raises(kinema.SolverInputError, match="target contains"):
+                kinema.solve_fabrik(sk, p, ("j0", "j3"), bad)
+            with pytest.raises(kinema.SolverInputError, match="pole contains"):
+                kinema.solve_fabrik(sk, p, ("j0", "j3"), np.array([1.0, 1.0, 1.0]), pole=bad)
     with pytest.raises(kinema.SolverInputError, match="iterations"):
         kinema.solve_fabrik(sk, pose, ("j0", "j3"), [1, 1, 1], iterations=-1)
     with pytest.raises(kinema.SolverInputError, match="tolerance"):

@@ -264,15 +264,21 @@ def _run(
         import numba
 
         bad = kf.solve_parallel(min(n, CHUNKS_PER_THREAD * numba.get_num_threads()), *args)
+    if bad == kf.NONFINITE_INPUT:  # a target or pole passed unchecked by _as_point
+        for tg_ in targets:
+            as_target(tg_, "target")
+        if pole is not None:
+            as_target(pole, "pole")
     if bad >= 0:
         check_uniform_scale(skeleton, pose, plan.scale_joints, what)  # raises, naming the joint
     return out_pose, batch, gerr, counts, moved
 
 
 def _as_point(x: ArrayLike, what: str) -> FloatArray:
-    """:func:`as_target`, with a shortcut for the per-frame case: a finite float64 array of shape (3,)."""
-    if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.shape == (3,) and math.isfinite(float(x @ x)):
-        return x  # (x @ x overflowing to inf takes the full check, which accepts it)
+    """:func:`as_target`, except that a float64 array of shape (3,) (the per-frame case) is passed as is:
+    the kernel checks its finiteness (:data:`kinema._kernels.fabrik.NONFINITE_INPUT`)."""
+    if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.shape == (3,):
+        return x
     return as_target(x, what)
 
 

@@ -657,14 +657,32 @@ def solve_range(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t,
                    gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
 
 
+#: :func:`solve_serial`'s return value when a target or pole is NaN or inf.
+NONFINITE_INPUT = -2
+
+
+@njit
+def _all_finite(a):  # type: ignore[no-untyped-def]
+    """Whether every value of ``a`` (any shape, C-contiguous) is finite."""
+    flat = a.ravel()
+    for k in range(flat.shape[0]):
+        if not math.isfinite(flat[k]):
+            return False
+    return True
+
+
 @njit
 def solve_serial(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
                  poles, gerr, counts, moved):
     """Items one after another on the calling thread (no thread start-up cost: single solves).
 
-    First checks that the chain and its ancestors have uniform scales:
-    returns the first bad joint (and solves nothing), else -1.
+    First checks the inputs, solving nothing when they fail: returns
+    :data:`NONFINITE_INPUT` when a target or pole is NaN or inf (so the
+    one-solve path needs no NumPy check), else the first joint of the chain
+    and its ancestors whose scale is not uniform; -1 when all is well.
     """
+    if not (_all_finite(targets) and _all_finite(poles)):
+        return NONFINITE_INPUT
     scale_joints = unpack_plan(index, weights)[11]
     bad = first_nonuniform_scale(s, scale_joints, options[O_SCALE_RTOL])
     if bad >= 0:
@@ -679,8 +697,10 @@ def solve_parallel(n_chunks, index, weights, options, lim_kind, lim_par, lim_res
                    targets, poles, gerr, counts, moved):
     """Items split into ``n_chunks`` contiguous chunks over threads; scratch allocated once per chunk.
 
-    Scale check and return value as in :func:`solve_serial`.
+    Input checks and return value as in :func:`solve_serial`.
     """
+    if not (_all_finite(targets) and _all_finite(poles)):
+        return NONFINITE_INPUT
     scale_joints = unpack_plan(index, weights)[11]
     bad = first_nonuniform_scale(s, scale_joints, options[O_SCALE_RTOL])
     if bad >= 0:

@@ -11,7 +11,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._solve import UNIFORM_SCALE_RTOL, ancestors_root_first, as_target, prepare, resolve_chain
+from ._solve import (
+    UNIFORM_SCALE_RTOL,
+    ancestors_root_first,
+    as_target,
+    cached_options,
+    kernel_loader,
+    prepare,
+    resolve_chain,
+)
 from ._validate import broadcast_batch, resolve_joint
 from .errors import SolverInputError
 from .limits import Limit, pack_limits
@@ -168,20 +176,10 @@ def _plan(skeleton: Skeleton, chain: Any, weights: Any, limits: Mapping[Any, Lim
 _NO_POLE = np.zeros((1, 3))
 
 #: The kernel module, imported on first use (``import kinema`` must not import numba).
-_KERNELS: Any = None
+_kernels = kernel_loader("ccd")
 
 
-def _kernels() -> Any:
-    global _KERNELS
-    if _KERNELS is None:
-        from ._kernels import ccd
-
-        _KERNELS = ccd
-    return _KERNELS
-
-
-#: Options arrays by value (the kernel only reads them); cleared when it grows past this.
-_OPTIONS_CACHE_MAX = 256
+#: Options arrays by value, shared between calls (see :func:`kinema._solve.cached_options`).
 _OPTIONS: dict[tuple[Any, ...], FloatArray] = {}
 
 
@@ -189,12 +187,7 @@ def _options(iterations: int, has_pole: bool, fixed_root: bool, adaptive_step: b
              max_step: float) -> FloatArray:
     """The kernel's ``options`` array (slots ``O_*`` in :mod:`kinema._kernels.ccd`), cached by value."""
     key = (iterations, has_pole, fixed_root, adaptive_step, tolerance, max_step)
-    arr = _OPTIONS.get(key)
-    if arr is None:
-        if len(_OPTIONS) >= _OPTIONS_CACHE_MAX:
-            _OPTIONS.clear()
-        arr = _OPTIONS[key] = np.array(key + (UNIFORM_SCALE_RTOL,), dtype=np.float64)
-    return arr
+    return cached_options(_OPTIONS, key + (UNIFORM_SCALE_RTOL,))
 
 
 def _run(

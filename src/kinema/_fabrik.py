@@ -16,7 +16,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._solve import UNIFORM_SCALE_RTOL, as_target, check_uniform_scale, prepare, resolve_chain
+from ._solve import (
+    UNIFORM_SCALE_RTOL,
+    as_target,
+    cached_options,
+    check_uniform_scale,
+    kernel_loader,
+    prepare,
+    resolve_chain,
+)
 from ._validate import resolve_joint
 from .errors import SolverInputError
 from .limits import PackedLimits, pack_limits
@@ -183,32 +191,17 @@ def _check_options(iterations: Any, tolerance: Any) -> tuple[int, float]:
 _NO_POLE = np.zeros((1, 3))
 
 #: The kernel module, imported on first use (``import kinema`` must not import numba).
-_KERNELS: Any = None
+_kernels = kernel_loader("fabrik")
 
 
-def _kernels() -> Any:
-    global _KERNELS
-    if _KERNELS is None:
-        from ._kernels import fabrik
-
-        _KERNELS = fabrik
-    return _KERNELS
-
-
-#: Options arrays by value (the kernel only reads them); cleared when it grows past this.
-_OPTIONS_CACHE_MAX = 256
+#: Options arrays by value, shared between calls (see :func:`kinema._solve.cached_options`).
 _OPTIONS: dict[tuple[Any, ...], FloatArray] = {}
 
 
 def _options(mode: int, iterations: int, tol: float, fixed_root: bool, has_pole: bool) -> FloatArray:
     """The kernel's ``options`` array (slots ``O_*`` in :mod:`kinema._kernels.fabrik`), cached by value."""
     key = (mode, iterations, tol, fixed_root, has_pole)
-    arr = _OPTIONS.get(key)
-    if arr is None:
-        if len(_OPTIONS) >= _OPTIONS_CACHE_MAX:
-            _OPTIONS.clear()
-        arr = _OPTIONS[key] = np.array(key + (UNIFORM_SCALE_RTOL,), dtype=np.float64)
-    return arr
+    return cached_options(_OPTIONS, key + (UNIFORM_SCALE_RTOL,))
 
 
 def _run(

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._solve import _rows, ancestors_root_first, as_target, check_uniform_scale, prepare, resolve_chain
+from ._solve import _rows, ancestors_root_first, as_target, check_uniform_scale, kernel_loader, prepare, resolve_chain
 from ._validate import as_float_array, broadcast_batch, require_finite, resolve_joint
 from .errors import ShapeError, SolverInputError
 from .pose import Pose
@@ -102,17 +102,8 @@ def _plan(skeleton: Skeleton, joints: Any) -> _Plan:
     return plan
 
 
-_kernel_module: Any = None
-
-
-def _load_kernels() -> Any:
-    """The kernel module, imported on first use (``import kinema`` stays numba-free) and then kept:
-    an ``import`` statement in the single-pose hot path costs about 0.4 us per call."""
-    global _kernel_module
-    from ._kernels import two_bone
-
-    _kernel_module = two_bone
-    return two_bone
+#: The kernel module, imported on first use (``import kinema`` must not import numba).
+_kernels = kernel_loader("two_bone")
 
 
 def _vec(x: Any, n: int) -> FloatArray | None:
@@ -264,7 +255,7 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
         m = float(margin)
     else:
         return None
-    k = _kernel_module or _load_kernels()
+    k = _kernels()
     t2 = t.copy()
     r2 = r.copy()
     s2 = s.copy()
@@ -299,7 +290,7 @@ def _option(x: Any, what: str, lo: float, hi: float, hi_open: bool = False) -> F
 
 def _solve_general(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, soft: Any, end_rotation: Any,
                    margin: Any, bend_hint: Any, out: Pose | None, twist_spread: Any, continuity: Any) -> SolveResult:
-    from ._kernels import two_bone as k
+    k = _kernels()
 
     if not isinstance(pose, Pose):
         raise TypeError(f"pose must be a kinema.Pose, got {type(pose).__name__}")
@@ -353,7 +344,7 @@ def _solve_general(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any,
 
 
 def _raise_status(plan: _Plan, pose: Pose, status: IntArray, batch: tuple[int, ...]) -> None:
-    from ._kernels import two_bone as k
+    k = _kernels()
 
     first = int(np.nonzero(status)[0][0])
     code = int(status[first])
@@ -486,7 +477,7 @@ def solve_two_bone_2d(
     ``base`` the target's direction and ``along, rise`` from the law of
     cosines; ``angle2 = base - bend atan2(rise, d - along)``.
     """
-    from ._kernels import two_bone as k
+    k = _kernels()
 
     ro = as_target(root, "root", (2,))
     tg = as_target(target, "target", (2,))

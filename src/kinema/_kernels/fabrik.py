@@ -39,6 +39,8 @@ from ._jit import njit, prange
 from .chain import path_world, read_q, write_q
 from .limits import LIMIT_HINGE, apply_limit_local
 from .quat import (
+    put3,
+    put4,
     qconj,
     qfrom_rotvec,
     qfrom_two_vectors,
@@ -46,6 +48,8 @@ from .quat import (
     qnormalize,
     qrotate,
     qto_rotvec,
+    row3,
+    row4,
     vcross,
     vdot,
     vnorm,
@@ -76,31 +80,6 @@ MODE_ROTATIONS = 1
 
 
 @njit
-def _v3(a, k):  # type: ignore[no-untyped-def]
-    return (a[k, 0], a[k, 1], a[k, 2])
-
-
-@njit
-def _q4(a, k):  # type: ignore[no-untyped-def]
-    return (a[k, 0], a[k, 1], a[k, 2], a[k, 3])
-
-
-@njit
-def _put3(a, k, v):  # type: ignore[no-untyped-def]
-    a[k, 0] = v[0]
-    a[k, 1] = v[1]
-    a[k, 2] = v[2]
-
-
-@njit
-def _put4(a, k, q):  # type: ignore[no-untyped-def]
-    a[k, 0] = q[0]
-    a[k, 1] = q[1]
-    a[k, 2] = q[2]
-    a[k, 3] = q[3]
-
-
-@njit
 def clamp_local(lim_kind, lim_par, lim_rest, n, q):  # type: ignore[no-untyped-def]
     """Node ``n``'s local rotation ``q`` moved into its limit; ``(q', changed)``.
 
@@ -109,7 +88,7 @@ def clamp_local(lim_kind, lim_par, lim_rest, n, q):  # type: ignore[no-untyped-d
     is :func:`kinema._kernels.limits.apply_limit_local` (``LIMIT_NONE``
     returns ``q`` untouched).
     """
-    return apply_limit_local(lim_kind[n], lim_par[n], _q4(lim_rest, n), q)
+    return apply_limit_local(lim_kind[n], lim_par[n], row4(lim_rest, n), q)
 
 
 @njit
@@ -141,36 +120,36 @@ def setup_item(i, base_path, joints, jpar, node_j, npar, t, r, s, pos, rot, scl,
             pq = base_rot
             ps = base_scl
         else:
-            pp = _v3(pos, pa)
-            pq = _q4(rot, pa)
+            pp = row3(pos, pa)
+            pq = row4(rot, pa)
             ps = scl[pa]
         d = qrotate(pq, (t[it, j, 0], t[it, j, 1], t[it, j, 2]))
-        _put3(pos, a, (pp[0] + ps * d[0], pp[1] + ps * d[1], pp[2] + ps * d[2]))
-        _put4(rot, a, qmul(pq, qnormalize(read_q(r, i, j))))
+        put3(pos, a, (pp[0] + ps * d[0], pp[1] + ps * d[1], pp[2] + ps * d[2]))
+        put4(rot, a, qmul(pq, qnormalize(read_q(r, i, j))))
         scl[a] = ps * s[is_, j, 0]
     for n in range(node_j.shape[0]):
         a = node_j[n]
-        _put3(P, n, _v3(pos, a))
-        _put4(Q, n, _q4(rot, a))
-        _put4(L, n, qnormalize(read_q(r, i, joints[a])))
+        put3(P, n, row3(pos, a))
+        put4(Q, n, row4(rot, a))
+        put4(L, n, qnormalize(read_q(r, i, joints[a])))
         p = npar[n]
         if p < 0:
-            _put3(V, n, (0.0, 0.0, 0.0))
+            put3(V, n, (0.0, 0.0, 0.0))
             D[n] = 0.0
-            _put4(M, n, (0.0, 0.0, 0.0, 1.0))
-            _put3(U0, n, (0.0, 0.0, 0.0))
+            put4(M, n, (0.0, 0.0, 0.0, 1.0))
+            put3(U0, n, (0.0, 0.0, 0.0))
             continue
         off = (P[n, 0] - P[p, 0], P[n, 1] - P[p, 1], P[n, 2] - P[p, 2])
-        qp = _q4(Q, p)
+        qp = row4(Q, p)
         v = qrotate(qconj(qp), off)
-        _put3(V, n, v)
+        put3(V, n, v)
         D[n] = vnorm(v)
-        _put4(M, n, qnormalize(qmul(qconj(qp), _q4(rot, jpar[a]))))
+        put4(M, n, qnormalize(qmul(qconj(qp), row4(rot, jpar[a]))))
         m = vnorm(off)
         if m <= AIM_EPS:
-            _put3(U0, n, (0.0, 0.0, 0.0))  # zero-length bone: no direction to keep
+            put3(U0, n, (0.0, 0.0, 0.0))  # zero-length bone: no direction to keep
         else:
-            _put3(U0, n, (off[0] / m, off[1] / m, off[2] / m))
+            put3(U0, n, (off[0] / m, off[1] / m, off[2] / m))
     return base_pos, base_rot, base_scl
 
 
@@ -190,7 +169,7 @@ def _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw):  # type: ignore[no-
         c = child_idx[c0]
         if D[c] == 0.0:
             return (0.0, 0.0, 0.0, 1.0)
-        cur = qrotate(qcur, _v3(V, c))
+        cur = qrotate(qcur, row3(V, c))
         aim = (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2])
         return qfrom_two_vectors(cur, aim)
     wx = 0.0
@@ -201,7 +180,7 @@ def _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw):  # type: ignore[no-
         c = child_idx[e]
         if D[c] == 0.0:
             continue
-        cur = qrotate(qcur, _v3(V, c))
+        cur = qrotate(qcur, row3(V, c))
         aim = (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2])
         rv = qto_rotvec(qfrom_two_vectors(cur, aim))
         w = nw[c]
@@ -229,7 +208,7 @@ def _hinge_fit(frame, params, qcur, n, aims, pn, child_ptr, child_idx, V):  # ty
     """
     c = child_idx[child_ptr[n]]
     h = qrotate(frame, (params[0], params[1], params[2]))
-    b = qrotate(qcur, _v3(V, c))
+    b = qrotate(qcur, row3(V, c))
     d = (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2])
     bh = vdot(b, h)
     dh = vdot(d, h)
@@ -265,48 +244,48 @@ def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, chil
     Returns the number of limit clamps that changed a rotation.
     """
     hits = 0
-    _put3(P, 0, p0)
+    put3(P, 0, p0)
     for n in range(npar.shape[0]):
         p = npar[n]
         if p < 0:
             f = base_rot
         else:
-            f = qmul(_q4(Q, p), _q4(M, n))
-        qcur = qmul(f, _q4(L, n))
+            f = qmul(row4(Q, p), row4(M, n))
+        qcur = qmul(f, row4(L, n))
         if TB[n]:
-            qcur = _q4(Qb, n)
-        pn = _v3(P, n)
+            qcur = row4(Qb, n)
+        pn = row3(P, n)
         if aim:
             if use_limits and lim_kind[n] == LIMIT_HINGE and child_ptr[n + 1] - child_ptr[n] == 1:
-                dq = _hinge_fit(qmul(f, _q4(lim_rest, n)), lim_par[n], qcur, n, aims, pn, child_ptr, child_idx, V)
+                dq = _hinge_fit(qmul(f, row4(lim_rest, n)), lim_par[n], qcur, n, aims, pn, child_ptr, child_idx, V)
             else:
                 dq = _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw)
             loc = qnormalize(qmul(qconj(f), qmul(dq, qcur)))
         else:
-            loc = _q4(L, n)
+            loc = row4(L, n)
         if use_limits:
             loc, changed = clamp_local(lim_kind, lim_par, lim_rest, n, loc)
             if changed:
                 hits += 1
-        _put4(L, n, loc)
+        put4(L, n, loc)
         qn = qmul(f, loc)
-        _put4(Q, n, qn)
+        put4(Q, n, qn)
         for e in range(child_ptr[n], child_ptr[n + 1]):
             c = child_idx[e]
-            d = qrotate(qn, _v3(V, c))
-            _put3(P, c, (pn[0] + d[0], pn[1] + d[1], pn[2] + d[2]))
+            d = qrotate(qn, row3(V, c))
+            put3(P, c, (pn[0] + d[0], pn[1] + d[1], pn[2] + d[2]))
     return hits
 
 
 @njit(inline=True)  # per-iteration call: inlined, no per-call reference counting of its arrays
 def forward_positions(p0, npar, P, Pb, D, U0):  # type: ignore[no-untyped-def]
     """Forward pass on points (chains): ``P[n] = P[p] + D[n] * unit(Pb[n] - P[p])``."""
-    _put3(P, 0, p0)
+    put3(P, 0, p0)
     for n in range(1, npar.shape[0]):
         p = npar[n]
-        pp = _v3(P, p)
-        u = _toward(pp, _v3(Pb, n), _v3(U0, n))
-        _put3(P, n, (pp[0] + D[n] * u[0], pp[1] + D[n] * u[1], pp[2] + D[n] * u[2]))
+        pp = row3(P, p)
+        u = _toward(pp, row3(Pb, n), row3(U0, n))
+        put3(P, n, (pp[0] + D[n] * u[0], pp[1] + D[n] * u[1], pp[2] + D[n] * u[2]))
 
 
 @njit(inline=True)  # per-iteration call: inlined, no per-call reference counting of its arrays
@@ -331,29 +310,29 @@ def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M,
     for n in range(kn - 1, -1, -1):
         c0 = child_ptr[n]
         c1 = child_ptr[n + 1]
-        pn = _v3(P, n)
-        qn = _q4(Q, n)
+        pn = row3(P, n)
+        qn = row4(Q, n)
         g = ngoal[n]
         if c1 - c0 == 1 and g < 0:
             c = child_idx[c0]
-            pc = _v3(Pb, c)
-            back = _v3(U0, c)
+            pc = row3(Pb, c)
+            back = row3(U0, c)
             u = _toward(pc, pn, (-back[0], -back[1], -back[2]))  # unit from the child to the node
             if use_limits:
-                cur = qrotate(qn, _v3(V, c))
+                cur = qrotate(qn, row3(V, c))
                 qb = qnormalize(qmul(qfrom_two_vectors(cur, (-u[0], -u[1], -u[2])), qn))
                 if lim_kind[c] != 0 and child_ptr[c + 1] > child_ptr[c]:
-                    qbc = _q4(Qb, c)
-                    loc = qnormalize(qmul(qconj(qmul(qb, _q4(M, c))), qbc))
+                    qbc = row4(Qb, c)
+                    loc = qnormalize(qmul(qconj(qmul(qb, row4(M, c))), qbc))
                     loc2, changed = clamp_local(lim_kind, lim_par, lim_rest, c, loc)
                     if changed:
-                        qb = qnormalize(qmul(qmul(qbc, qconj(loc2)), qconj(_q4(M, c))))
+                        qb = qnormalize(qmul(qmul(qbc, qconj(loc2)), qconj(row4(M, c))))
                         TB[n] = True
-                _put4(Qb, n, qb)
-                d = qrotate(qb, _v3(V, c))
-                _put3(Pb, n, (pc[0] - d[0], pc[1] - d[1], pc[2] - d[2]))
+                put4(Qb, n, qb)
+                d = qrotate(qb, row3(V, c))
+                put3(Pb, n, (pc[0] - d[0], pc[1] - d[1], pc[2] - d[2]))
             else:
-                _put3(Pb, n, (pc[0] + D[c] * u[0], pc[1] + D[c] * u[1], pc[2] + D[c] * u[2]))
+                put3(Pb, n, (pc[0] + D[c] * u[0], pc[1] + D[c] * u[1], pc[2] + D[c] * u[2]))
             continue
         ax = 0.0
         ay = 0.0
@@ -367,8 +346,8 @@ def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M,
             wsum += w
         for e in range(c0, c1):
             c = child_idx[e]
-            pc = _v3(Pb, c)
-            back = _v3(U0, c)
+            pc = row3(Pb, c)
+            back = row3(U0, c)
             u = _toward(pc, pn, (-back[0], -back[1], -back[2]))
             w = nw[c]
             ax += w * (pc[0] + D[c] * u[0])
@@ -392,16 +371,16 @@ def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M,
                 az += w * targets[i, g, 2]
             for e in range(c0, c1):
                 c = child_idx[e]
-                d = qrotate(qb, _v3(V, c))
+                d = qrotate(qb, row3(V, c))
                 w = nw[c]
                 ax += w * (Pb[c, 0] - d[0])
                 ay += w * (Pb[c, 1] - d[1])
                 az += w * (Pb[c, 2] - d[2])
             pnew = (ax / wsum, ay / wsum, az / wsum)
-            _put4(Qb, n, qb)
+            put4(Qb, n, qb)
         elif use_limits:
-            _put4(Qb, n, qnormalize(qmul(_fit(qn, n, Pb, pnew, child_ptr, child_idx, V, D, nw), qn)))
-        _put3(Pb, n, pnew)
+            put4(Qb, n, qnormalize(qmul(_fit(qn, n, Pb, pnew, child_ptr, child_idx, V, D, nw), qn)))
+        put3(Pb, n, pnew)
 
 
 @njit
@@ -420,8 +399,8 @@ def apply_pole(pole, A, B, nudge):  # type: ignore[no-untyped-def]
     """
     k_n = B.shape[0]
     for k in range(1, k_n - 1):
-        a = _v3(A, 0) if k == 1 else _v3(B, k - 1)
-        b = _v3(B, k + 1)
+        a = row3(A, 0) if k == 1 else row3(B, k - 1)
+        b = row3(B, k + 1)
         ax = (b[0] - a[0], b[1] - a[1], b[2] - a[2])
         la = vnorm(ax)
         if la <= POLE_EPS:
@@ -488,7 +467,7 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
     for n in range(kn):
         if lim_kind[n] != 0:
             use_limits = True
-    p_root = _v3(P, 0)
+    p_root = row3(P, 0)
     ip = i % poles.shape[0]  # no pole: one dummy row
     pole = (poles[ip, 0], poles[ip, 1], poles[ip, 2])
     n_hits = 0
@@ -499,10 +478,10 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
         # in place, root to tip); otherwise the pose is left bit for bit.
         if use_limits:
             for n in range(kn):
-                loc, changed = clamp_local(lim_kind, lim_par, lim_rest, n, _q4(L, n))
+                loc, changed = clamp_local(lim_kind, lim_par, lim_rest, n, row4(L, n))
                 if changed:
                     n_hits += 1
-                    _put4(L, n, loc)
+                    put4(L, n, loc)
             if n_hits > 0:
                 n_hits = forward_rotations(p_root, base_rot, P, False, False, npar, child_ptr, child_idx, P, Q, L,
                                            V, D, M, nw, lim_kind, lim_par, lim_rest, Qb, TB) + n_hits
@@ -525,7 +504,7 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
                 acc = 0.0
                 for n in range(1, kn):
                     acc += D[n]
-                    _put3(P, n, (p_root[0] + acc * u[0], p_root[1] + acc * u[1], p_root[2] + acc * u[2]))
+                    put3(P, n, (p_root[0] + acc * u[0], p_root[1] + acc * u[1], p_root[2] + acc * u[2]))
                 n_it = 1
         if not straight:
             for _ in range(iterations):
@@ -533,7 +512,7 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
                     apply_pole(pole, P, P, True)
                 backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0,
                          use_limits, lim_kind, lim_par, lim_rest, TB)
-                p0 = p_root if fixed_root else _v3(Pb, 0)
+                p0 = p_root if fixed_root else row3(Pb, 0)
                 if mode == MODE_POSITIONS:
                     forward_positions(p0, npar, P, Pb, D, U0)
                 else:
@@ -548,12 +527,12 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
             if has_pole:
                 apply_pole(pole, P, P, False)
             # Rotations from positions: one forward rotation pass aimed at the solved points.
-            forward_rotations(_v3(P, 0), base_rot, P, True, False, npar, child_ptr, child_idx, P, Q, L, V, D, M, nw,
+            forward_rotations(row3(P, 0), base_rot, P, True, False, npar, child_ptr, child_idx, P, Q, L, V, D, M, nw,
                               lim_kind, lim_par, lim_rest, Qb, TB)
         _errors(targets, i, goal_node, P, gerr)
     if n_it > 0 or n_hits > 0:
         for n in range(kn):
-            write_q(r, i, joints[node_j[n]], _q4(L, n))
+            write_q(r, i, joints[node_j[n]], row4(L, n))
         if not fixed_root:
             # Free root: its new world position back into its local translation.
             d = (P[0, 0] - base_pos[0], P[0, 1] - base_pos[1], P[0, 2] - base_pos[2])

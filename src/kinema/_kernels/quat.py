@@ -28,6 +28,35 @@ OPPOSITE_SINE_EPS = 1e-15
 
 
 @njit
+def row3(a, k):  # type: ignore[no-untyped-def]
+    """Row ``k`` of an ``(n, 3)`` array as a vector tuple."""
+    return (a[k, 0], a[k, 1], a[k, 2])
+
+
+@njit
+def row4(a, k):  # type: ignore[no-untyped-def]
+    """Row ``k`` of an ``(n, 4)`` array as a quaternion tuple."""
+    return (a[k, 0], a[k, 1], a[k, 2], a[k, 3])
+
+
+@njit
+def put3(a, k, v):  # type: ignore[no-untyped-def]
+    """Write vector tuple ``v`` into row ``k`` of an ``(n, 3)`` array."""
+    a[k, 0] = v[0]
+    a[k, 1] = v[1]
+    a[k, 2] = v[2]
+
+
+@njit
+def put4(a, k, q):  # type: ignore[no-untyped-def]
+    """Write quaternion tuple ``q`` into row ``k`` of an ``(n, 4)`` array."""
+    a[k, 0] = q[0]
+    a[k, 1] = q[1]
+    a[k, 2] = q[2]
+    a[k, 3] = q[3]
+
+
+@njit
 def vdot(a: tuple, b: tuple) -> float:  # type: ignore[type-arg]
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 

@@ -19,6 +19,7 @@ from ._solve import (
     kernel_loader,
     prepare,
     resolve_chain,
+    single_pose_rows,
 )
 from ._validate import broadcast_batch, resolve_joint
 from .errors import SolverInputError
@@ -219,12 +220,7 @@ def _run(
         assert tgt is not None
         batch: tuple[int, ...] = ()
         n = 1
-        # Copies made with a leading batch axis of 1: the kernel edits these,
-        # the output pose holds their [0] views.
-        t3 = pt[None].copy()
-        r3 = pose.rotations[None].copy()
-        s3 = pose.scales[None].copy()
-        out_pose = Pose._trusted(t3[0], r3[0], s3[0])
+        t3, r3, s3, out_pose = single_pose_rows(pose)
         tgt_f = tgt[None]
         pol_f = pol[None] if pol is not None else _NO_POLE
     else:

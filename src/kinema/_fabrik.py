@@ -24,6 +24,7 @@ from ._solve import (
     kernel_loader,
     prepare,
     resolve_chain,
+    single_pose_rows,
 )
 from ._validate import resolve_joint
 from .errors import SolverInputError
@@ -226,14 +227,10 @@ def _run(
     if (out is None and g == 1 and targets[0].shape == (3,) and (pole is None or pole.shape == (3,))
             and pt.shape == (nj, 3) and pose.rotations.shape == (nj, 4) and pose.scales.shape == (nj, 3)):
         # One unbatched pose and target (the per-frame call): skip the
-        # general broadcasting of prepare(); copies with a leading batch axis
-        # of 1 that the kernel edits, the output pose holding their [0] views.
+        # general broadcasting of prepare().
         batch: tuple[int, ...] = ()
         n = 1
-        t3 = pt[None].copy()
-        r3 = pose.rotations[None].copy()
-        s3 = pose.scales[None].copy()
-        out_pose = Pose._trusted(t3[0], r3[0], s3[0])
+        t3, r3, s3, out_pose = single_pose_rows(pose)
         tg = targets[0].reshape(1, 1, 3)
         poles = pole.reshape(1, 3) if pole is not None else _NO_POLE
     else:

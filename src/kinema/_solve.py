@@ -137,6 +137,19 @@ class Prepared:
     extras: list[FloatArray]
 
 
+def single_pose_rows(pose: Pose) -> tuple[FloatArray, FloatArray, FloatArray, Pose]:
+    """Copies of an unbatched pose with a leading batch axis of 1, and the output pose.
+
+    The one-solve fast path of the chain solvers: ``(t (1,J,3), r (1,J,4),
+    s (1,J,3), out)`` where the kernel edits the copies and ``out`` holds
+    their ``[0]`` views, skipping :func:`prepare`'s broadcasting.
+    """
+    t3 = pose.translations[None].copy()
+    r3 = pose.rotations[None].copy()
+    s3 = pose.scales[None].copy()
+    return t3, r3, s3, Pose._trusted(t3[0], r3[0], s3[0])
+
+
 def _rows(a: FloatArray, batch: tuple[int, ...], n: int, tail: tuple[int, ...]) -> FloatArray:
     if a.ndim == len(tail):
         return np.ascontiguousarray(a).reshape((1,) + tail)

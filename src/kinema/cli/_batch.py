@@ -25,6 +25,7 @@ import fnmatch
 import os
 import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -224,12 +225,6 @@ def _remove_dir(path: str) -> None:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _drop(res: Any) -> None:
-    """Remove the worker folder of a result that will not be installed (interrupted batch)."""
-    if isinstance(res, dict) and res.get("dir"):
-        _remove_dir(res["dir"])
-
-
 def _check_options(command: str, extra: list[str]) -> None:
     """Validate the command's options once, before any work (one-line error on a bad one)."""
     from ._app import build_parser
@@ -298,6 +293,10 @@ def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
             window = IN_FLIGHT_PER_WORKER * n
         pending: dict[Any, Job] = {}
         queue = iter(todo)
+        # Local workers put their per-file folders in here; removing it at the
+        # end (finished, failed or interrupted) also removes the folders of
+        # results that were in flight when the pool was stopped.
+        work_root = None if engine.ships_bytes else tempfile.mkdtemp(prefix="kinema-batch-")
         try:
             with ui.progress(len(todo), f"{command} ({engine.name})") as bar:
                 def fill() -> None:
@@ -312,7 +311,8 @@ def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
                             path = None
                         else:
                             data, path = None, os.path.abspath(job.src)
-                        pending[engine.submit(process_file, command, extra, job.name, data, ext, path)] = job
+                        pending[engine.submit(process_file, command, extra, job.name, data, ext, path,
+                                             work_root)] = job
 
                 fill()
                 while pending:
@@ -335,11 +335,11 @@ def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
                         bar.advance()
                     fill()
         except BaseException:
-            engine.close(cancel=True)
-            for fut in pending:  # finished but never installed: remove the workers' folders
-                if fut.done() and not fut.cancelled() and fut.exception() is None:
-                    _drop(fut.result())
+            engine.close(cancel=True)  # finished-but-not-installed outputs go with work_root below
             raise
+        finally:
+            if work_root is not None:
+                _remove_dir(work_root)
         engine.close(cancel=False)
     wall = time.perf_counter() - t_start
 

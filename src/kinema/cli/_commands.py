@@ -413,7 +413,7 @@ def stop_worker(signum: int, frame: Any) -> None:
 
 
 def process_file(command: str, argv: list[str], name: str, data: bytes | None, out_ext: str,
-                 path: str | None = None) -> dict[str, Any]:
+                 path: str | None = None, work_root: str | None = None) -> dict[str, Any]:
     """Batch worker: run ``command`` (with option list ``argv``) on one input file.
 
     Two modes, one computation (so the output does not depend on the engine):
@@ -425,7 +425,9 @@ def process_file(command: str, argv: list[str], name: str, data: bytes | None, o
       (``"path"``, ``"dir"``; the parent copies the file into place atomically
       and removes the folder).  Only small messages cross the pool's pipes,
       so a worker stopped by Ctrl-C can never leave a half-sent message that
-      would hang the pool.
+      would hang the pool.  The folder is made inside ``work_root``, a
+      folder the parent owns and removes when the batch ends however it ends,
+      so a result lost to Ctrl-C cannot leave its folder behind.
 
     The input is copied into the temporary folder under its own name and
     processed by the same code as the single-file command.  Returns
@@ -440,7 +442,7 @@ def process_file(command: str, argv: list[str], name: str, data: bytes | None, o
     global _WORK_DIR
     t0 = time.perf_counter()
     src = name
-    tmp = tempfile.mkdtemp(prefix="kinema-batch-")
+    tmp = tempfile.mkdtemp(prefix="kinema-batch-", dir=work_root)
     _WORK_DIR = tmp
     keep = False
     try:

@@ -153,6 +153,36 @@ def test_batch_equals_loop(rng: np.random.Generator) -> None:
     assert np.array_equal(b2.pose.rotations.reshape(40, -1, 4), b1.pose.rotations)
 
 
+def test_one_solve_fast_path_equals_general_path(rng: np.random.Generator) -> None:
+    """A plain per-frame call (float64 (3,) target, unbatched pose) takes a lean path (``ccd_one``): same
+    numbers bit for bit as the general path, whatever form the target comes in, and numpy scalars out."""
+    sk, chain = make_rig(rng)
+    pose = sk.rest_pose()
+    pose.rotations[:] = R.multiply(pose.rotations, R.from_rotvec(rng.normal(size=(sk.n_joints, 3)) * 0.1))
+    tg = random_reachable(sk, chain, rng, 12) + rng.normal(size=(12, 3)) * 0.3
+    pole = np.array([0.5, 1.0, 2.0])
+    for kw in ({}, {"pole": pole}, {"fixed_root": False, "tolerance": 0.0}, {"max_step": 0.2, "iterations": 7}):
+        batch = kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), tg, **kw)  # type: ignore[arg-type]
+        for i in range(tg.shape[0]):
+            ro = tg[i].copy()
+            ro.setflags(write=False)
+            strided = np.repeat(tg[i], 2)[::2]  # a (3,) view with a stride of 16 bytes
+            for target in (tg[i], ro, strided, tg[i].tolist(), tg[i][None]):
+                one = kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), target, **kw)  # type: ignore[arg-type]
+                assert np.array_equal(one.pose.rotations.reshape(-1, 4), batch.pose.rotations[i])
+                assert np.array_equal(one.pose.translations.reshape(-1, 3), batch.pose.translations[i])
+                assert np.ravel(one.error)[0] == batch.error[i]
+                assert np.ravel(one.iterations)[0] == batch.iterations[i]
+                assert np.ravel(one.reached)[0] == batch.reached[i]
+        one = kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), tg[0], **kw)  # type: ignore[arg-type]
+        assert type(one.error) is np.float64 and type(one.iterations) is np.int64
+        assert type(one.limits_hit) is np.int64 and type(one.reached) is np.bool_
+        assert one.pose.rotations.shape == pose.rotations.shape and one.pose.rotations.flags.writeable
+    assert np.array_equal(pose.translations, sk.translations)  # the input pose is never written
+    with pytest.raises(kinema.SolverInputError, match="target"):
+        kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), np.array([0.0, np.nan, 0.0]))
+
+
 def test_same_under_rotated_translated_scaled_parents(rng: np.random.Generator) -> None:
     seed = int(rng.integers(1 << 30))
     sk0, chain = make_rig(np.random.default_rng(seed))

@@ -16,6 +16,7 @@ from ._solve import (
     ancestors_root_first,
     as_target,
     cached_options,
+    entry_point,
     kernel_loader,
     prepare,
     resolve_chain,
@@ -25,7 +26,7 @@ from ._validate import broadcast_batch, resolve_joint
 from .errors import SolverInputError
 from .limits import Limit, pack_limits
 from .pose import Pose
-from .result import SolveResult
+from .result import SolveResult, int64_scalar
 from .skeleton import Skeleton
 
 __all__ = ["solve_ccd", "Goal", "solve_chains"]
@@ -261,6 +262,70 @@ def _run(
                                 counts[1, 0, ...], {"joints": plan.joints})
 
 
+#: One-solve fast path: what a call's plain options resolve to, by ``(id(skeleton), chain, options...)``:
+#: ``(skeleton, n_joints, plan, options array, tolerance)``.
+_ONE: dict[Hashable, tuple[Skeleton, int, _Plan, FloatArray, float]] = {}
+_F64 = np.dtype(np.float64)
+_VEC3 = (3,)
+_NO_POLE3 = np.zeros(3)
+#: ``kinema._kernels.ccd.ccd_one``'s compiled entry point, once known (see ``kinema._kernels._jit.entry_point``).
+_one_entry: Any = None
+
+
+def _plain_vec3(x: Any) -> bool:
+    return type(x) is np.ndarray and x.dtype is _F64 and x.shape == _VEC3 and x.flags.c_contiguous
+
+
+def _solve_one(skeleton: Skeleton, pose: Pose, chain: Any, target: Any, iterations: Any, tolerance: Any,
+               max_step: Any, adaptive_step: Any, pole: Any, fixed_root: Any) -> SolveResult | None:
+    """One unbatched pose and one float64 ``(3,)`` target (the per-frame call), or None for anything else.
+
+    Same kernel item as the general path (``ccd_one`` runs ``ccd_item`` on a
+    batch of one), without its broadcasting: options are validated once per
+    distinct set and cached with the chain's plan.  Any problem the kernel
+    reports (NaN target, non-uniform scale) sends the call down the general
+    path, which raises the precise error.
+    """
+    global _one_entry
+    if not _plain_vec3(target) or type(iterations) is not int:
+        return None
+    if pole is None:
+        po = _NO_POLE3
+    elif _plain_vec3(pole):
+        po = pole
+    else:
+        return None
+    try:
+        key = (id(skeleton), chain, iterations, tolerance, max_step, adaptive_step, fixed_root, pole is None)
+        hit = _ONE.get(key)
+    except TypeError:  # an unhashable chain (a list): the general path
+        return None
+    if hit is None or hit[0] is not skeleton:
+        it, tol, step = _check_options(iterations, tolerance, max_step)
+        plan = _plan(skeleton, chain, None, None)
+        options = _options(it, pole is not None, bool(fixed_root), bool(adaptive_step), tol, step)
+        if len(_ONE) >= _PLAN_CACHE_MAX:
+            _ONE.clear()
+        hit = _ONE[key] = (skeleton, skeleton.n_joints, plan, options, tol)
+    _, nj, plan, options, tol = hit
+    t = pose.translations
+    r = pose.rotations
+    s = pose.scales
+    if t.shape != (nj, 3) or r.shape != (nj, 4) or s.shape != (nj, 3):
+        return None
+    t2 = t.copy()
+    r2 = r.copy()
+    s2 = s.copy()
+    args = (plan.index, plan.values, t2, r2, s2, target, po, options)
+    if _one_entry is None:
+        _one_entry = entry_point(_kernels().ccd_one, args)
+    status, err, sweeps, hits = _one_entry(*args)
+    if status != -1:
+        return None
+    return SolveResult._trusted(Pose._trusted(t2, r2, s2), np.True_ if err <= tol else np.False_, np.float64(err),
+                                int64_scalar(sweeps), int64_scalar(hits), {"joints": plan.joints})
+
+
 def solve_ccd(
     skeleton: Skeleton,
     pose: Pose,
@@ -338,6 +403,11 @@ def solve_ccd(
     (``error <= tolerance``) per batch item, ``iterations`` (sweeps run),
     ``limits_hit``; ``state["joints"]`` is the chain's joint indices.
     """
+    if out is None and weights is None and limits is None and type(pose) is Pose:
+        res = _solve_one(skeleton, pose, chain, target, iterations, tolerance, max_step, adaptive_step, pole,
+                         fixed_root)
+        if res is not None:
+            return res
     it, tol, step = _check_options(iterations, tolerance, max_step)
     plan = _plan(skeleton, chain, weights, limits)
     return _run(skeleton, pose, plan, target, iterations=it, tolerance=tol, max_step=step,

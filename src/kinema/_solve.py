@@ -30,6 +30,11 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
+def entry_point(dispatcher: Any, args: tuple[Any, ...]) -> Callable[..., Any]:
+    """:func:`kinema._kernels._jit.entry_point`, importing numba only when first called."""
+    from ._kernels._jit import entry_point as _entry_point
+
+    return _entry_point(dispatcher, args)
 
 
 def kernel_loader(name: str) -> Callable[[], Any]:

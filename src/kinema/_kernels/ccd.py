@@ -430,6 +430,33 @@ def ccd_serial(index, values, t, r, s, target, pole, options, err_out, counts_ou
     return -1
 
 
+@njit
+def ccd_one(index, values, t, r, s, target, pole, options):  # type: ignore[no-untyped-def]
+    """One unbatched pose: ``t, s (J, 3)``, ``r (J, 4)`` C-contiguous (edited in place), ``target, pole (3,)``.
+
+    The public API's single-solve path: the same checks and the same
+    :func:`ccd_item` as :func:`ccd_serial` on a batch of one, with the
+    outputs returned instead of written, so the call passes eight arguments
+    and allocates no output arrays.  Returns ``(status, error, sweeps,
+    limit_hits)``; ``status`` is :func:`ccd_serial`'s return value.
+    """
+    if not (math.isfinite(target[0]) and math.isfinite(target[1]) and math.isfinite(target[2])
+            and math.isfinite(pole[0]) and math.isfinite(pole[1]) and math.isfinite(pole[2])):
+        return NONFINITE_INPUT, math.nan, 0, 0
+    nj = t.shape[0]
+    t3 = t.reshape((1, nj, 3))
+    r3 = r.reshape((1, nj, 4))
+    s3 = s.reshape((1, nj, 3))
+    joints, base_path, scale_joints, kinds, weights, params, rest = unpack_plan(index, values)
+    bad = first_nonuniform(s3, scale_joints, options[O_SCALE_RTOL])
+    if bad >= 0:
+        return bad, math.nan, 0, 0
+    n_k = joints.shape[0]
+    e, n, h = ccd_item(0, joints, base_path, t3, r3, s3, target.reshape((1, 3)), pole.reshape((1, 3)), weights,
+                       kinds, params, rest, options, np.empty((n_k, 3)), np.empty((n_k, 4)), np.empty(n_k))
+    return -1, e, n, h
+
+
 @njit(parallel=True)
 def ccd_parallel(index, values, t, r, s, target, pole, options, err_out, counts_out,  # type: ignore[no-untyped-def]
                  n_chunks):

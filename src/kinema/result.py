@@ -45,8 +45,9 @@ class SolveResult:
     state: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def _trusted(cls, pose: Pose, reached: NDArray[np.bool_], error: NDArray[np.float64],
-                 iterations: NDArray[np.int64], limits_hit: NDArray[np.int64], state: dict[str, Any]) -> SolveResult:
+    def _trusted(cls, pose: Pose, reached: NDArray[np.bool_] | np.bool_, error: NDArray[np.float64] | np.float64,
+                 iterations: NDArray[np.int64] | np.int64, limits_hit: NDArray[np.int64] | np.int64,
+                 state: dict[str, Any]) -> SolveResult:
         """A result around arrays already known to be right (solvers' hot path: skips the frozen
         dataclass ``__init__``, which sets each field through ``object.__setattr__``)."""
         res = cls.__new__(cls)

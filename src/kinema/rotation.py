@@ -272,10 +272,11 @@ def angle_between(a: ArrayLike, b: ArrayLike) -> FloatArray:
 def from_two_vectors(a: ArrayLike, b: ArrayLike) -> FloatArray:
     """Minimal rotation taking direction ``a (..., 3)`` to direction ``b (..., 3)``.
 
-    Exact near 180 degrees: the cross product's axis is used while it is
-    numerically meaningful (down to ~1e-15 of a unit vector), a stable
-    perpendicular axis only for truly opposite vectors.  A zero vector gives
-    the identity.
+    Exact at every angle, 180 degrees included, without trigonometry: with
+    unit ``u, v`` and ``s = u + v`` it is ``normalize(u x s, |s|^2 / 2)``
+    (the half-way quaternion; ``|s|`` keeps full relative precision near 180
+    degrees where ``1 + u . v`` would not).  A stable perpendicular axis is
+    used only for truly opposite vectors; a zero vector gives the identity.
     """
     va = as_float_array(a, "a", (3,))
     vb = as_float_array(b, "b", (3,))

@@ -86,11 +86,11 @@ _SIN_MIN_TURN = math.sin(MIN_TURN_ANGLE)
 
 @njit(inline=True)
 def _align(a, b):  # type: ignore[no-untyped-def]
-    """``(dq, sin, cos, small)``: the minimal rotation taking direction ``a`` to ``b``.
+    """``(dq, sin2, cos, small)``: the minimal rotation taking direction ``a`` to ``b``.
 
-    ``sin, cos`` are the turn angle's sine and cosine times ``|a| |b|``
-    (``angle = atan2(sin, cos)``, computed by the caller only when a weight
-    or step cap needs it).  ``small``: the turn is below ``MIN_TURN_ANGLE``
+    ``sqrt(sin2), cos`` are the turn angle's sine and cosine times
+    ``|a| |b|`` (``angle = atan2(sqrt(sin2), cos)``, computed by the caller
+    only when a weight or step cap needs it).  ``small``: the turn is below ``MIN_TURN_ANGLE``
     (``dq`` is then the identity).  ``a`` and ``b`` are non-zero.
 
     Up to 90 degrees the half-way form ``normalize(a x b, |a||b| + a . b)``
@@ -98,17 +98,18 @@ def _align(a, b):  # type: ignore[no-untyped-def]
     ``|a||b| + a . b >= |a||b|``).  Beyond 90 degrees the foundation's
     :func:`qfrom_two_vectors` (exact up to opposite vectors) builds it.
     """
-    nab = math.sqrt(vdot(a, a) * vdot(b, b))
+    nab2 = vdot(a, a) * vdot(b, b)
     c = vcross(a, b)
     d = vdot(a, b)
-    sc = math.sqrt(vdot(c, c))
+    sc2 = vdot(c, c)
     if d >= 0.0:
-        if sc < _SIN_MIN_TURN * nab:
-            return (0.0, 0.0, 0.0, 1.0), sc, d, True
-        w = nab + d
-        inv = 1.0 / math.sqrt(sc * sc + w * w)
-        return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv), sc, d, False
-    return qfrom_two_vectors(a, b), sc, d, False
+        # |a x b| < sin(MIN_TURN_ANGLE) |a||b|, compared squared (no square root on the hot path).
+        if sc2 < _SIN_MIN_TURN * _SIN_MIN_TURN * nab2:
+            return (0.0, 0.0, 0.0, 1.0), sc2, d, True
+        w = math.sqrt(nab2) + d
+        inv = 1.0 / math.sqrt(sc2 + w * w)
+        return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv), sc2, d, False
+    return qfrom_two_vectors(a, b), sc2, d, False
 
 
 @njit(inline=True)
@@ -294,12 +295,12 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             # Degenerate: end or target on the joint, no direction to align; skip the joint.
             if vdot(to_end, to_end) <= eps * eps or vdot(to_tgt, to_tgt) <= eps * eps:
                 continue
-            dq, sn, cs, small = _align(to_end, to_tgt)
+            dq, sn2, cs, small = _align(to_end, to_tgt)
             if small:
                 continue  # turn below MIN_TURN_ANGLE
             a2 = MIN_TURN_ANGLE  # unweighted, uncapped: the turn is at least this (only compared below)
             if w != 1.0 or cap > 0.0:
-                ang = math.atan2(sn, cs)
+                ang = math.atan2(math.sqrt(sn2), cs)
                 a2 = ang * w
                 if cap > 0.0 and a2 > cap:
                     a2 = cap

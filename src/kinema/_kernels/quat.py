@@ -20,10 +20,10 @@ QUAT_NORM_EPS = 1e-12
 #: would need it are the identity.
 VEC_NORM_EPS = 1e-12
 
-#: ``from_two_vectors``: when the unit vectors' cross product is shorter than
-#: this *and* they point apart, they are taken as exactly opposite and a
-#: perpendicular axis is chosen.  1e-15 is a few ulps of a unit vector: any
-#: real miss (1e-7 rad and up) still has a meaningful cross-product axis.
+#: ``from_two_vectors``: when the unit vectors' sum is shorter than this they
+#: are taken as exactly opposite and a perpendicular axis is chosen.  1e-15
+#: is a few ulps of a unit vector: any real miss (1e-14 rad and up) still
+#: has a meaningful axis.
 OPPOSITE_SINE_EPS = 1e-15
 
 
@@ -233,41 +233,33 @@ def qfrom_rotvec(r: tuple) -> tuple:  # type: ignore[type-arg]
 def qfrom_two_vectors(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     """Minimal rotation taking the direction of ``a`` to the direction of ``b``.
 
-    Exact up to (and including) 180 degrees: the axis is the cross product's
-    direction whenever the cross product is longer than ``OPPOSITE_SINE_EPS``
-    and the angle is ``atan2(|u x v|, u . v)``, so a miss of 1e-7 rad from
-    opposite is still resolved.  Only truly opposite vectors take a stable
-    perpendicular axis.  A zero vector gives the identity.
+    With unit ``u, v`` and their sum ``s = u + v``: the half-way form
+    ``normalize(u x v, 1 + u . v)`` written as ``normalize(u x s, |s|^2 / 2)``
+    (the same quaternion: ``u x v = u x s`` and ``1 + u . v = |s|^2 / 2``).
+    Exact at every angle without trigonometry: near 180 degrees ``s`` is
+    small but carries only its own rounding (~1e-16 absolute), the axis
+    ``u x s`` is perpendicular to ``u`` by construction, and the angle
+    ``2 atan2(|u x s|, |s|^2 / 2)`` is that of ``u`` and ``v``; a 1e-7 rad
+    miss from opposite still rotates ``u`` onto ``v`` to ~1e-15 (the
+    ``1 + u . v`` form loses ~1e-9 there).  Only truly opposite vectors
+    (``|s| <= OPPOSITE_SINE_EPS``) take a stable perpendicular axis.  A zero
+    vector gives the identity.
     """
     u = vnormalized(a)
     v = vnormalized(b)
     if (u[0] == 0.0 and u[1] == 0.0 and u[2] == 0.0) or (v[0] == 0.0 and v[1] == 0.0 and v[2] == 0.0):
         return (0.0, 0.0, 0.0, 1.0)
-    c = vcross(u, v)
-    d = vdot(u, v)
-    if d >= 0.0:
-        # Up to 90 degrees the half-way form normalize(u x v, 1 + u . v) is the
-        # exact minimal rotation without trigonometry (1 + u . v >= 1: no
-        # cancellation); it is also exactly the identity for equal vectors.
-        w = 1.0 + d
-        inv = 1.0 / math.sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2] + w * w)
-        return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv)
-    s = vnorm(c)
-    if s <= OPPOSITE_SINE_EPS:
+    sx = u[0] + v[0]
+    sy = u[1] + v[1]
+    sz = u[2] + v[2]
+    w = 0.5 * (sx * sx + sy * sy + sz * sz)
+    if w <= 0.5 * OPPOSITE_SINE_EPS * OPPOSITE_SINE_EPS:
         # Exactly opposite: any perpendicular axis is a minimal rotation.
         p = vperpendicular(u)
         return (p[0], p[1], p[2], 0.0)
-    # Axis: the cross product's direction, re-orthogonalised against u.  Near
-    # 180 degrees |u x v| is tiny and its rounding error (~1e-16 absolute)
-    # tilts the axis toward u by ~1e-16/|u x v|; removing the component along
-    # u makes the rotation carry u exactly onto v (1e-7 rad from opposite:
-    # 3e-10 error without this step, ~1e-16 with it).
-    n = (c[0] / s, c[1] / s, c[2] / s)
-    nu = vdot(n, u)
-    n = vnormalized((n[0] - nu * u[0], n[1] - nu * u[1], n[2] - nu * u[2]))
-    h = 0.5 * math.atan2(s, d)
-    k = math.sin(h)
-    return (n[0] * k, n[1] * k, n[2] * k, math.cos(h))
+    c = vcross(u, (sx, sy, sz))
+    inv = 1.0 / math.sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2] + w * w)
+    return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv)
 
 
 @njit

@@ -3,8 +3,12 @@
 One per-item solve, :func:`_solve_item`, is shared by every driver:
 :func:`solve_batch` (``prange`` over chunks of the batch),
 :func:`solve_serial` (small batches, no thread launch) and
-:func:`solve_one` (the public API's single-pose fast path).  With
-``NUMBA_DISABLE_JIT=1`` the same functions run as plain Python.
+:func:`solve_one` (the public API's single-pose fast path).  Its two pure
+steps, :func:`_arm_lengths` and :func:`_arm_geometry` (reach, bend plane,
+law of cosines), are also the core of :func:`_solve_arm3`, the same solve
+held in registers for the commonest large batch (one pose, a plain
+three-joint arm, weight 1, no end rotation).  With ``NUMBA_DISABLE_JIT=1``
+the same functions run as plain Python.
 
 Array conventions follow :mod:`kinema._kernels.chain`: ``t (Nt,J,3)``,
 ``r (N,J,4)`` (the output rotations, edited in place), ``s (Ns,J,3)``;
@@ -31,6 +35,7 @@ from .quat import (
     qfrom_two_vectors,
     qmul,
     qnormalize,
+    qrotate,
     qslerp,
     qswing_twist,
     twist_angle,
@@ -166,78 +171,61 @@ def reach_distance(d, lo, hi, soft):  # type: ignore[no-untyped-def]
 
 # --------------------------------------------------------------- the solve
 @njit
-def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
-                pos, rot, scl, orig, shared, base_pos, base_rot, base_scl, pos0, rot0, scl0):
-    """Solve batch item ``i`` in place; returns ``(status, error, reached, bend_direction)``.
-
-    ``shared``: every item starts from the same input pose, whose parent
-    transform ``base_*`` and chain world transforms ``pos0, rot0, scl0`` the
-    caller computed once; otherwise they are computed here.
-    """
-    zero3 = (0.0, 0.0, 0.0)
-    nk = joints.shape[0]
-    ke = nk - 1
+def _check_item(tgt, pole, hint, erot, flags, weight, soft, margin, spread):  # type: ignore[no-untyped-def]
+    """Status of one item's inputs: ``OK``, or which of them is NaN/inf, a zero quaternion or out of range."""
     if not _finite3(tgt):
-        return BAD_TARGET, math.nan, False, zero3
+        return BAD_TARGET
     if (flags & HAS_POLE) and not _finite3(pole):
-        return BAD_POLE, math.nan, False, zero3
+        return BAD_POLE
     if (flags & HAS_HINT) and not _finite3(hint):
-        return BAD_HINT, math.nan, False, zero3
+        return BAD_HINT
     if flags & HAS_END_ROTATION:
         if not (_finite3(erot) and math.isfinite(erot[3])):
-            return BAD_END_ROTATION, math.nan, False, zero3
+            return BAD_END_ROTATION
         if math.sqrt(erot[0] ** 2 + erot[1] ** 2 + erot[2] ** 2 + erot[3] ** 2) <= ZERO_QUAT_EPS:
-            return BAD_END_ROTATION, math.nan, False, zero3
+            return BAD_END_ROTATION
     if not (0.0 <= weight <= 1.0 and 0.0 <= soft < 1.0 and 0.0 <= spread <= 1.0 and not math.isnan(margin)
             and math.isfinite(margin)):
-        return BAD_OPTION, math.nan, False, zero3
+        return BAD_OPTION
+    return OK
 
-    # Uniform scale on the chain and its ancestors (rotations then compose
-    # without shear and world corrections convert through the parent inverse).
-    # A shared pose was checked once by the caller.
-    if not shared and not _scales_uniform(anc, joints, s, i % s.shape[0]):
-        return NONUNIFORM_SCALE, math.nan, False, zero3
 
-    if weight < 1.0:
-        for k in range(nk):
-            j = joints[k]
-            orig[k, 0] = r[i, j, 0]
-            orig[k, 1] = r[i, j, 1]
-            orig[k, 2] = r[i, j, 2]
-            orig[k, 3] = r[i, j, 3]
+@njit
+def _arm_lengths(pa, pb, pc, margin):  # type: ignore[no-untyped-def]
+    """``(status, a, b, lo, hi)``: bone lengths and the reach interval ``[lo, hi]`` of the shoulder-to-end distance.
 
-    if shared:
-        for k in range(nk):
-            pos[k, 0] = pos0[k, 0]
-            pos[k, 1] = pos0[k, 1]
-            pos[k, 2] = pos0[k, 2]
-            rot[k, 0] = rot0[k, 0]
-            rot[k, 1] = rot0[k, 1]
-            rot[k, 2] = rot0[k, 2]
-            rot[k, 3] = rot0[k, 3]
-            scl[k] = scl0[k]
-    else:
-        base_pos, base_rot, base_scl = path_world(anc, i, t, r, s)
-        chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
-    pa = (pos[0, 0], pos[0, 1], pos[0, 2])
-    pb = (pos[kl, 0], pos[kl, 1], pos[kl, 2])
-    pc = (pos[ke, 0], pos[ke, 1], pos[ke, 2])
-    ab = (pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2])
-    bc = (pc[0] - pb[0], pc[1] - pb[1], pc[2] - pb[2])
-    a = vnorm(ab)
-    b = vnorm(bc)
+    ``a = |pb - pa|``, ``b = |pc - pb|``, ``lo = |a - b| + m``,
+    ``hi = a + b - m`` with ``m`` the margin (``margin < 0``: the default
+    ``DEFAULT_MARGIN_FRACTION * min(a, b)``).  Status ``BAD_POSE``,
+    ``ZERO_BONE`` or ``MARGIN_TOO_LARGE`` when they make no arm.
+    """
+    a = vnorm((pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]))
+    b = vnorm((pc[0] - pb[0], pc[1] - pb[1], pc[2] - pb[2]))
     if not (_finite3(pa) and math.isfinite(a) and math.isfinite(b)):
-        return BAD_POSE, math.nan, False, zero3
+        return BAD_POSE, a, b, 0.0, 0.0
     length = a + b
     if a <= DEGENERATE_BONE_RTOL * length or b <= DEGENERATE_BONE_RTOL * length:
-        return ZERO_BONE, math.nan, False, zero3
+        return ZERO_BONE, a, b, 0.0, 0.0
     m = margin
     if m < 0.0:
         m = DEFAULT_MARGIN_FRACTION * min(a, b)
     if m > min(a, b):
-        return MARGIN_TOO_LARGE, math.nan, False, zero3
-    lo = abs(a - b) + m
-    hi = length - m
+        return MARGIN_TOO_LARGE, a, b, 0.0, 0.0
+    return OK, a, b, abs(a - b) + m, length - m
+
+
+@njit
+def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft):  # type: ignore[no-untyped-def]
+    """Where the elbow and the end go, from the shoulder, elbow and end world positions ``pa, pb, pc``.
+
+    ``a, b, lo, hi`` from :func:`_arm_lengths`.  Returns ``(v, elbow, end)``:
+    the unit bend direction ``v`` and the world points ``elbow = B*``,
+    ``end = C*`` (reach clamp, pole and its fallbacks, law of cosines; see
+    the public docstring).  Pure tuple maths, shared by every item solve.
+    """
+    zero3 = (0.0, 0.0, 0.0)
+    ab = (pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2])
+    length = a + b
 
     # Direction to the target.  Target on the shoulder: no direction, so keep
     # the current shoulder-to-end one, and if the arm is folded flat onto the
@@ -311,6 +299,61 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
     elbow = (pa[0] + u[0] * along + v[0] * rise, pa[1] + u[1] * along + v[1] * rise,
              pa[2] + u[2] * along + v[2] * rise)
     end = (pa[0] + u[0] * dc, pa[1] + u[1] * dc, pa[2] + u[2] * dc)
+    return v, elbow, end
+
+
+@njit
+def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
+                pos, rot, scl, orig, shared, base_pos, base_rot, base_scl, pos0, rot0, scl0):
+    """Solve batch item ``i`` in place; returns ``(status, error, reached, bend_direction)``.
+
+    ``shared``: every item starts from the same input pose, whose parent
+    transform ``base_*`` and chain world transforms ``pos0, rot0, scl0`` the
+    caller computed once; otherwise they are computed here.
+    """
+    zero3 = (0.0, 0.0, 0.0)
+    nk = joints.shape[0]
+    ke = nk - 1
+    st = _check_item(tgt, pole, hint, erot, flags, weight, soft, margin, spread)
+    if st != OK:
+        return st, math.nan, False, zero3
+
+    # Uniform scale on the chain and its ancestors (rotations then compose
+    # without shear and world corrections convert through the parent inverse).
+    # A shared pose was checked once by the caller.
+    if not shared and not _scales_uniform(anc, joints, s, i % s.shape[0]):
+        return NONUNIFORM_SCALE, math.nan, False, zero3
+
+    if weight < 1.0:
+        for k in range(nk):
+            j = joints[k]
+            orig[k, 0] = r[i, j, 0]
+            orig[k, 1] = r[i, j, 1]
+            orig[k, 2] = r[i, j, 2]
+            orig[k, 3] = r[i, j, 3]
+
+    if shared:
+        for k in range(nk):
+            pos[k, 0] = pos0[k, 0]
+            pos[k, 1] = pos0[k, 1]
+            pos[k, 2] = pos0[k, 2]
+            rot[k, 0] = rot0[k, 0]
+            rot[k, 1] = rot0[k, 1]
+            rot[k, 2] = rot0[k, 2]
+            rot[k, 3] = rot0[k, 3]
+            scl[k] = scl0[k]
+    else:
+        base_pos, base_rot, base_scl = path_world(anc, i, t, r, s)
+        chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+    pa = (pos[0, 0], pos[0, 1], pos[0, 2])
+    pb = (pos[kl, 0], pos[kl, 1], pos[kl, 2])
+    pc = (pos[ke, 0], pos[ke, 1], pos[ke, 2])
+    st, a, b, lo, hi = _arm_lengths(pa, pb, pc, margin)
+    if st != OK:
+        return st, math.nan, False, zero3
+    length = a + b
+    v, elbow, end = _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft)
+    ab = (pos[kl, 0] - pa[0], pos[kl, 1] - pa[1], pos[kl, 2] - pa[2])
 
     # Upper bone: world correction, left-multiplied, through the parent inverse.
     dq = qfrom_two_vectors(ab, (elbow[0] - pa[0], elbow[1] - pa[1], elbow[2] - pa[2]))
@@ -374,6 +417,55 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
 
 
 @njit
+def _solve_arm3(tgt, pole, hint, flags, soft, margin, lengths, base_rot, pa, pb, pc, rot_a, rl, t_l, t_e, s_a, s_l):  # type: ignore[no-untyped-def]
+    """:func:`_solve_item` for a plain arm on a shared pose, in registers.
+
+    The case a large batch usually is: one input pose for every item, the
+    chain exactly upper -> lower -> end (no twist bones), weight 1, no
+    ``end_rotation``.  The world state is the chunk's constants (shoulder,
+    elbow and end positions ``pa, pb, pc``, the upper joint's world rotation
+    ``rot_a`` and parent rotation ``base_rot``, the lower joint's normalised
+    local rotation ``rl``, the lower and end joints' local translations
+    ``t_l, t_e`` and world scales ``s_a, s_l``; ``lengths`` is
+    :func:`_arm_lengths` of the arm for this item's ``margin``), so there are no arrays to
+    read or write per item: the same operations as :func:`_solve_item`
+    (``rotate_world`` then ``chain_world``, twice), on tuples.  Returns
+    ``(status, local_upper, local_lower, error, reached, bend_direction)``.
+    """
+    zero3 = (0.0, 0.0, 0.0)
+    ident = (0.0, 0.0, 0.0, 1.0)
+    st = _check_item(tgt, pole, hint, ident, flags, 1.0, soft, margin, 0.0)
+    if st != OK:
+        return st, ident, ident, math.nan, False, zero3
+    st, a, b, lo, hi = lengths
+    if st != OK:
+        return st, ident, ident, math.nan, False, zero3
+    v, elbow, end = _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft)
+    length = a + b
+    ab = (pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2])
+    # Upper bone (rotate_world(0, dq)): Q_a' = base * normalize(base^-1 dq Q_a).
+    dq = qfrom_two_vectors(ab, (elbow[0] - pa[0], elbow[1] - pa[1], elbow[2] - pa[2]))
+    la = qnormalize(qmul(qconj(base_rot), qmul(dq, rot_a)))
+    qa = qmul(base_rot, la)
+    # Refresh (chain_world(1)): the lower joint and the end ride on the new upper bone.
+    d = qrotate(qa, t_l)
+    pb = (pa[0] + s_a * d[0], pa[1] + s_a * d[1], pa[2] + s_a * d[2])
+    ql = qmul(qa, rl)
+    d = qrotate(ql, t_e)
+    pc = (pb[0] + s_l * d[0], pb[1] + s_l * d[1], pb[2] + s_l * d[2])
+    # Lower bone (rotate_world(1, dq)), then the end's final position (chain_world(2)).
+    dq = qfrom_two_vectors((pc[0] - pb[0], pc[1] - pb[1], pc[2] - pb[2]),
+                           (end[0] - pb[0], end[1] - pb[1], end[2] - pb[2]))
+    lb = qnormalize(qmul(qconj(qa), qmul(dq, ql)))
+    d = qrotate(qmul(qa, lb), t_e)
+    ex = pb[0] + s_l * d[0] - tgt[0]
+    ey = pb[1] + s_l * d[1] - tgt[1]
+    ez = pb[2] + s_l * d[2] - tgt[2]
+    err = math.sqrt(ex * ex + ey * ey + ez * ez)
+    return OK, la, lb, err, err <= REACH_RTOL * length, v
+
+
+@njit
 def _solve_range(lo, hi, anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,  # type: ignore[no-untyped-def]
                  spread, shared, err, reached, bend, status):
     nk = joints.shape[0]
@@ -403,18 +495,62 @@ def _solve_range(lo, hi, anc, joints, kl, t, r, s, target, pole, hint, erot, fla
     nw = weight.shape[0]
     nso = soft.shape[0]
     nm = margin.shape[0]
+    # A shared pose and a plain arm (three joints, no end rotation): items of
+    # weight 1 take the register-only solve (same operations, no per-item
+    # array traffic; about 1.7x faster).
+    arm3 = shared and nk == 3 and (flags & HAS_END_ROTATION) == 0 and hi > lo
+    j0 = joints[0]
+    j1 = joints[nk - 2]
+    if arm3:
+        it0 = lo % t.shape[0]
+        je = joints[2]
+        pa3 = (pos0[0, 0], pos0[0, 1], pos0[0, 2])
+        pb3 = (pos0[1, 0], pos0[1, 1], pos0[1, 2])
+        pc3 = (pos0[2, 0], pos0[2, 1], pos0[2, 2])
+        rot_a = (rot0[0, 0], rot0[0, 1], rot0[0, 2], rot0[0, 3])
+        rl = qnormalize((r[lo, j1, 0], r[lo, j1, 1], r[lo, j1, 2], r[lo, j1, 3]))
+        t_l = (t[it0, j1, 0], t[it0, j1, 1], t[it0, j1, 2])
+        t_e = (t[it0, je, 0], t[it0, je, 1], t[it0, je, 2])
+        s_a = scl0[0]
+        s_l = scl0[1]
+        lengths = _arm_lengths(pa3, pb3, pc3, margin[0])  # one margin for all items: once per chunk
     for i in range(lo, hi):
-        it = i % ntg
-        ip = i % npo
-        ih = i % nh
-        ie = i % ne
+        # Per-item inputs have 1 or N rows (row i, or row 0 for all).
+        it = i if ntg > 1 else 0
+        ip = i if npo > 1 else 0
+        ih = i if nh > 1 else 0
+        tgt = (target[it, 0], target[it, 1], target[it, 2])
+        po = (pole[ip, 0], pole[ip, 1], pole[ip, 2])
+        hn = (hint[ih, 0], hint[ih, 1], hint[ih, 2])
+        w = weight[i if nw > 1 else 0]
+        so = soft[i if nso > 1 else 0]
+        mg = margin[i if nm > 1 else 0]
+        if arm3 and w == 1.0:
+            if nm > 1:
+                lengths = _arm_lengths(pa3, pb3, pc3, mg)
+            st, la, lb, e, ok, v = _solve_arm3(tgt, po, hn, flags, so, mg, lengths, base_rot, pa3, pb3, pc3, rot_a,
+                                               rl, t_l, t_e, s_a, s_l)
+            if st == OK:
+                r[i, j0, 0] = la[0]
+                r[i, j0, 1] = la[1]
+                r[i, j0, 2] = la[2]
+                r[i, j0, 3] = la[3]
+                r[i, j1, 0] = lb[0]
+                r[i, j1, 1] = lb[1]
+                r[i, j1, 2] = lb[2]
+                r[i, j1, 3] = lb[3]
+            status[i] = st
+            err[i] = e
+            reached[i] = ok
+            bend[i, 0] = v[0]
+            bend[i, 1] = v[1]
+            bend[i, 2] = v[2]
+            continue
+        ie = i if ne > 1 else 0
         res = _solve_item(
-            i, anc, joints, kl, t, r, s,
-            (target[it, 0], target[it, 1], target[it, 2]),
-            (pole[ip, 0], pole[ip, 1], pole[ip, 2]),
-            (hint[ih, 0], hint[ih, 1], hint[ih, 2]),
+            i, anc, joints, kl, t, r, s, tgt, po, hn,
             (erot[ie, 0], erot[ie, 1], erot[ie, 2], erot[ie, 3]),
-            flags, weight[i % nw], soft[i % nso], margin[i % nm], spread, pos, rot, scl, orig,
+            flags, w, so, mg, spread, pos, rot, scl, orig,
             shared, base_pos, base_rot, base_scl, pos0, rot0, scl0,
         )
         status[i] = res[0]

@@ -23,7 +23,16 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._solve import _rows, ancestors_root_first, as_target, check_uniform_scale, kernel_loader, prepare, resolve_chain
+from ._solve import (
+    _rows,
+    ancestors_root_first,
+    as_target,
+    check_uniform_scale,
+    entry_point,
+    kernel_loader,
+    prepare,
+    resolve_chain,
+)
 from ._validate import as_float_array, broadcast_batch, require_finite, resolve_joint
 from .errors import ShapeError, SolverInputError
 from .pose import Pose
@@ -62,7 +71,7 @@ _CONTINUITY = 8
 class _Plan:
     """A skeleton's chain for one ``joints`` triple, resolved once and cached."""
 
-    __slots__ = ("skeleton", "anc", "joints", "kl", "nj", "checked", "shape3", "shape4")
+    __slots__ = ("skeleton", "anc", "joints", "kl", "nj", "checked", "shape3", "shape4", "index")
 
     def __init__(self, skeleton: Skeleton, joints: Any) -> None:
         items = list(joints) if not isinstance(joints, (str, int, np.integer)) else [joints]
@@ -80,6 +89,8 @@ class _Plan:
         self.shape3 = (self.nj, 3)  # an unbatched pose's translations and scales
         self.shape4 = (self.nj, 4)  # and rotations
         self.checked: IntArray = np.concatenate([self.anc, self.joints])
+        #: ``[kl, n_anc, anc..., joints...]``: the single-solve kernel's one index argument.
+        self.index: IntArray = np.concatenate([[self.kl, self.anc.size], self.anc, self.joints]).astype(np.int64)
 
 
 _PLANS: dict[tuple[int, Any], _Plan] = {}
@@ -107,7 +118,7 @@ _kernels = kernel_loader("two_bone")
 
 
 def _vec(x: Any, n: int) -> FloatArray | None:
-    """``x`` as a float64 ``(n,)`` array for the fast path, or None when it is anything else."""
+    """``x`` as a C-contiguous float64 ``(n,)`` array for the fast path, or None when it is anything else."""
     if type(x) is not np.ndarray:
         if type(x) not in (list, tuple) or len(x) != n:
             return None
@@ -115,9 +126,15 @@ def _vec(x: Any, n: int) -> FloatArray | None:
             x = np.array(x, dtype=np.float64)
         except (TypeError, ValueError):
             return None
-    elif x.dtype is not _F64:
+    elif x.dtype is not _F64 or not x.flags.c_contiguous:
         return None
     return x if x.shape == (n,) else None  # type: ignore[no-any-return]
+
+
+#: ``kinema._kernels.two_bone.solve_one``'s compiled entry point, once known
+#: (see ``kinema._kernels._jit.entry_point``: the fast path's arguments always
+#: have the same kinds, so numba's per-call type dispatch is skipped).
+_one_entry: Any = None
 
 
 def solve_two_bone(
@@ -255,13 +272,15 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
         m = float(margin)
     else:
         return None
-    k = _kernels()
+    global _one_entry
     t2 = t.copy()
     r2 = r.copy()
     s2 = s.copy()
     bend = np.empty(3)
-    status, err, reached = k.solve_one(plan.anc, plan.joints, plan.kl, t2, r2, s2, tg, po, hi, er, flags,
-                                       float(weight), float(soft), m, float(twist_spread), bend)
+    args = (plan.index, t2, r2, s2, tg, po, hi, er, flags, float(weight), float(soft), m, float(twist_spread), bend)
+    if _one_entry is None:
+        _one_entry = entry_point(_kernels().solve_one, args)
+    status, err, reached = _one_entry(*args)
     if status:
         return None
     p = _new(Pose)

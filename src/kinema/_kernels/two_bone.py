@@ -588,12 +588,17 @@ def solve_serial(anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weig
 
 
 @njit
-def solve_one(anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread, bend):  # type: ignore[no-untyped-def]
+def solve_one(index, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread, bend):  # type: ignore[no-untyped-def]
     """One unbatched pose: ``t, s (J, 3)``, ``r (J, 4)`` C-contiguous (``r`` edited in place).
 
+    ``index = [kl, n_anc, anc..., joints...]`` (the chain in one argument),
     ``target, pole, hint (3,)``, ``erot (4,)``, scalar options; writes
     ``bend (3,)`` and returns ``(status, error, reached)``.
     """
+    kl = index[0]
+    na = index[1]
+    anc = index[2:2 + na]
+    joints = index[2 + na:]
     nj = t.shape[0]
     t3 = t.reshape((1, nj, 3))
     r3 = r.reshape((1, nj, 4))

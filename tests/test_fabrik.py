@@ -587,3 +587,38 @@ def test_no_jit_runs_the_same_code() -> None:
         outs.append(json.loads(proc.stdout))
     for jit, py in zip(outs[0], outs[1], strict=True):
         np.testing.assert_allclose(np.asarray(jit), np.asarray(py), atol=1e-12)
+
+
+def test_one_solve_fast_path_equals_general_path(rng: np.random.Generator) -> None:
+    """A plain per-frame call (float64 (3,) target, unbatched pose, no limits) takes a lean path (the kernel's
+    ``solve_one``): same numbers as a batch (the general path) to an ulp or two (the two drivers are compiled
+    separately and may fuse multiply-adds differently), whatever form the target comes in; numpy scalars out."""
+    sk = make_chain(6, seg=[0.5, 1.0, 0.7, 1.2, 0.9, 0.6], parent=(np.array([0.3, -1.0, 2.0]),
+                                                                   R.from_rotvec([0.3, 1.1, -0.4]), 1.5))
+    pose = sk.rest_pose()
+    pose.rotations[:] = R.multiply(pose.rotations, R.from_rotvec(rng.normal(size=(sk.n_joints, 3)) * 0.2))
+    tg = reachable_targets(sk, 10, rng, "j6")
+    tg[::3] += rng.normal(size=(4, 3)) * 4.0  # some out of reach
+    chain = ("j0", "j6")
+    for kw in ({}, {"pole": np.array([2.0, 1.0, 0.0])}, {"fixed_root": False, "tolerance": 0.0},
+               {"iterations": 3}):
+        batch = kinema.solve_fabrik(sk, pose, chain, tg, **kw)  # type: ignore[arg-type]
+        for i in range(tg.shape[0]):
+            ro = tg[i].copy()
+            ro.setflags(write=False)
+            strided = np.repeat(tg[i], 2)[::2]
+            for target in (tg[i], ro, strided, tg[i].tolist()):
+                one = kinema.solve_fabrik(sk, pose, chain, target, **kw)  # type: ignore[arg-type]
+                np.testing.assert_allclose(one.pose.rotations, batch.pose.rotations[i], rtol=0, atol=1e-14)
+                np.testing.assert_allclose(one.pose.translations, batch.pose.translations[i], rtol=0, atol=1e-14)
+                assert abs(float(one.error) - batch.error[i]) <= 1e-14
+                assert int(one.iterations) == batch.iterations[i] and bool(one.reached) == batch.reached[i]
+                assert bool(one.state["moved"]) == batch.state["moved"][i]
+        one = kinema.solve_fabrik(sk, pose, chain, tg[0], **kw)  # type: ignore[arg-type]
+        assert type(one.error) is np.float64 and type(one.iterations) is np.int64
+        assert type(one.limits_hit) is np.int64 and type(one.reached) is np.bool_
+    assert np.array_equal(pose.translations, sk.translations)  # the input pose is never written
+    with pytest.raises(kinema.SolverInputError, match="target"):
+        kinema.solve_fabrik(sk, pose, chain, np.array([0.0, np.inf, 0.0]))
+    with pytest.raises(kinema.SolverInputError, match="pole"):
+        kinema.solve_fabrik(sk, pose, chain, tg[0], pole=np.array([np.nan, 0.0, 0.0]))

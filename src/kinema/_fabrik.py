@@ -21,6 +21,7 @@ from ._solve import (
     as_target,
     cached_options,
     check_uniform_scale,
+    entry_point,
     kernel_loader,
     prepare,
     resolve_chain,
@@ -30,7 +31,7 @@ from ._validate import resolve_joint
 from .errors import SolverInputError
 from .limits import PackedLimits, pack_limits
 from .pose import Pose
-from .result import SolveResult
+from .result import SolveResult, int64_scalar
 from .skeleton import Skeleton
 
 __all__ = ["solve_fabrik", "solve_fabrik_tree"]
@@ -272,6 +273,75 @@ def _as_point(x: ArrayLike, what: str) -> FloatArray:
     return as_target(x, what)
 
 
+#: One-solve fast path: what a call's plain options resolve to, by ``(id(skeleton), chain, options...)``:
+#: ``(skeleton, n_joints, plan, options array, tolerance)``.
+_ONE: dict[Any, tuple[Skeleton, int, _Plan, FloatArray, float]] = {}
+_F64 = np.dtype(np.float64)
+_VEC3 = (3,)
+_NO_POLE3 = np.zeros(3)
+#: ``kinema._kernels.fabrik.solve_one``'s compiled entry point, once known (see
+#: ``kinema._kernels._jit.entry_point``).
+_one_entry: Any = None
+
+
+def _plain_vec3(x: Any) -> bool:
+    return type(x) is np.ndarray and x.dtype is _F64 and x.shape == _VEC3 and x.flags.c_contiguous
+
+
+def _solve_one(skeleton: Skeleton, pose: Pose, chain: Any, target: Any, iterations: Any, tolerance: Any,
+               pole: Any, fixed_root: Any) -> SolveResult | None:
+    """One unbatched pose, one float64 ``(3,)`` target, no limits (the per-frame call), or None for anything else.
+
+    Same kernel item as the general path (``solve_one`` runs ``solve_item``
+    on a batch of one), without its broadcasting; options are validated once
+    per distinct set and cached with the chain's plan.  Any problem the
+    kernel reports (NaN target, non-uniform scale) sends the call down the
+    general path, which raises the precise error.
+    """
+    global _one_entry
+    if not _plain_vec3(target) or type(iterations) is not int:
+        return None
+    if pole is None:
+        po = _NO_POLE3
+    elif _plain_vec3(pole):
+        po = pole
+    else:
+        return None
+    try:
+        key = (id(skeleton), chain, iterations, tolerance, fixed_root, pole is None)
+        hit = _ONE.get(key)
+    except TypeError:  # an unhashable chain (a list): the general path
+        return None
+    if hit is None or hit[0] is not skeleton:
+        it, tol = _check_options(iterations, tolerance)
+        if type(chain) is not tuple or not all(type(c) is str for c in chain):
+            return None  # plans for other chain spellings are keyed by the general path
+        plan = _cached(("chain", id(skeleton), chain), skeleton, lambda: _chain_plan(skeleton, chain))
+        mode = _kernels().MODE_POSITIONS if plan.is_chain else _kernels().MODE_ROTATIONS
+        options = _options(mode, it, tol, bool(fixed_root), pole is not None)
+        if len(_ONE) >= _PLAN_CACHE_SIZE:
+            _ONE.clear()
+        hit = _ONE[key] = (skeleton, skeleton.n_joints, plan, options, tol)
+    _, nj, plan, options, tol = hit
+    t = pose.translations
+    r = pose.rotations
+    s = pose.scales
+    if t.shape != (nj, 3) or r.shape != (nj, 4) or s.shape != (nj, 3):
+        return None
+    t2 = t.copy()
+    r2 = r.copy()
+    s2 = s.copy()
+    lim = plan.no_limits
+    args = (plan.index, plan.weights, options, lim.kinds, lim.params, lim.rest, t2, r2, s2, target, po)
+    if _one_entry is None:
+        _one_entry = entry_point(_kernels().solve_one, args)
+    status, err, iters, hits, moved = _one_entry(*args)
+    if status != -1:
+        return None
+    return SolveResult._trusted(Pose._trusted(t2, r2, s2), np.True_ if err <= tol else np.False_, np.float64(err),
+                                int64_scalar(iters), int64_scalar(hits), {"moved": np.True_ if moved else np.False_})
+
+
 def solve_fabrik(
     skeleton: Skeleton,
     pose: Pose,
@@ -314,6 +384,10 @@ def solve_fabrik(
     within tolerance: the pose is returned unchanged), ``state["moved"]``
     whether any rotation changed.
     """
+    if out is None and not limits and type(pose) is Pose:
+        res = _solve_one(skeleton, pose, chain, target, iterations, tolerance, pole, fixed_root)
+        if res is not None:
+            return res
     it, tol = _check_options(iterations, tolerance)
     if type(chain) is tuple and all(type(c) is str for c in chain):
         key: Any = ("chain", id(skeleton), chain)  # names: the key as is (the per-frame call)

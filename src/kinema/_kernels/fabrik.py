@@ -98,7 +98,8 @@ def _toward(frm, to, fallback):  # type: ignore[no-untyped-def]
     m = vnorm(d)
     if m <= AIM_EPS:
         return fallback
-    return (d[0] / m, d[1] / m, d[2] / m)
+    inv = 1.0 / m
+    return (d[0] * inv, d[1] * inv, d[2] * inv)
 
 
 @njit
@@ -153,7 +154,7 @@ def setup_item(i, base_path, joints, jpar, node_j, npar, t, r, s, pos, rot, scl,
     return base_pos, base_rot, base_scl
 
 
-@njit
+@njit(inline=True)
 def _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw):  # type: ignore[no-untyped-def]
     """World correction turning node ``n`` (world rotation ``qcur``, at ``pn``) toward its children's aims.
 
@@ -669,6 +670,34 @@ def solve_serial(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, 
     solve_range(0, r.shape[0], index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
                 gerr, counts, moved)
     return -1
+
+
+@njit
+def solve_one(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, target, pole):  # type: ignore[no-untyped-def]
+    """One unbatched pose and one goal: ``t, s (J, 3)``, ``r (J, 4)`` C-contiguous (edited in place), ``target,
+    pole (3,)``.
+
+    The public API's single-solve path: the checks of :func:`solve_serial`
+    and the same :func:`solve_item` on a batch of one, with the outputs
+    returned instead of written (eleven arguments, no output arrays to pass).
+    Returns ``(status, error, iterations, limit_hits, moved)``; ``status`` is
+    :func:`solve_serial`'s return value.
+    """
+    for c in range(3):
+        if not (math.isfinite(target[c]) and math.isfinite(pole[c])):
+            return NONFINITE_INPUT, math.nan, 0, 0, False
+    scale_joints = unpack_plan(index, weights)[11]
+    nj = t.shape[0]
+    s3 = s.reshape((1, nj, 3))
+    bad = first_nonuniform_scale(s3, scale_joints, options[O_SCALE_RTOL])
+    if bad >= 0:
+        return bad, math.nan, 0, 0, False
+    gerr = np.empty((1, 1))
+    counts = np.empty((2, 1), dtype=np.int64)
+    moved = np.empty(1, dtype=np.bool_)
+    solve_range(0, 1, index, weights, options, lim_kind, lim_par, lim_rest, t.reshape((1, nj, 3)),
+                r.reshape((1, nj, 4)), s3, target.reshape((1, 1, 3)), pole.reshape((1, 3)), gerr, counts, moved)
+    return -1, gerr[0, 0], counts[0, 0], counts[1, 0], moved[0]
 
 
 @njit(parallel=True)

@@ -102,7 +102,8 @@ def vnormalized(a: tuple) -> tuple:  # type: ignore[type-arg]
     n = vnorm(a)
     if n <= VEC_NORM_EPS:
         return (0.0, 0.0, 0.0)
-    return (a[0] / n, a[1] / n, a[2] / n)
+    inv = 1.0 / n  # one division, three products: within an ulp of a / n, and the divider is the bottleneck
+    return (a[0] * inv, a[1] * inv, a[2] * inv)
 
 
 @njit
@@ -153,7 +154,8 @@ def qnormalize(q: tuple) -> tuple:  # type: ignore[type-arg]
     n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
     if n <= QUAT_NORM_EPS:
         return (0.0, 0.0, 0.0, 1.0)
-    return (q[0] / n, q[1] / n, q[2] / n, q[3] / n)
+    inv = 1.0 / n  # one division, four products (see vnormalized)
+    return (q[0] * inv, q[1] * inv, q[2] * inv, q[3] * inv)
 
 
 @njit

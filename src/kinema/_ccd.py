@@ -26,7 +26,7 @@ from ._validate import broadcast_batch, resolve_joint
 from .errors import SolverInputError
 from .limits import Limit, pack_limits
 from .pose import Pose
-from .result import SolveResult, int64_scalar
+from .result import SolveResult, single_result
 from .skeleton import Skeleton
 
 __all__ = ["solve_ccd", "Goal", "solve_chains"]
@@ -322,8 +322,7 @@ def _solve_one(skeleton: Skeleton, pose: Pose, chain: Any, target: Any, iteratio
     status, err, sweeps, hits = _one_entry(*args)
     if status != -1:
         return None
-    return SolveResult._trusted(Pose._trusted(t2, r2, s2), np.True_ if err <= tol else np.False_, np.float64(err),
-                                int64_scalar(sweeps), int64_scalar(hits), {"joints": plan.joints})
+    return single_result(t2, r2, s2, err <= tol, err, sweeps, hits, {"joints": plan.joints})
 
 
 def solve_ccd(

@@ -31,7 +31,7 @@ from ._validate import resolve_joint
 from .errors import SolverInputError
 from .limits import PackedLimits, pack_limits
 from .pose import Pose
-from .result import SolveResult, int64_scalar
+from .result import SolveResult, single_result
 from .skeleton import Skeleton
 
 __all__ = ["solve_fabrik", "solve_fabrik_tree"]
@@ -338,8 +338,7 @@ def _solve_one(skeleton: Skeleton, pose: Pose, chain: Any, target: Any, iteratio
     status, err, iters, hits, moved = _one_entry(*args)
     if status != -1:
         return None
-    return SolveResult._trusted(Pose._trusted(t2, r2, s2), np.True_ if err <= tol else np.False_, np.float64(err),
-                                int64_scalar(iters), int64_scalar(hits), {"moved": np.True_ if moved else np.False_})
+    return single_result(t2, r2, s2, err <= tol, err, iters, hits, {"moved": np.True_ if moved else np.False_})
 
 
 def solve_fabrik(

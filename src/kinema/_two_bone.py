@@ -36,7 +36,7 @@ from ._solve import (
 from ._validate import as_float_array, broadcast_batch, require_finite, resolve_joint
 from .errors import ShapeError, SolverInputError
 from .pose import Pose
-from .result import SolveResult
+from .result import SolveResult, single_result
 from .skeleton import Skeleton
 
 __all__ = ["solve_two_bone", "solve_two_bone_2d", "TwoBoneIK", "TwoBone2D"]
@@ -59,7 +59,6 @@ _Z4_ROW = np.zeros((1, 4))
 _SCALAR = (float, int, np.float64)
 _ITER_ONE = np.int64(1)
 _LIMITS_ZERO = np.int64(0)
-_new = object.__new__
 
 # Option bits shared with the kernel (kept in sync by test_two_bone.py).
 _HAS_POLE = 1
@@ -283,17 +282,7 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
     status, err, reached = _one_entry(*args)
     if status:
         return None
-    p = _new(Pose)
-    p.translations = t2
-    p.rotations = r2
-    p.scales = s2
-    # SolveResult is a frozen dataclass; filling its __dict__ directly skips
-    # the per-field object.__setattr__ calls (about 1 us of a ~5 us call).
-    res = _new(SolveResult)
-    res.__dict__.update(pose=p, reached=np.True_ if reached else np.False_, error=np.float64(err),
-                        iterations=_ITER_ONE,
-                        limits_hit=_LIMITS_ZERO, state={"bend_direction": bend})
-    return res  # type: ignore[no-any-return]
+    return single_result(t2, r2, s2, reached, err, 1, 0, {"bend_direction": bend})
 
 
 def _option(x: Any, what: str, lo: float, hi: float, hi_open: bool = False) -> FloatArray:

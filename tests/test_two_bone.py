@@ -640,6 +640,34 @@ def test_fast_path_matches_general_path(rig):
     np.testing.assert_array_equal(lists.pose.rotations, fast.pose.rotations)
 
 
+def test_fast_path_option_types_do_not_leak_between_calls():
+    """The single-solve path calls the kernel's compiled code directly, typed by the first call: options
+    given as int, float or np.float64 in any order must give the same numbers (a fresh process, so the
+    first call really is the first)."""
+    code = """
+import numpy as np, kinema, sys
+sys.path.insert(0, 'tests')
+from test_two_bone import make_rig, CHAIN
+sk = make_rig()
+pose = sk.rest_pose()
+tg, pole = np.array([0.9, 1.6, 0.9]), np.array([0.3, 1.0, 3.0])
+kinema.solve_two_bone(sk, pose, CHAIN, tg, pole, weight=1, soft=0, twist_spread=0, margin=0)
+for w, so in ((np.float64(0.5), 0.25), (0.5, np.float64(0.25)), (1, 0)):
+    a = kinema.solve_two_bone(sk, pose, CHAIN, tg, pole, weight=w, soft=so, margin=np.float64(0.01))
+    b = kinema.solve_two_bone(sk, pose, CHAIN, tg, pole, weight=w, soft=so, margin=0.01, out=sk.rest_pose())
+    assert type(a.error) is np.float64
+    assert np.abs(a.pose.rotations - b.pose.rotations).max() <= 1e-15, (w, so)
+print('ok')
+"""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
 def test_kernel_option_bits_match():
     from kinema import _two_bone as api
     from kinema._kernels import two_bone as k

@@ -112,12 +112,23 @@ def _align(a, b):  # type: ignore[no-untyped-def]
     return qfrom_two_vectors(a, b), sc2, d, False
 
 
-@njit(inline=True)
-def _dist(pos, k, p):  # type: ignore[no-untyped-def]
-    dx = pos[k, 0] - p[0]
-    dy = pos[k, 1] - p[1]
-    dz = pos[k, 2] - p[2]
+@njit
+def _dist(a, b):  # type: ignore[no-untyped-def]
+    """``|a - b|`` of two points (tuples)."""
+    dx = a[0] - b[0]
+    dy = a[1] - b[1]
+    dz = a[2] - b[2]
     return math.sqrt(dx * dx + dy * dy + dz * dz)
+
+
+@njit
+def _turned_local(pq, old, dq):  # type: ignore[no-untyped-def]
+    """``normalize(inverse(pq) dq old)``: the local rotation of a joint whose world rotation ``old`` (parent
+    world rotation ``pq``) is turned by the world correction ``dq``.  Tuples only, so it compiles into its
+    callers without any array bookkeeping."""
+    q = qmul(qconj(pq), qmul(dq, old))
+    inv = 1.0 / math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    return (q[0] * inv, q[1] * inv, q[2] * inv, q[3] * inv)
 
 
 @njit(inline=True)
@@ -135,9 +146,7 @@ def _turn(k, dq, base_rot, joints, i, r, rot, kinds, params, rest):  # type: ign
         pq = base_rot
     else:
         pq = (rot[k - 1, 0], rot[k - 1, 1], rot[k - 1, 2], rot[k - 1, 3])
-    q = qmul(qconj(pq), qmul(dq, old))
-    inv = 1.0 / math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    ql = (q[0] * inv, q[1] * inv, q[2] * inv, q[3] * inv)
+    ql = _turned_local(pq, old, dq)
     hit = False
     if kinds[k] != LIMIT_NONE:
         rk = (rest[k, 0], rest[k, 1], rest[k, 2], rest[k, 3])
@@ -268,10 +277,10 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
 
     reach = 0.0
     for k in range(n_k - 1):
-        reach += _dist(pos, k + 1, (pos[k, 0], pos[k, 1], pos[k, 2]))
+        reach += _dist((pos[k + 1, 0], pos[k + 1, 1], pos[k + 1, 2]), (pos[k, 0], pos[k, 1], pos[k, 2]))
     eps = SHORT_VECTOR_EPS * reach if reach > 0.0 else SHORT_VECTOR_EPS
 
-    err = _dist(pos, n_k - 1, tgt)
+    err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
     hits = 0
     sweeps = 0
     while sweeps < iterations and err > tol:
@@ -306,8 +315,31 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
                     a2 = cap
                 if a2 != ang:
                     dq = _scaled(dq, ang, a2)
-            d, hit = _turn(k, dq, base_rot, joints, i, r, rot, kinds, params, rest)
+            # _turn(k, dq, ...) written out: the hot loop passes no arrays to an inlined helper
+            # (numba reference-counts each array argument of an inlined call, an atomic operation).
+            old = (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])
+            if k == 0:
+                pq = base_rot
+            else:
+                pq = (rot[k - 1, 0], rot[k - 1, 1], rot[k - 1, 2], rot[k - 1, 3])
+            ql = _turned_local(pq, old, dq)
+            hit = False
+            if kinds[k] != LIMIT_NONE:
+                ql, hit = apply_limit_local(kinds[k], params[k], (rest[k, 0], rest[k, 1], rest[k, 2], rest[k, 3]),
+                                            ql)
+            j = joints[k]
+            r[i, j, 0] = ql[0]
+            r[i, j, 1] = ql[1]
+            r[i, j, 2] = ql[2]
+            r[i, j, 3] = ql[3]
+            qw = qmul(pq, ql)
+            rot[k, 0] = qw[0]
+            rot[k, 1] = qw[1]
+            rot[k, 2] = qw[2]
+            rot[k, 3] = qw[3]
+            d = dq
             if hit:
+                d = qmul(qw, qconj(old))
                 hits += 1
                 if qangle(d) >= MIN_TURN_ANGLE:
                     moved = True
@@ -327,7 +359,7 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             # moves along p_0 -> target by the shortfall (distance - reach),
             # or by the end's remaining miss along that line if larger (the
             # chain is rarely straight yet, and straightening by CCD is slow).
-            dt = _dist(pos, 0, tgt)
+            dt = _dist((pos[0, 0], pos[0, 1], pos[0, 2]), tgt)
             if dt > reach and dt > 0.0:
                 dirn = ((tgt[0] - pos[0, 0]) / dt, (tgt[1] - pos[0, 1]) / dt, (tgt[2] - pos[0, 2]) / dt)
                 miss = ((tgt[0] - pos[n_k - 1, 0]) * dirn[0] + (tgt[1] - pos[n_k - 1, 1]) * dirn[1]
@@ -342,7 +374,7 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
                 t[it, j0, 2] += loc[2] / base_scl
                 moved = True
         chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
-        err = _dist(pos, n_k - 1, tgt)
+        err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
         if not moved:
             break
     return err, sweeps, hits

@@ -154,7 +154,7 @@ def setup_item(i, base_path, joints, jpar, node_j, npar, t, r, s, pos, rot, scl,
     return base_pos, base_rot, base_scl
 
 
-@njit(inline=True)
+@njit
 def _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw):  # type: ignore[no-untyped-def]
     """World correction turning node ``n`` (world rotation ``qcur``, at ``pn``) toward its children's aims.
 
@@ -257,8 +257,17 @@ def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, chil
             qcur = row4(Qb, n)
         pn = row3(P, n)
         if aim:
-            if use_limits and lim_kind[n] == LIMIT_HINGE and child_ptr[n + 1] - child_ptr[n] == 1:
+            n_child = child_ptr[n + 1] - child_ptr[n]
+            if use_limits and lim_kind[n] == LIMIT_HINGE and n_child == 1:
                 dq = _hinge_fit(qmul(f, row4(lim_rest, n)), lim_par[n], qcur, n, aims, pn, child_ptr, child_idx, V)
+            elif n_child == 1:
+                # _fit's one-child case, written out (no helper taking arrays in the per-node loop).
+                c = child_idx[child_ptr[n]]
+                if D[c] == 0.0:
+                    dq = (0.0, 0.0, 0.0, 1.0)
+                else:
+                    dq = qfrom_two_vectors(qrotate(qcur, (V[c, 0], V[c, 1], V[c, 2])),
+                                           (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2]))
             else:
                 dq = _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw)
             loc = qnormalize(qmul(qconj(f), qmul(dq, qcur)))
@@ -278,15 +287,52 @@ def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, chil
     return hits
 
 
-@njit(inline=True)  # per-iteration call: inlined, no per-call reference counting of its arrays
-def forward_positions(p0, npar, P, Pb, D, U0):  # type: ignore[no-untyped-def]
-    """Forward pass on points (chains): ``P[n] = P[p] + D[n] * unit(Pb[n] - P[p])``."""
-    put3(P, 0, p0)
-    for n in range(1, npar.shape[0]):
-        p = npar[n]
-        pp = row3(P, p)
-        u = _toward(pp, row3(Pb, n), row3(U0, n))
-        put3(P, n, (pp[0] + D[n] * u[0], pp[1] + D[n] * u[1], pp[2] + D[n] * u[2]))
+@njit
+def chain_positions(P, Pb, D, U0, tgt, p_root, fixed_root, iterations, tol, has_pole, pole):  # type: ignore[no-untyped-def]
+    """All FABRIK iterations of an unlimited chain on points (``MODE_POSITIONS``); returns the iterations run.
+
+    Nodes ``0 .. K-1`` root first, the goal on the last.  One iteration:
+    the pole pass (when ``has_pole``, see :func:`apply_pole`), the backward
+    pass ``Pb[K-1] = target``, ``Pb[n] = Pb[n+1] + D[n+1] unit(P[n] -
+    Pb[n+1])`` (what :func:`backward` does for a chain), then the forward
+    pass ``P[0] = p_root`` (or ``Pb[0]`` with a free root), ``P[n] = P[n-1]
+    + D[n] unit(Pb[n] - P[n-1])``; it stops once ``|P[K-1] - target| <=
+    tol``.  A direction that vanishes (``<= AIM_EPS``) keeps the bone's
+    start-of-solve direction ``U0``.  One call runs every iteration, so the
+    loop passes no arrays to helpers (numba reference-counts those).
+    """
+    k_n = P.shape[0]
+    n_it = 0
+    for _ in range(iterations):
+        if has_pole:
+            apply_pole(pole, P, P, True)
+        Pb[k_n - 1, 0] = tgt[0]
+        Pb[k_n - 1, 1] = tgt[1]
+        Pb[k_n - 1, 2] = tgt[2]
+        for n in range(k_n - 2, -1, -1):
+            pc = (Pb[n + 1, 0], Pb[n + 1, 1], Pb[n + 1, 2])
+            u = _toward(pc, (P[n, 0], P[n, 1], P[n, 2]), (-U0[n + 1, 0], -U0[n + 1, 1], -U0[n + 1, 2]))
+            dc = D[n + 1]
+            Pb[n, 0] = pc[0] + dc * u[0]
+            Pb[n, 1] = pc[1] + dc * u[1]
+            Pb[n, 2] = pc[2] + dc * u[2]
+        pp = p_root if fixed_root else (Pb[0, 0], Pb[0, 1], Pb[0, 2])
+        P[0, 0] = pp[0]
+        P[0, 1] = pp[1]
+        P[0, 2] = pp[2]
+        for n in range(1, k_n):
+            u = _toward(pp, (Pb[n, 0], Pb[n, 1], Pb[n, 2]), (U0[n, 0], U0[n, 1], U0[n, 2]))
+            pp = (pp[0] + D[n] * u[0], pp[1] + D[n] * u[1], pp[2] + D[n] * u[2])
+            P[n, 0] = pp[0]
+            P[n, 1] = pp[1]
+            P[n, 2] = pp[2]
+        n_it += 1
+        ex = pp[0] - tgt[0]
+        ey = pp[1] - tgt[1]
+        ez = pp[2] - tgt[2]
+        if math.sqrt(ex * ex + ey * ey + ez * ez) <= tol:
+            break
+    return n_it
 
 
 @njit(inline=True)  # per-iteration call: inlined, no per-call reference counting of its arrays
@@ -507,20 +553,21 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
                     acc += D[n]
                     put3(P, n, (p_root[0] + acc * u[0], p_root[1] + acc * u[1], p_root[2] + acc * u[2]))
                 n_it = 1
-        if not straight:
+        if not straight and mode == MODE_POSITIONS:
+            g = goal_node.shape[0] - 1
+            n_it = chain_positions(P, Pb, D, U0, (targets[i, g, 0], targets[i, g, 1], targets[i, g, 2]), p_root,
+                                   fixed_root, iterations, tol, has_pole, pole)
+        elif not straight:
             for _ in range(iterations):
                 if has_pole:
                     apply_pole(pole, P, P, True)
                 backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0,
                          use_limits, lim_kind, lim_par, lim_rest, TB)
                 p0 = p_root if fixed_root else row3(Pb, 0)
-                if mode == MODE_POSITIONS:
-                    forward_positions(p0, npar, P, Pb, D, U0)
-                else:
-                    if has_pole:
-                        apply_pole(pole, P if fixed_root else Pb, Pb, False)
-                    n_hits += forward_rotations(p0, base_rot, Pb, True, use_limits, npar, child_ptr, child_idx, P, Q,
-                                                L, V, D, M, nw, lim_kind, lim_par, lim_rest, Qb, TB)
+                if has_pole:
+                    apply_pole(pole, P if fixed_root else Pb, Pb, False)
+                n_hits += forward_rotations(p0, base_rot, Pb, True, use_limits, npar, child_ptr, child_idx, P, Q,
+                                            L, V, D, M, nw, lim_kind, lim_par, lim_rest, Qb, TB)
                 n_it += 1
                 if _errors(targets, i, goal_node, P, gerr) <= tol:
                     break

@@ -96,7 +96,23 @@ _PLANS: dict[tuple[int, Any], _Plan] = {}
 _MAX_PLANS = 256
 
 
+#: The last plan looked up, with its skeleton and ``joints`` tuple: an animation loop
+#: passes the very same objects every frame, so identity finds it without hashing.
+_last_plan: tuple[Skeleton, Any, _Plan] | None = None
+
+
 def _plan(skeleton: Skeleton, joints: Any) -> _Plan:
+    global _last_plan
+    last = _last_plan
+    if last is not None and last[0] is skeleton and last[1] is joints:
+        return last[2]
+    plan = _plan_lookup(skeleton, joints)
+    if type(joints) is tuple:  # immutable: safe to recognise by identity next time
+        _last_plan = (skeleton, joints, plan)
+    return plan
+
+
+def _plan_lookup(skeleton: Skeleton, joints: Any) -> _Plan:
     try:
         key = (id(skeleton), joints)
         plan = _PLANS.get(key)

@@ -466,6 +466,19 @@ def _solve_arm3(tgt, pole, hint, flags, soft, margin, lengths, base_rot, pa, pb,
 
 
 @njit
+def _arm3_state(joints, t, r, row, pos, rot, scl):  # type: ignore[no-untyped-def]
+    """:func:`_solve_arm3`'s world-state tuples from a three-joint chain's world transforms ``pos, rot, scl``
+    (:func:`~kinema._kernels.chain.chain_world`) and row ``row`` of the pose arrays."""
+    j1 = joints[1]
+    je = joints[2]
+    it = row % t.shape[0]
+    return ((pos[0, 0], pos[0, 1], pos[0, 2]), (pos[1, 0], pos[1, 1], pos[1, 2]), (pos[2, 0], pos[2, 1], pos[2, 2]),
+            (rot[0, 0], rot[0, 1], rot[0, 2], rot[0, 3]),
+            qnormalize((r[row, j1, 0], r[row, j1, 1], r[row, j1, 2], r[row, j1, 3])),
+            (t[it, j1, 0], t[it, j1, 1], t[it, j1, 2]), (t[it, je, 0], t[it, je, 1], t[it, je, 2]), scl[0], scl[1])
+
+
+@njit
 def _solve_range(lo, hi, anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,  # type: ignore[no-untyped-def]
                  spread, shared, err, reached, bend, status):
     nk = joints.shape[0]
@@ -502,17 +515,7 @@ def _solve_range(lo, hi, anc, joints, kl, t, r, s, target, pole, hint, erot, fla
     j0 = joints[0]
     j1 = joints[nk - 2]
     if arm3:
-        it0 = lo % t.shape[0]
-        je = joints[2]
-        pa3 = (pos0[0, 0], pos0[0, 1], pos0[0, 2])
-        pb3 = (pos0[1, 0], pos0[1, 1], pos0[1, 2])
-        pc3 = (pos0[2, 0], pos0[2, 1], pos0[2, 2])
-        rot_a = (rot0[0, 0], rot0[0, 1], rot0[0, 2], rot0[0, 3])
-        rl = qnormalize((r[lo, j1, 0], r[lo, j1, 1], r[lo, j1, 2], r[lo, j1, 3]))
-        t_l = (t[it0, j1, 0], t[it0, j1, 1], t[it0, j1, 2])
-        t_e = (t[it0, je, 0], t[it0, je, 1], t[it0, je, 2])
-        s_a = scl0[0]
-        s_l = scl0[1]
+        pa3, pb3, pc3, rot_a, rl, t_l, t_e, s_a, s_l = _arm3_state(joints, t, r, lo, pos0, rot0, scl0)
         lengths = _arm_lengths(pa3, pb3, pc3, margin[0])  # one margin for all items: once per chunk
     for i in range(lo, hi):
         # Per-item inputs have 1 or N rows (row i, or row 0 for all).
@@ -608,6 +611,32 @@ def solve_one(index, t, r, s, target, pole, hint, erot, flags, weight, soft, mar
     rot = np.empty((nk, 4))
     scl = np.empty(nk)
     orig = np.empty((nk, 4))
+    if nk == 3 and (flags & HAS_END_ROTATION) == 0 and weight == 1.0:
+        # A plain arm: the register-only solve of large batches, on this pose's world state.
+        if not _scales_uniform(anc, joints, s3, 0):
+            return NONUNIFORM_SCALE, math.nan, False
+        base_pos, base_rot, base_scl = path_world(anc, 0, t3, r3, s3)
+        chain_world(0, base_pos, base_rot, base_scl, joints, 0, t3, r3, s3, pos, rot, scl)
+        pa, pb, pc, rot_a, rl, t_l, t_e, s_a, s_l = _arm3_state(joints, t3, r3, 0, pos, rot, scl)
+        st, la, lb, e, ok, v = _solve_arm3((target[0], target[1], target[2]), (pole[0], pole[1], pole[2]),
+                                           (hint[0], hint[1], hint[2]), flags, soft, margin,
+                                           _arm_lengths(pa, pb, pc, margin), base_rot, pa, pb, pc, rot_a, rl, t_l,
+                                           t_e, s_a, s_l)
+        if st == OK:
+            j0 = joints[0]
+            j1 = joints[1]
+            r[j0, 0] = la[0]
+            r[j0, 1] = la[1]
+            r[j0, 2] = la[2]
+            r[j0, 3] = la[3]
+            r[j1, 0] = lb[0]
+            r[j1, 1] = lb[1]
+            r[j1, 2] = lb[2]
+            r[j1, 3] = lb[3]
+        bend[0] = v[0]
+        bend[1] = v[1]
+        bend[2] = v[2]
+        return st, e, ok
     res = _solve_item(0, anc, joints, kl, t3, r3, s3, (target[0], target[1], target[2]),
                       (pole[0], pole[1], pole[2]), (hint[0], hint[1], hint[2]),
                       (erot[0], erot[1], erot[2], erot[3]), flags, weight, soft, margin, spread, pos, rot, scl, orig,

@@ -454,6 +454,9 @@ class TwoBoneIK:
 
 
 def _batch_of(pose: Pose, target: ArrayLike) -> tuple[int, ...]:
+    if (type(target) is np.ndarray and target.ndim == 1 and pose.translations.ndim == 2
+            and pose.rotations.ndim == 2 and pose.scales.ndim == 2):
+        return ()  # one pose, one target: the per-frame case, without broadcasting shapes
     return broadcast_batch(pose.batch_shape, np.shape(target)[:-1])
 
 

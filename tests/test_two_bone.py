@@ -223,6 +223,26 @@ def test_pole_on_the_axis_falls_back_to_the_current_elbow(rig):
     np.testing.assert_allclose(no_pole.pose.rotations, res.pose.rotations, atol=1e-12)
 
 
+@pytest.mark.parametrize("angle", [6e-8, 1e-6, 1e-4, 1e-2])
+def test_pole_nearly_on_the_axis_keeps_the_end_exact(angle):
+    """A pole a hair off the shoulder-target axis still defines the bend plane; its short perpendicular part
+    (cancellation) is projected off the axis twice, so the bend direction stays perpendicular and the end
+    lands on the target (one projection left it 3e-9 off at 6e-8 rad; found by test_random_rigs)."""
+    sk = make_rig(axis_u=(0, 0, 1), axis_l=(0, 0, 1), parent_scale=3.0, bend_deg=5.0)
+    pose = sk.rest_pose()
+    (pa,), _ = world(sk, pose, "shoulder")
+    a, b = lengths(sk, pose)
+    target = pa + np.array([0.0, 1.0, 0.0]) * 0.5 * (a + b)
+    pole = pa + np.array([0.0, np.cos(angle), np.sin(angle)]) * 1.75 * (a + b)
+    for kw in ({}, {"weight": 0.5}, {"out": sk.rest_pose()}):
+        res = kinema.solve_two_bone(sk, pose, CHAIN, target, pole, **kw)
+        if "weight" not in kw:
+            check_solved(sk, pose, res, target, tol=1e-12)
+            assert elbow_side(sk, res, target, pole) > 0
+        v = res.state["bend_direction"]
+        assert abs(np.dot(v, unit(target - pa))) <= 1e-15 and abs(np.linalg.norm(v) - 1.0) <= 1e-15
+
+
 def test_pole_zero_vector_falls_back_to_the_current_elbow():
     # Shoulder at the origin and pole (0, 0, 0): the pole vector is zero.
     sk = make_rig(parent_pos=(-0.3, -0.2, -0.1))
@@ -617,6 +637,27 @@ def test_batch_shapes_broadcast_and_out(rig):
     res2 = kinema.solve_two_bone(rig, pose, CHAIN, targets, np.array([0.3, 1.0, 3.0]), out=out)
     assert res2.pose is out
     np.testing.assert_array_equal(out.rotations, res.pose.rotations)
+
+
+def test_new_output_pose_keeps_unbatched_translations_and_scales(rig, rng):
+    """Two-bone turns rotations only: a new output pose repeats nothing it does not change.  Unbatched input
+    translations and scales come back unbatched (copies), batched ones batched; FK is the same either way."""
+    pose = rig.rest_pose()
+    targets = np.array([0.9, 1.6, 0.9]) + rng.normal(size=(7, 3)) * 0.2
+    pole = np.array([0.3, 1.0, 3.0])
+    res = kinema.solve_two_bone(rig, pose, CHAIN, targets, pole)
+    assert res.pose.translations.shape == pose.translations.shape and res.pose.scales.shape == pose.scales.shape
+    assert res.pose.rotations.shape == (7, rig.n_joints, 4) and res.pose.batch_shape == (7,)
+    assert not np.shares_memory(res.pose.translations, pose.translations)
+    assert not np.shares_memory(res.pose.scales, pose.scales)
+    full = kinema.Pose(*(np.broadcast_to(a, (7,) + a.shape).copy() for a in (pose.translations, pose.rotations,
+                                                                             pose.scales)))
+    res_full = kinema.solve_two_bone(rig, full, CHAIN, targets, pole)
+    assert res_full.pose.translations.shape == (7, rig.n_joints, 3)
+    np.testing.assert_allclose(res_full.pose.rotations, res.pose.rotations, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(kinema.forward_kinematics(rig, res.pose).positions,
+                               kinema.forward_kinematics(rig, res_full.pose).positions, rtol=0, atol=1e-14)
+    np.testing.assert_array_equal(res.pose[3].translations, pose.translations)
 
 
 def test_fast_path_matches_general_path(rig):

@@ -190,6 +190,7 @@ def prepare(
     pose: Pose,
     extras: Sequence[tuple[FloatArray, tuple[int, ...]]] = (),
     out: Pose | None = None,
+    rotations_only: bool = False,
 ) -> Prepared:
     """Broadcast ``pose`` with the per-item ``extras`` and set up the output pose.
 
@@ -197,6 +198,12 @@ def prepare(
     ``(N, *trailing_shape)`` in :attr:`Prepared.extras`.  The output pose is
     ``out`` (its three arrays must already have the full batch shape; the
     input is copied into it) or a new pose.  The input pose is never written.
+
+    ``rotations_only``: the solver writes rotations only, so a new output
+    pose keeps unbatched input translations and scales unbatched (copies of
+    the ``(J, 3)`` arrays; :class:`~kinema.Pose` broadcasts them against the
+    batched rotations) instead of repeating them for every item: a third of
+    the memory for one pose solved against many targets.
     """
     nj = skeleton.n_joints
     if pose.n_joints != nj:
@@ -204,10 +211,12 @@ def prepare(
     batch = broadcast_batch(pose.batch_shape, *[a.shape[: a.ndim - len(tl)] for a, tl in extras])
     n = int(np.prod(batch)) if batch else 1
     if out is None:
+        keep_t = rotations_only and pose.translations.ndim == 2
+        keep_s = rotations_only and pose.scales.ndim == 2
         out_pose = Pose._trusted(
-            fill_broadcast(np.empty(batch + (nj, 3)), pose.translations),
+            pose.translations.copy() if keep_t else fill_broadcast(np.empty(batch + (nj, 3)), pose.translations),
             fill_broadcast(np.empty(batch + (nj, 4)), pose.rotations),
-            fill_broadcast(np.empty(batch + (nj, 3)), pose.scales),
+            pose.scales.copy() if keep_s else fill_broadcast(np.empty(batch + (nj, 3)), pose.scales),
         )
     else:
         for name, arr, k in (("translations", out.translations, 3), ("rotations", out.rotations, 4),
@@ -219,8 +228,9 @@ def prepare(
             fill_broadcast(out.rotations, pose.rotations)
             fill_broadcast(out.scales, pose.scales)
         out_pose = out
-    t = out_pose.translations.reshape((n, nj, 3))
-    s = out_pose.scales.reshape((n, nj, 3))
+    # Translations and scales have 1 row (kept unbatched) or n; rotations n.
+    t = out_pose.translations.reshape((-1, nj, 3))
+    s = out_pose.scales.reshape((-1, nj, 3))
     r = out_pose.rotations.reshape((n, nj, 4))
     flat = [_rows(a, batch, n, tl) if a.ndim > len(tl) else np.broadcast_to(a, (n,) + tl).copy()
             for a, tl in extras]

@@ -206,6 +206,10 @@ def solve_two_bone(
       frame's ``state["bend_direction"]``.
     * ``out``: a caller-owned :class:`~kinema.Pose` of the full batch shape
       (C-contiguous) to write into; the input pose is never modified otherwise.
+      Without ``out`` the result is a new pose whose rotations have the full
+      batch shape; translations and scales (which this solver never changes)
+      are copies of the input's, unbatched if they were (a
+      :class:`~kinema.Pose` broadcasts them), not repeated per item.
     * ``twist_spread``: in [0, 1], with ``end_rotation`` only: this fraction
       of the end's twist about the lower-to-end axis is moved onto the lower
       joint and the twist joints between lower and end (shared evenly), so a
@@ -339,7 +343,7 @@ def _solve_general(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any,
     shapes = [pose.batch_shape, tg.shape[:-1], w.shape, so.shape, m.shape]
     shapes += [x.shape[:-1] for x in (po, hi, er) if x is not None]
     batch = broadcast_batch(*shapes)
-    prep = prepare(plan.skeleton, pose, [(np.broadcast_to(tg, batch + (3,)), (3,))], out)
+    prep = prepare(plan.skeleton, pose, [(np.broadcast_to(tg, batch + (3,)), (3,))], out, rotations_only=True)
     n = prep.n
     po_r = _Z3_ROW if po is None else _rows(po, batch, n, (3,))
     hi_r = _Z3_ROW if hi is None else _rows(hi, batch, n, (3,))

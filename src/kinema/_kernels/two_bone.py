@@ -63,6 +63,10 @@ TARGET_ON_SHOULDER_RTOL = 1e-12
 #: the axis and gives no bend plane; the next fallback is tried.
 BEND_PERP_RTOL = 1e-9
 
+#: A perpendicular part shorter than this fraction of its vector lost digits
+#: to cancellation; it is projected off the axis a second time.
+REORTHO_RTOL = 1e-3
+
 #: ``continuity`` mode: within this sine of the angle between the pole and
 #: the shoulder-target axis (about 23.6 degrees) the pole's pull on the bend
 #: plane fades out smoothly (smoothstep of sine / POLE_FADE_SINE), so a
@@ -135,12 +139,25 @@ def _perp(x, u):  # type: ignore[no-untyped-def]
 
 
 @njit
-def _unit_or_zero(x, ref):  # type: ignore[no-untyped-def]
-    """``x / |x|`` when ``|x| > BEND_PERP_RTOL * ref`` (and nonzero), else the zero vector."""
-    n = vnorm(x)
-    if n > BEND_PERP_RTOL * ref and n > 0.0:
-        return (x[0] / n, x[1] / n, x[2] / n), True
-    return (0.0, 0.0, 0.0), False
+def _perp_unit(x, u, ref):  # type: ignore[no-untyped-def]
+    """``(unit(x - u (x . u)), True)`` when that perpendicular part is longer than ``BEND_PERP_RTOL * ref``,
+    else ``((0, 0, 0), False)``.
+
+    When ``x`` is nearly along ``u`` the subtraction cancels: the part left
+    is short and its rounding error (~1e-16 ``|x|``) is no longer small
+    against it, so it keeps a component along ``u`` (1e-9 of it for ``x``
+    6e-8 rad off the axis, which put the end 3e-9 off the target).  Below
+    ``REORTHO_RTOL * |x|`` the part is projected off ``u`` once more
+    ("twice is enough"), which leaves it perpendicular to rounding.
+    """
+    p = _perp(x, u)
+    n = vnorm(p)
+    if not (n > BEND_PERP_RTOL * ref and n > 0.0):
+        return (0.0, 0.0, 0.0), False
+    if n < REORTHO_RTOL * vnorm(x):
+        p = _perp(p, u)
+        n = vnorm(p)
+    return (p[0] / n, p[1] / n, p[2] / n), True
 
 
 @njit
@@ -247,12 +264,12 @@ def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft):  # ty
     v, ok = zero3, False
     h, hok = zero3, False
     if flags & HAS_HINT:
-        h, hok = _unit_or_zero(_perp(hint, u), vnorm(hint))
+        h, hok = _perp_unit(hint, u, vnorm(hint))
     if flags & HAS_POLE:
         w = (pole[0] - pa[0], pole[1] - pa[1], pole[2] - pa[2])
         nw = vnorm(w)
         pw = _perp(w, u)
-        v, ok = _unit_or_zero(pw, nw)
+        v, ok = _perp_unit(w, u, nw)
         if ok and (flags & CONTINUITY) and hok:
             # The pole fixes the bend *plane*, the previous bend picks the side
             # in it (no flip as the target crosses the pole axis), and near
@@ -274,7 +291,7 @@ def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft):  # ty
         v, ok = h, True  # continuity: the previous frame's bend before the current elbow
     if not ok:
         # Pole absent or on the axis: keep the current bend plane.
-        v, ok = _unit_or_zero(_perp(ab, u), a)
+        v, ok = _perp_unit(ab, u, a)
     if not ok and hok:
         v, ok = h, True  # arm straight along the axis: the previous frame's bend
     if not ok:
@@ -288,7 +305,7 @@ def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft):  # ty
             e = (0.0, 1.0, 0.0)
         else:
             e = (0.0, 0.0, 1.0)
-        v, ok = _unit_or_zero(_perp(e, u), 1.0)
+        v, ok = _perp_unit(e, u, 1.0)
 
     # Law of cosines: elbow at ``along`` on the axis and ``rise`` off it.
     if dc > 0.0:

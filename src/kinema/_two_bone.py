@@ -70,7 +70,7 @@ _CONTINUITY = 8
 class _Plan:
     """A skeleton's chain for one ``joints`` triple, resolved once and cached."""
 
-    __slots__ = ("skeleton", "anc", "joints", "kl", "nj", "checked", "shape3", "shape4", "index")
+    __slots__ = ("skeleton", "anc", "joints", "kl", "nj", "checked", "shape3", "shape4", "size3", "size4", "index")
 
     def __init__(self, skeleton: Skeleton, joints: Any) -> None:
         items = list(joints) if not isinstance(joints, (str, int, np.integer)) else [joints]
@@ -87,6 +87,8 @@ class _Plan:
         self.nj = skeleton.n_joints
         self.shape3 = (self.nj, 3)  # an unbatched pose's translations and scales
         self.shape4 = (self.nj, 4)  # and rotations
+        self.size3 = 3 * self.nj
+        self.size4 = 4 * self.nj
         self.checked: IntArray = np.concatenate([self.anc, self.joints])
         #: ``[kl, n_anc, anc..., joints...]``: the single-solve kernel's one index argument.
         self.index: IntArray = np.concatenate([[self.kl, self.anc.size], self.anc, self.joints]).astype(np.int64)
@@ -141,9 +143,9 @@ def _vec(x: Any, n: int) -> FloatArray | None:
             x = np.array(x, dtype=np.float64)
         except (TypeError, ValueError):
             return None
-    elif x.dtype is not _F64 or not x.flags.c_contiguous:
+    elif x.dtype is not _F64 or x.ndim != 1 or not x.flags.c_contiguous:
         return None
-    return x if x.shape == (n,) else None  # type: ignore[no-any-return]
+    return x if x.size == n else None  # type: ignore[no-any-return]
 
 
 #: ``kinema._kernels.two_bone.solve_one``'s compiled entry point, once known
@@ -253,7 +255,10 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
     t = pose.translations
     r = pose.rotations
     s = pose.scales
-    if t.shape != plan.shape3 or r.shape != plan.shape4 or s.shape != plan.shape3:
+    # (J, 3), (J, 4), (J, 3): two dimensions and the right sizes (cheaper than comparing shape tuples).
+    n3 = plan.size3
+    if t.ndim != 2 or r.ndim != 2 or s.ndim != 2 or t.size != n3 or s.size != n3 or r.size != plan.size4 \
+            or len(t) != plan.nj or len(r) != plan.nj or len(s) != plan.nj:
         return None
     if type(weight) not in _SCALAR or type(soft) not in _SCALAR or type(twist_spread) not in _SCALAR:
         return None

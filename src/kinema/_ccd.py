@@ -266,14 +266,13 @@ def _run(
 #: ``(skeleton, n_joints, plan, options array, tolerance)``.
 _ONE: dict[Hashable, tuple[Skeleton, int, _Plan, FloatArray, float]] = {}
 _F64 = np.dtype(np.float64)
-_VEC3 = (3,)
 _NO_POLE3 = np.zeros(3)
 #: ``kinema._kernels.ccd.ccd_one``'s compiled entry point, once known (see ``kinema._kernels._jit.entry_point``).
 _one_entry: Any = None
 
 
 def _plain_vec3(x: Any) -> bool:
-    return type(x) is np.ndarray and x.dtype is _F64 and x.shape == _VEC3 and x.flags.c_contiguous
+    return type(x) is np.ndarray and x.dtype is _F64 and x.ndim == 1 and x.size == 3 and x.flags.c_contiguous
 
 
 def _solve_one(skeleton: Skeleton, pose: Pose, chain: Any, target: Any, iterations: Any, tolerance: Any,
@@ -311,7 +310,9 @@ def _solve_one(skeleton: Skeleton, pose: Pose, chain: Any, target: Any, iteratio
     t = pose.translations
     r = pose.rotations
     s = pose.scales
-    if t.shape != (nj, 3) or r.shape != (nj, 4) or s.shape != (nj, 3):
+    # (J, 3), (J, 4), (J, 3): two dimensions and the right sizes (cheaper than comparing shape tuples).
+    if t.ndim != 2 or r.ndim != 2 or s.ndim != 2 or t.size != 3 * nj or s.size != 3 * nj or r.size != 4 * nj \
+            or len(t) != nj or len(r) != nj or len(s) != nj:
         return None
     t2 = t.copy()
     r2 = r.copy()

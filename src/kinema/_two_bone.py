@@ -277,14 +277,14 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
             return None
         flags |= _HAS_POLE
     if bend_hint is None:
-        hi = _Z3
+        hi = None
     else:
         hi = _vec(bend_hint, 3)
         if hi is None:
             return None
         flags |= _HAS_HINT
     if end_rotation is None:
-        er = _Z4
+        er = None
     else:
         er = _vec(end_rotation, 4)
         if er is None:
@@ -302,9 +302,14 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
     s2 = s.copy()
     bend = np.empty(3)
     args = (plan.index, t2, r2, s2, tg, po, hi, er, flags, float(weight), float(soft), m, float(twist_spread), bend)
-    if _one_entry is None:
-        _one_entry = entry_point(_kernels().solve_one, args)
-    status, err, reached = _one_entry(*args)
+    if hi is None and er is None:
+        # The plain per-frame call: its own compiled version (no hint, no end rotation: two
+        # arguments fewer to convert), called without type dispatch.
+        if _one_entry is None:
+            _one_entry = entry_point(_kernels().solve_one, args)
+        status, err, reached = _one_entry(*args)
+    else:
+        status, err, reached = _kernels().solve_one(*args)
     if status:
         return None
     return single_result(t2, r2, s2, reached, err, 1, 0, {"bend_direction": bend})

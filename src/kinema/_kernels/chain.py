@@ -32,6 +32,18 @@ def write_q(r, i, j, q):  # type: ignore[no-untyped-def]
 
 
 @njit
+def joint_world(pp, pq, ps, t, r, s, it, i, is_, j):  # type: ignore[no-untyped-def]
+    """World ``(pos, rot, scale)`` of joint ``j`` from its parent's ``(pp, pq, ps)``: the one FK step.
+
+    ``pos = pp + ps * rotate(pq, t[it, j])``, ``rot = pq * normalize(r[i, j])``,
+    ``scale = ps * s[is_, j, 0]`` (uniform scale).
+    """
+    d = qrotate(pq, (t[it, j, 0], t[it, j, 1], t[it, j, 2]))
+    return ((pp[0] + ps * d[0], pp[1] + ps * d[1], pp[2] + ps * d[2]), qmul(pq, qnormalize(read_q(r, i, j))),
+            ps * s[is_, j, 0])
+
+
+@njit
 def path_world(path, i, t, r, s):  # type: ignore[no-untyped-def]
     """World ``(pos, rot, scale)`` at the end of ``path`` (root first), e.g. a chain's parent.
 
@@ -43,11 +55,7 @@ def path_world(path, i, t, r, s):  # type: ignore[no-untyped-def]
     it = i % t.shape[0]
     is_ = i % s.shape[0]
     for a in range(path.shape[0]):
-        j = path[a]
-        d = qrotate(rot, (t[it, j, 0], t[it, j, 1], t[it, j, 2]))
-        pos = (pos[0] + sc * d[0], pos[1] + sc * d[1], pos[2] + sc * d[2])
-        rot = qmul(rot, qnormalize(read_q(r, i, j)))
-        sc = sc * s[is_, j, 0]
+        pos, rot, sc = joint_world(pos, rot, sc, t, r, s, it, i, is_, path[a])
     return pos, rot, sc
 
 
@@ -70,16 +78,15 @@ def chain_world(k0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, 
             pp = (pos[k - 1, 0], pos[k - 1, 1], pos[k - 1, 2])
             pq = (rot[k - 1, 0], rot[k - 1, 1], rot[k - 1, 2], rot[k - 1, 3])
             ps = scl[k - 1]
-        d = qrotate(pq, (t[it, j, 0], t[it, j, 1], t[it, j, 2]))
-        q = qmul(pq, qnormalize(read_q(r, i, j)))
-        pos[k, 0] = pp[0] + ps * d[0]
-        pos[k, 1] = pp[1] + ps * d[1]
-        pos[k, 2] = pp[2] + ps * d[2]
+        p, q, sc = joint_world(pp, pq, ps, t, r, s, it, i, is_, j)
+        pos[k, 0] = p[0]
+        pos[k, 1] = p[1]
+        pos[k, 2] = p[2]
         rot[k, 0] = q[0]
         rot[k, 1] = q[1]
         rot[k, 2] = q[2]
         rot[k, 3] = q[3]
-        scl[k] = ps * s[is_, j, 0]
+        scl[k] = sc
 
 
 @njit

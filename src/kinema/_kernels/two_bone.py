@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from ._jit import njit, prange
-from .chain import chain_world, path_world, rotate_world, set_world_rot
+from .chain import chain_world, joint_world, path_world, rotate_world, set_world_rot
 from .constants import UNIFORM_SCALE_RTOL
 from .quat import (
     qconj,
@@ -615,6 +615,14 @@ def solve_one(index, t, r, s, target, pole, hint, erot, flags, weight, soft, mar
     ``target, pole, hint (3,)``, ``erot (4,)``, scalar options; writes
     ``bend (3,)`` and returns ``(status, error, reached)``.
     """
+    if hint is None:
+        hn = (0.0, 0.0, 0.0)
+    else:
+        hn = (hint[0], hint[1], hint[2])
+    if erot is None:
+        eq = (0.0, 0.0, 0.0, 1.0)
+    else:
+        eq = (erot[0], erot[1], erot[2], erot[3])
     kl = index[0]
     na = index[1]
     anc = index[2:2 + na]
@@ -624,21 +632,22 @@ def solve_one(index, t, r, s, target, pole, hint, erot, flags, weight, soft, mar
     r3 = r.reshape((1, nj, 4))
     s3 = s.reshape((1, nj, 3))
     nk = joints.shape[0]
-    pos = np.empty((nk, 3))
-    rot = np.empty((nk, 4))
-    scl = np.empty(nk)
-    orig = np.empty((nk, 4))
     if nk == 3 and (flags & HAS_END_ROTATION) == 0 and weight == 1.0:
-        # A plain arm: the register-only solve of large batches, on this pose's world state.
+        # A plain arm: the register-only solve of large batches, on this pose's world state
+        # (its three joints' FK steps on tuples: no scratch arrays).
         if not _scales_uniform(anc, joints, s3, 0):
             return NONUNIFORM_SCALE, math.nan, False
         base_pos, base_rot, base_scl = path_world(anc, 0, t3, r3, s3)
-        chain_world(0, base_pos, base_rot, base_scl, joints, 0, t3, r3, s3, pos, rot, scl)
-        pa, pb, pc, rot_a, rl, t_l, t_e, s_a, s_l = _arm3_state(joints, t3, r3, 0, pos, rot, scl)
+        j1 = joints[1]
+        je = joints[2]
+        pa, rot_a, s_a = joint_world(base_pos, base_rot, base_scl, t3, r3, s3, 0, 0, 0, joints[0])
+        pb, rot_b, s_l = joint_world(pa, rot_a, s_a, t3, r3, s3, 0, 0, 0, j1)
+        pc = joint_world(pb, rot_b, s_l, t3, r3, s3, 0, 0, 0, je)[0]
         st, la, lb, e, ok, v = _solve_arm3((target[0], target[1], target[2]), (pole[0], pole[1], pole[2]),
-                                           (hint[0], hint[1], hint[2]), flags, soft, margin,
-                                           _arm_lengths(pa, pb, pc, margin), base_rot, pa, pb, pc, rot_a, rl, t_l,
-                                           t_e, s_a, s_l)
+                                           hn, flags, soft, margin, _arm_lengths(pa, pb, pc, margin), base_rot, pa,
+                                           pb, pc, rot_a, qnormalize((r[j1, 0], r[j1, 1], r[j1, 2], r[j1, 3])),
+                                           (t[j1, 0], t[j1, 1], t[j1, 2]), (t[je, 0], t[je, 1], t[je, 2]), s_a,
+                                           s_l)
         if st == OK:
             j0 = joints[0]
             j1 = joints[1]
@@ -654,9 +663,12 @@ def solve_one(index, t, r, s, target, pole, hint, erot, flags, weight, soft, mar
         bend[1] = v[1]
         bend[2] = v[2]
         return st, e, ok
+    pos = np.empty((nk, 3))
+    rot = np.empty((nk, 4))
+    scl = np.empty(nk)
+    orig = np.empty((nk, 4))
     res = _solve_item(0, anc, joints, kl, t3, r3, s3, (target[0], target[1], target[2]),
-                      (pole[0], pole[1], pole[2]), (hint[0], hint[1], hint[2]),
-                      (erot[0], erot[1], erot[2], erot[3]), flags, weight, soft, margin, spread, pos, rot, scl, orig,
+                      (pole[0], pole[1], pole[2]), hn, eq, flags, weight, soft, margin, spread, pos, rot, scl, orig,
                       False, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), 1.0, pos, rot, scl)
     bend[0] = res[3][0]
     bend[1] = res[3][1]

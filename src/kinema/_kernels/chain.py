@@ -31,16 +31,19 @@ def write_q(r, i, j, q):  # type: ignore[no-untyped-def]
     r[i, j, 3] = q[3]
 
 
-@njit
-def joint_world(pp, pq, ps, t, r, s, it, i, is_, j):  # type: ignore[no-untyped-def]
-    """World ``(pos, rot, scale)`` of joint ``j`` from its parent's ``(pp, pq, ps)``: the one FK step.
+@njit(inline=True)
+def joint_world(pp, pq, ps, tj, rj, sj):  # type: ignore[no-untyped-def]
+    """World ``(pos, rot, scale)`` of a joint from its parent's ``(pp, pq, ps)``: the one FK step.
 
-    ``pos = pp + ps * rotate(pq, t[it, j])``, ``rot = pq * normalize(r[i, j])``,
-    ``scale = ps * s[is_, j, 0]`` (uniform scale).
+    ``pos = pp + ps * rotate(pq, tj)``, ``rot = pq * normalize(rj)``,
+    ``scale = ps * sj`` (uniform scale), with the joint's local
+    translation ``tj``, rotation ``rj`` (tuples) and scale ``sj``.  Tuples
+    only: called in loops, a helper taking arrays costs their reference
+    counting (atomic) on every call; inlined (numba IR) so the FK loops
+    compile as if written out.
     """
-    d = qrotate(pq, (t[it, j, 0], t[it, j, 1], t[it, j, 2]))
-    return ((pp[0] + ps * d[0], pp[1] + ps * d[1], pp[2] + ps * d[2]), qmul(pq, qnormalize(read_q(r, i, j))),
-            ps * s[is_, j, 0])
+    d = qrotate(pq, tj)
+    return (pp[0] + ps * d[0], pp[1] + ps * d[1], pp[2] + ps * d[2]), qmul(pq, qnormalize(rj)), ps * sj
 
 
 @njit
@@ -55,7 +58,9 @@ def path_world(path, i, t, r, s):  # type: ignore[no-untyped-def]
     it = i % t.shape[0]
     is_ = i % s.shape[0]
     for a in range(path.shape[0]):
-        pos, rot, sc = joint_world(pos, rot, sc, t, r, s, it, i, is_, path[a])
+        j = path[a]
+        pos, rot, sc = joint_world(pos, rot, sc, (t[it, j, 0], t[it, j, 1], t[it, j, 2]), read_q(r, i, j),
+                                   s[is_, j, 0])
     return pos, rot, sc
 
 
@@ -78,7 +83,7 @@ def chain_world(k0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, 
             pp = (pos[k - 1, 0], pos[k - 1, 1], pos[k - 1, 2])
             pq = (rot[k - 1, 0], rot[k - 1, 1], rot[k - 1, 2], rot[k - 1, 3])
             ps = scl[k - 1]
-        p, q, sc = joint_world(pp, pq, ps, t, r, s, it, i, is_, j)
+        p, q, sc = joint_world(pp, pq, ps, (t[it, j, 0], t[it, j, 1], t[it, j, 2]), read_q(r, i, j), s[is_, j, 0])
         pos[k, 0] = p[0]
         pos[k, 1] = p[1]
         pos[k, 2] = p[2]

@@ -640,14 +640,17 @@ def solve_one(index, t, r, s, target, pole, hint, erot, flags, weight, soft, mar
         base_pos, base_rot, base_scl = path_world(anc, 0, t3, r3, s3)
         j1 = joints[1]
         je = joints[2]
-        pa, rot_a, s_a = joint_world(base_pos, base_rot, base_scl, t3, r3, s3, 0, 0, 0, joints[0])
-        pb, rot_b, s_l = joint_world(pa, rot_a, s_a, t3, r3, s3, 0, 0, 0, j1)
-        pc = joint_world(pb, rot_b, s_l, t3, r3, s3, 0, 0, 0, je)[0]
+        j0 = joints[0]
+        t_l = (t[j1, 0], t[j1, 1], t[j1, 2])
+        t_e = (t[je, 0], t[je, 1], t[je, 2])
+        r_l = (r[j1, 0], r[j1, 1], r[j1, 2], r[j1, 3])
+        pa, rot_a, s_a = joint_world(base_pos, base_rot, base_scl, (t[j0, 0], t[j0, 1], t[j0, 2]),
+                                     (r[j0, 0], r[j0, 1], r[j0, 2], r[j0, 3]), s[j0, 0])
+        pb, rot_b, s_l = joint_world(pa, rot_a, s_a, t_l, r_l, s[j1, 0])
+        pc = joint_world(pb, rot_b, s_l, t_e, (r[je, 0], r[je, 1], r[je, 2], r[je, 3]), s[je, 0])[0]
         st, la, lb, e, ok, v = _solve_arm3((target[0], target[1], target[2]), (pole[0], pole[1], pole[2]),
                                            hn, flags, soft, margin, _arm_lengths(pa, pb, pc, margin), base_rot, pa,
-                                           pb, pc, rot_a, qnormalize((r[j1, 0], r[j1, 1], r[j1, 2], r[j1, 3])),
-                                           (t[j1, 0], t[j1, 1], t[j1, 2]), (t[je, 0], t[je, 1], t[je, 2]), s_a,
-                                           s_l)
+                                           pb, pc, rot_a, qnormalize(r_l), t_l, t_e, s_a, s_l)
         if st == OK:
             j0 = joints[0]
             j1 = joints[1]

@@ -23,8 +23,11 @@ from ._solve import (
     check_uniform_scale,
     entry_point,
     kernel_loader,
+    plain_pole,
+    plain_vec3,
     prepare,
     resolve_chain,
+    single_pose_copies,
     single_pose_rows,
 )
 from ._validate import resolve_joint
@@ -276,15 +279,9 @@ def _as_point(x: ArrayLike, what: str) -> FloatArray:
 #: One-solve fast path: what a call's plain options resolve to, by ``(id(skeleton), chain, options...)``:
 #: ``(skeleton, n_joints, plan, options array, tolerance)``.
 _ONE: dict[Any, tuple[Skeleton, int, _Plan, FloatArray, float]] = {}
-_F64 = np.dtype(np.float64)
-_NO_POLE3 = np.zeros(3)
 #: ``kinema._kernels.fabrik.solve_one``'s compiled entry point, once known (see
 #: ``kinema._kernels._jit.entry_point``).
 _one_entry: Any = None
-
-
-def _plain_vec3(x: Any) -> bool:
-    return type(x) is np.ndarray and x.dtype is _F64 and x.ndim == 1 and x.size == 3 and x.flags.c_contiguous
 
 
 def _solve_one(skeleton: Skeleton, pose: Pose, chain: Any, target: Any, iterations: Any, tolerance: Any,
@@ -298,13 +295,10 @@ def _solve_one(skeleton: Skeleton, pose: Pose, chain: Any, target: Any, iteratio
     general path, which raises the precise error.
     """
     global _one_entry
-    if not _plain_vec3(target) or type(iterations) is not int:
+    if not plain_vec3(target) or type(iterations) is not int:
         return None
-    if pole is None:
-        po = _NO_POLE3
-    elif _plain_vec3(pole):
-        po = pole
-    else:
+    po = plain_pole(pole)
+    if po is None:
         return None
     try:
         key = (id(skeleton), chain, iterations, tolerance, fixed_root, pole is None)
@@ -322,16 +316,10 @@ def _solve_one(skeleton: Skeleton, pose: Pose, chain: Any, target: Any, iteratio
             _ONE.clear()
         hit = _ONE[key] = (skeleton, skeleton.n_joints, plan, options, tol)
     _, nj, plan, options, tol = hit
-    t = pose.translations
-    r = pose.rotations
-    s = pose.scales
-    # (J, 3), (J, 4), (J, 3): two dimensions and the right sizes (cheaper than comparing shape tuples).
-    if t.ndim != 2 or r.ndim != 2 or s.ndim != 2 or t.size != 3 * nj or s.size != 3 * nj or r.size != 4 * nj \
-            or len(t) != nj or len(r) != nj or len(s) != nj:
+    copies = single_pose_copies(pose, nj)
+    if copies is None:
         return None
-    t2 = t.copy()
-    r2 = r.copy()
-    s2 = s.copy()
+    t2, r2, s2 = copies
     lim = plan.no_limits
     args = (plan.index, plan.weights, options, lim.kinds, lim.params, lim.rest, t2, r2, s2, target, po)
     if _one_entry is None:

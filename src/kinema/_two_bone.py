@@ -32,6 +32,7 @@ from ._solve import (
     kernel_loader,
     prepare,
     resolve_chain,
+    single_pose_copies,
 )
 from ._validate import as_float_array, broadcast_batch, require_finite, resolve_joint
 from .errors import ShapeError, SolverInputError
@@ -70,7 +71,7 @@ _CONTINUITY = 8
 class _Plan:
     """A skeleton's chain for one ``joints`` triple, resolved once and cached."""
 
-    __slots__ = ("skeleton", "anc", "joints", "kl", "nj", "checked", "shape3", "shape4", "size3", "size4", "index")
+    __slots__ = ("skeleton", "anc", "joints", "kl", "nj", "checked", "index")
 
     def __init__(self, skeleton: Skeleton, joints: Any) -> None:
         items = list(joints) if not isinstance(joints, (str, int, np.integer)) else [joints]
@@ -85,10 +86,6 @@ class _Plan:
         self.kl = int(np.nonzero(path == lower)[0][0])
         self.anc: IntArray = np.ascontiguousarray(ancestors_root_first(skeleton, int(path[0])), dtype=np.int64)
         self.nj = skeleton.n_joints
-        self.shape3 = (self.nj, 3)  # an unbatched pose's translations and scales
-        self.shape4 = (self.nj, 4)  # and rotations
-        self.size3 = 3 * self.nj
-        self.size4 = 4 * self.nj
         self.checked: IntArray = np.concatenate([self.anc, self.joints])
         #: ``[kl, n_anc, anc..., joints...]``: the single-solve kernel's one index argument.
         self.index: IntArray = np.concatenate([[self.kl, self.anc.size], self.anc, self.joints]).astype(np.int64)
@@ -252,14 +249,6 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
     also when the kernel reports a problem: the general path then validates
     everything and raises the precise error.  Same kernel, same numbers.
     """
-    t = pose.translations
-    r = pose.rotations
-    s = pose.scales
-    # (J, 3), (J, 4), (J, 3): two dimensions and the right sizes (cheaper than comparing shape tuples).
-    n3 = plan.size3
-    if t.ndim != 2 or r.ndim != 2 or s.ndim != 2 or t.size != n3 or s.size != n3 or r.size != plan.size4 \
-            or len(t) != plan.nj or len(r) != plan.nj or len(s) != plan.nj:
-        return None
     if type(weight) not in _SCALAR or type(soft) not in _SCALAR or type(twist_spread) not in _SCALAR:
         return None
     tg = _vec(target, 3)
@@ -297,9 +286,10 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
     else:
         return None
     global _one_entry
-    t2 = t.copy()
-    r2 = r.copy()
-    s2 = s.copy()
+    copies = single_pose_copies(pose, plan.nj)
+    if copies is None:
+        return None
+    t2, r2, s2 = copies
     bend = np.empty(3)
     args = (plan.index, t2, r2, s2, tg, po, hi, er, flags, float(weight), float(soft), m, float(twist_spread), bend)
     if hi is None and er is None:

@@ -30,6 +30,7 @@ from ._solve import (
     check_uniform_scale,
     entry_point,
     kernel_loader,
+    plain_vec3,
     prepare,
     resolve_chain,
     single_pose_copies,
@@ -231,7 +232,8 @@ def solve_two_bone(
     range, a non-uniform scale on the chain or its ancestors, a zero-length
     bone or a margin above the shorter bone.
     """
-    plan = _plan(skeleton, joints)
+    last = _last_plan  # the per-frame call: same skeleton and joints tuple as last time
+    plan = last[2] if last is not None and last[0] is skeleton and last[1] is joints else _plan(skeleton, joints)
     if out is None and type(pose) is Pose:
         res = _solve_fast(plan, pose, target, pole, weight, soft, end_rotation, margin, bend_hint, twist_spread,
                           continuity)
@@ -251,7 +253,7 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
     """
     if type(weight) not in _SCALAR or type(soft) not in _SCALAR or type(twist_spread) not in _SCALAR:
         return None
-    tg = _vec(target, 3)
+    tg = target if plain_vec3(target) else _vec(target, 3)
     if tg is None:
         return None
     flags = _CONTINUITY if continuity else 0
@@ -261,7 +263,7 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
     if pole is None:
         po = _Z3
     else:
-        po = _vec(pole, 3)
+        po = pole if plain_vec3(pole) else _vec(pole, 3)
         if po is None:
             return None
         flags |= _HAS_POLE

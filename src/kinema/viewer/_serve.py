@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import threading
@@ -90,28 +91,38 @@ def serve(
         state, error = _initial_state(path, limits)
     if port == 0:
         port = _free_port(host)
-    server = viser.ViserServer(host=host, port=port, verbose=False)
-    from ._app import ViewerApp
-
-    app = ViewerApp(state, server, export_dir=export_dir)
-    url = f"http://{host}:{server.get_port()}"
-    if error is not None:
-        print(f"[kinema view] {error}", file=sys.stderr, flush=True)
-        app._set_message(f"**Error:** {error}")
-    if verbose:
-        src = "bundled sample" if state.source is None else state.source
-        print(f"kinema viewer: {src} at {url}  (Ctrl-C to stop)", flush=True)
-    viewer = Viewer(state=state, app=app, server=server, url=url)
-    # compile the solvers now, not on the first drag
-    threading.Thread(target=state.warm_up, name="kinema-view-warm-up", daemon=True).start()
-    if not block:
-        return viewer
+    # Blocking in the main thread: Ctrl-C only sets a flag, from the moment the
+    # server starts (the page is served while the app is still being built and
+    # its first solve compiled), so it always ends in the same clean stop.
     stop = threading.Event()
+    previous = None
+    if block and threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
     try:
-        while not stop.wait(1.0):
+        server = viser.ViserServer(host=host, port=port, verbose=False)
+        from ._app import ViewerApp
+
+        app = ViewerApp(state, server, export_dir=export_dir)
+        url = f"http://{host}:{server.get_port()}"
+        if error is not None:
+            print(f"[kinema view] {error}", file=sys.stderr, flush=True)
+            app._set_message(f"**Error:** {error}")
+        if verbose:
+            src = "bundled sample" if state.source is None else state.source
+            print(f"kinema viewer: {src} at {url}  (Ctrl-C to stop)", flush=True)
+        viewer = Viewer(state=state, app=app, server=server, url=url)
+        # compile the solvers now, not on the first drag
+        threading.Thread(target=state.warm_up, name="kinema-view-warm-up", daemon=True).start()
+        if not block:
+            return viewer
+        try:
+            while not stop.wait(1.0):
+                pass
+        except KeyboardInterrupt:  # blocking outside the main thread's signal handler
             pass
-    except KeyboardInterrupt:
-        pass
+        finally:
+            viewer.close()
+        return viewer
     finally:
-        viewer.close()
-    return viewer
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)

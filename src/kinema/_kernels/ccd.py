@@ -444,6 +444,17 @@ def all_finite(a):  # type: ignore[no-untyped-def]
 
 
 @njit
+def input_status(index, s, target, pole, rtol):  # type: ignore[no-untyped-def]
+    """The drivers' input check: :data:`NONFINITE_INPUT` when a ``target`` or ``pole`` row (2-D) is NaN or inf,
+    else the first joint of the chain and its ancestors whose scale in ``s`` is not uniform, else -1."""
+    if not (all_finite(target) and all_finite(pole)):
+        return NONFINITE_INPUT
+    n_k = index[0]
+    n_b = index[1]
+    return first_nonuniform(s, index[2:2 + n_b + n_k], rtol)
+
+
+@njit
 def ccd_serial(index, values, t, r, s, target, pole, options, err_out, counts_out):  # type: ignore[no-untyped-def]
     """Every item in one thread (small batches: no thread-pool start-up).
 
@@ -452,12 +463,8 @@ def ccd_serial(index, values, t, r, s, target, pole, options, err_out, counts_ou
     one-solve path needs no NumPy check), else the first joint of the chain
     and its ancestors whose scale is not uniform; -1 when all is well.
     """
-    if not (all_finite(target) and all_finite(pole)):
-        return NONFINITE_INPUT
-    n_k = index[0]
-    n_b = index[1]
-    bad = first_nonuniform(s, index[2:2 + n_b + n_k], options[O_SCALE_RTOL])
-    if bad >= 0:
+    bad = input_status(index, s, target, pole, options[O_SCALE_RTOL])
+    if bad != -1:
         return bad
     ccd_range(0, err_out.shape[0], index, values, t, r, s, target, pole, options, err_out, counts_out)
     return -1
@@ -473,20 +480,19 @@ def ccd_one(index, values, t, r, s, target, pole, options):  # type: ignore[no-u
     and allocates no output arrays.  Returns ``(status, error, sweeps,
     limit_hits)``; ``status`` is :func:`ccd_serial`'s return value.
     """
-    if not (math.isfinite(target[0]) and math.isfinite(target[1]) and math.isfinite(target[2])
-            and math.isfinite(pole[0]) and math.isfinite(pole[1]) and math.isfinite(pole[2])):
-        return NONFINITE_INPUT, math.nan, 0, 0
     nj = t.shape[0]
     t3 = t.reshape((1, nj, 3))
     r3 = r.reshape((1, nj, 4))
     s3 = s.reshape((1, nj, 3))
-    joints, base_path, scale_joints, kinds, weights, params, rest = unpack_plan(index, values)
-    bad = first_nonuniform(s3, scale_joints, options[O_SCALE_RTOL])
-    if bad >= 0:
+    target2 = target.reshape((1, 3))
+    pole2 = pole.reshape((1, 3))
+    bad = input_status(index, s3, target2, pole2, options[O_SCALE_RTOL])
+    if bad != -1:
         return bad, math.nan, 0, 0
+    joints, base_path, _, kinds, weights, params, rest = unpack_plan(index, values)
     n_k = joints.shape[0]
-    e, n, h = ccd_item(0, joints, base_path, t3, r3, s3, target.reshape((1, 3)), pole.reshape((1, 3)), weights,
-                       kinds, params, rest, options, np.empty((n_k, 3)), np.empty((n_k, 4)), np.empty(n_k))
+    e, n, h = ccd_item(0, joints, base_path, t3, r3, s3, target2, pole2, weights, kinds, params, rest, options,
+                       np.empty((n_k, 3)), np.empty((n_k, 4)), np.empty(n_k))
     return -1, e, n, h
 
 
@@ -496,13 +502,11 @@ def ccd_parallel(index, values, t, r, s, target, pole, options, err_out, counts_
     """Items split into ``n_chunks`` chunks, one scratch set per chunk, chunks in parallel.
 
     Each item runs exactly the code of :func:`ccd_serial`, so a batch equals
-    a loop of single solves bit for bit.  Scale check and return value as in
+    a loop of single solves bit for bit.  Input check and return value as in
     :func:`ccd_serial`.
     """
-    n_k = index[0]
-    n_b = index[1]
-    bad = first_nonuniform(s, index[2:2 + n_b + n_k], options[O_SCALE_RTOL])
-    if bad >= 0:
+    bad = input_status(index, s, target, pole, options[O_SCALE_RTOL])
+    if bad != -1:
         return bad
     n = err_out.shape[0]
     size = (n + n_chunks - 1) // n_chunks

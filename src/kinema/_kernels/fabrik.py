@@ -699,6 +699,15 @@ def _all_finite(a):  # type: ignore[no-untyped-def]
 
 
 @njit
+def input_status(index, weights, s, targets, poles, rtol):  # type: ignore[no-untyped-def]
+    """The drivers' input check: :data:`NONFINITE_INPUT` when a target or pole is NaN or inf, else the first
+    joint of the chain and its ancestors whose scale in ``s`` is not uniform (to ``rtol``), else -1."""
+    if not (_all_finite(targets) and _all_finite(poles)):
+        return NONFINITE_INPUT
+    return first_nonuniform_scale(s, unpack_plan(index, weights)[11], rtol)
+
+
+@njit
 def solve_serial(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
                  poles, gerr, counts, moved):
     """Items one after another on the calling thread (no thread start-up cost: single solves).
@@ -708,11 +717,8 @@ def solve_serial(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, 
     one-solve path needs no NumPy check), else the first joint of the chain
     and its ancestors whose scale is not uniform; -1 when all is well.
     """
-    if not (_all_finite(targets) and _all_finite(poles)):
-        return NONFINITE_INPUT
-    scale_joints = unpack_plan(index, weights)[11]
-    bad = first_nonuniform_scale(s, scale_joints, options[O_SCALE_RTOL])
-    if bad >= 0:
+    bad = input_status(index, weights, s, targets, poles, options[O_SCALE_RTOL])
+    if bad != -1:
         return bad
     solve_range(0, r.shape[0], index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
                 gerr, counts, moved)
@@ -730,14 +736,10 @@ def solve_one(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, tar
     Returns ``(status, error, iterations, limit_hits, moved)``; ``status`` is
     :func:`solve_serial`'s return value.
     """
-    for c in range(3):
-        if not (math.isfinite(target[c]) and math.isfinite(pole[c])):
-            return NONFINITE_INPUT, math.nan, 0, 0, False
-    scale_joints = unpack_plan(index, weights)[11]
     nj = t.shape[0]
     s3 = s.reshape((1, nj, 3))
-    bad = first_nonuniform_scale(s3, scale_joints, options[O_SCALE_RTOL])
-    if bad >= 0:
+    bad = input_status(index, weights, s3, target, pole, options[O_SCALE_RTOL])
+    if bad != -1:
         return bad, math.nan, 0, 0, False
     gerr = np.empty((1, 1))
     counts = np.empty((2, 1), dtype=np.int64)
@@ -754,11 +756,8 @@ def solve_parallel(n_chunks, index, weights, options, lim_kind, lim_par, lim_res
 
     Input checks and return value as in :func:`solve_serial`.
     """
-    if not (_all_finite(targets) and _all_finite(poles)):
-        return NONFINITE_INPUT
-    scale_joints = unpack_plan(index, weights)[11]
-    bad = first_nonuniform_scale(s, scale_joints, options[O_SCALE_RTOL])
-    if bad >= 0:
+    bad = input_status(index, weights, s, targets, poles, options[O_SCALE_RTOL])
+    if bad != -1:
         return bad
     n = r.shape[0]
     size = (n + n_chunks - 1) // n_chunks

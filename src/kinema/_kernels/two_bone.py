@@ -30,6 +30,7 @@ from ._jit import njit, prange
 from .chain import chain_world, joint_world, path_world, rotate_world, set_world_rot
 from .constants import UNIFORM_SCALE_RTOL
 from .quat import (
+    put4,
     qconj,
     qfrom_axis_angle,
     qfrom_two_vectors,
@@ -652,16 +653,8 @@ def solve_one(index, t, r, s, target, pole, hint, erot, flags, weight, soft, mar
                                            hn, flags, soft, margin, _arm_lengths(pa, pb, pc, margin), base_rot, pa,
                                            pb, pc, rot_a, qnormalize(r_l), t_l, t_e, s_a, s_l)
         if st == OK:
-            j0 = joints[0]
-            j1 = joints[1]
-            r[j0, 0] = la[0]
-            r[j0, 1] = la[1]
-            r[j0, 2] = la[2]
-            r[j0, 3] = la[3]
-            r[j1, 0] = lb[0]
-            r[j1, 1] = lb[1]
-            r[j1, 2] = lb[2]
-            r[j1, 3] = lb[3]
+            put4(r, j0, la)
+            put4(r, j1, lb)
         bend[0] = v[0]
         bend[1] = v[1]
         bend[2] = v[2]

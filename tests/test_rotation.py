@@ -73,6 +73,25 @@ def test_normalize_zero_gives_identity() -> None:
     assert np.array_equal(R.normalize([0.0, 0.0, 0.0, 0.0]), [0.0, 0.0, 0.0, 1.0])
 
 
+def test_normalize_near_unit_branch_matches_exact(rng: np.random.Generator) -> None:
+    """``|q|^2`` within ``QUAT_NEAR_UNIT_TOL`` of 1 takes the square-root-free branch: same result as
+    dividing by the norm to 2 ulp, on both sides of the threshold, and unit to 2 ulp."""
+    from kinema._kernels.quat import QUAT_NEAR_UNIT_TOL
+
+    u = rng.normal(size=(4000, 4))
+    u /= np.linalg.norm(u, axis=-1, keepdims=True)
+    # |q|^2 - 1 from far inside the branch to just outside it (both sides of 1).
+    e = np.concatenate([np.geomspace(1e-16, 10 * QUAT_NEAR_UNIT_TOL, 2000)] * 2)
+    e[2000:] *= -1.0
+    q = u * np.sqrt(1.0 + e)[:, None]
+    ours = R.normalize(q)
+    exact = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    assert np.max(np.abs(ours - exact)) <= 2 * np.finfo(float).eps
+    assert np.max(np.abs(np.linalg.norm(ours, axis=-1) - 1.0)) <= 2 * np.finfo(float).eps
+    inside = np.abs(e) <= QUAT_NEAR_UNIT_TOL
+    assert inside.any() and (~inside).any()
+
+
 @given(quat_arrays)
 def test_matrix_round_trip_and_scipy(q: np.ndarray) -> None:
     m = R.as_matrix(q)

@@ -16,6 +16,14 @@ from ._jit import njit
 #: identity instead of dividing by ~0).
 QUAT_NORM_EPS = 1e-12
 
+#: :func:`qnormalize`: when ``|q|^2`` is within this of 1 (a product of unit
+#: quaternions, a rotation read back from a pose), ``1/|q|`` is taken as
+#: ``1.5 - |q|^2 / 2``, one Newton step from 1.  Its error,
+#: ``3/8 (|q|^2 - 1)^2 <= 4e-17``, is below a double's rounding, and it
+#: spares a square root and a division (the solvers' sweeps and FK steps are
+#: bound by those units).
+QUAT_NEAR_UNIT_TOL = 1e-8
+
 #: Below this length a direction vector carries no direction; rotations that
 #: would need it are the identity.
 VEC_NORM_EPS = 1e-12
@@ -151,7 +159,12 @@ def qdot(a: tuple, b: tuple) -> float:  # type: ignore[type-arg]
 @njit
 def qnormalize(q: tuple) -> tuple:  # type: ignore[type-arg]
     """Unit quaternion along ``q``; identity when ``|q| <= QUAT_NORM_EPS``."""
-    n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    n2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]
+    if abs(n2 - 1.0) <= QUAT_NEAR_UNIT_TOL:
+        # Nearly unit already (the common case): no square root (see QUAT_NEAR_UNIT_TOL).
+        inv = 1.5 - 0.5 * n2
+        return (q[0] * inv, q[1] * inv, q[2] * inv, q[3] * inv)
+    n = math.sqrt(n2)
     if n <= QUAT_NORM_EPS:
         return (0.0, 0.0, 0.0, 1.0)
     inv = 1.0 / n  # one division, four products (see vnormalized)

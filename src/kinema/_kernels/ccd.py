@@ -24,9 +24,9 @@ import numpy as np
 
 from ._jit import njit, prange
 from .chain import chain_world as _chain_world_call
-from .chain import path_world
+from .chain import joint_world, path_world
 from .limits import LIMIT_NONE, LIMIT_PARAMS, apply_limit_local
-from .quat import qangle, qconj, qfrom_axis_angle, qfrom_two_vectors, qmul, qrotate, vcross, vdot
+from .quat import qangle, qconj, qfrom_axis_angle, qfrom_two_vectors, qmul, qnormalize, qrotate, vcross, vdot
 
 #: A joint whose alignment turn is below this (radians) is left alone, and a
 #: sweep in which no joint turned by more than this ends the solve.  Same
@@ -85,8 +85,9 @@ _SIN_MIN_TURN = math.sin(MIN_TURN_ANGLE)
 
 
 @njit(inline=True)
-def _align(a, b):  # type: ignore[no-untyped-def]
-    """``(dq, sin2, cos, small)``: the minimal rotation taking direction ``a`` to ``b``.
+def _align(a, b, nab2):  # type: ignore[no-untyped-def]
+    """``(dq, sin2, cos, small)``: the minimal rotation taking direction ``a`` to ``b``, given
+    ``nab2 = |a|^2 |b|^2``.
 
     ``sqrt(sin2), cos`` are the turn angle's sine and cosine times
     ``|a| |b|`` (``angle = atan2(sqrt(sin2), cos)``, computed by the caller
@@ -98,7 +99,6 @@ def _align(a, b):  # type: ignore[no-untyped-def]
     ``|a||b| + a . b >= |a||b|``).  Beyond 90 degrees the foundation's
     :func:`qfrom_two_vectors` (exact up to opposite vectors) builds it.
     """
-    nab2 = vdot(a, a) * vdot(b, b)
     c = vcross(a, b)
     d = vdot(a, b)
     sc2 = vdot(c, c)
@@ -126,9 +126,7 @@ def _turned_local(pq, old, dq):  # type: ignore[no-untyped-def]
     """``normalize(inverse(pq) dq old)``: the local rotation of a joint whose world rotation ``old`` (parent
     world rotation ``pq``) is turned by the world correction ``dq``.  Tuples only, so it compiles into its
     callers without any array bookkeeping."""
-    q = qmul(qconj(pq), qmul(dq, old))
-    inv = 1.0 / math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    return (q[0] * inv, q[1] * inv, q[2] * inv, q[3] * inv)
+    return qnormalize(qmul(qconj(pq), qmul(dq, old)))
 
 
 @njit(inline=True)
@@ -302,9 +300,11 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             to_end = (end[0] - p[0], end[1] - p[1], end[2] - p[2])
             to_tgt = (tgt[0] - p[0], tgt[1] - p[1], tgt[2] - p[2])
             # Degenerate: end or target on the joint, no direction to align; skip the joint.
-            if vdot(to_end, to_end) <= eps * eps or vdot(to_tgt, to_tgt) <= eps * eps:
+            le2 = vdot(to_end, to_end)
+            lt2 = vdot(to_tgt, to_tgt)
+            if le2 <= eps * eps or lt2 <= eps * eps:
                 continue
-            dq, sn2, cs, small = _align(to_end, to_tgt)
+            dq, sn2, cs, small = _align(to_end, to_tgt, le2 * lt2)
             if small:
                 continue  # turn below MIN_TURN_ANGLE
             a2 = MIN_TURN_ANGLE  # unweighted, uncapped: the turn is at least this (only compared below)
@@ -332,14 +332,11 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             r[i, j, 1] = ql[1]
             r[i, j, 2] = ql[2]
             r[i, j, 3] = ql[3]
-            qw = qmul(pq, ql)
-            rot[k, 0] = qw[0]
-            rot[k, 1] = qw[1]
-            rot[k, 2] = qw[2]
-            rot[k, 3] = qw[3]
+            # rot[k] is not updated: no later joint of this sweep reads it (each reads its own and its
+            # parent's, which have not turned yet) and the FK after the sweep rewrites it.
             d = dq
             if hit:
-                d = qmul(qw, qconj(old))
+                d = qmul(qmul(pq, ql), qconj(old))
                 hits += 1
                 if qangle(d) >= MIN_TURN_ANGLE:
                     moved = True
@@ -373,8 +370,25 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
                 t[it, j0, 1] += loc[1] / base_scl
                 t[it, j0, 2] += loc[2] / base_scl
                 moved = True
-        chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
-        err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
+        # chain_world(0, ...) written out (a helper taking arrays costs their reference counting per call).
+        pp = base_pos
+        pq = base_rot
+        ps = base_scl
+        it_ = i % t.shape[0]
+        is_ = i % s.shape[0]
+        for k in range(n_k):
+            j = joints[k]
+            pp, pq, ps = joint_world(pp, pq, ps, (t[it_, j, 0], t[it_, j, 1], t[it_, j, 2]),
+                                     (r[i, j, 0], r[i, j, 1], r[i, j, 2], r[i, j, 3]), s[is_, j, 0])
+            pos[k, 0] = pp[0]
+            pos[k, 1] = pp[1]
+            pos[k, 2] = pp[2]
+            rot[k, 0] = pq[0]
+            rot[k, 1] = pq[1]
+            rot[k, 2] = pq[2]
+            rot[k, 3] = pq[3]
+            scl[k] = ps
+        err = _dist(pp, tgt)
         if not moved:
             break
     return err, sweeps, hits

@@ -55,7 +55,7 @@ prange = numba.prange
 _FASTMATH = {"contract"}
 
 
-def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False) -> Any:
+def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False, borrows: bool = False) -> Any:
     """``numba.njit`` with the project's defaults (cached, ``fastmath={"contract"}`` only).
 
     The one fast-math flag is ``contract``: LLVM may fuse ``a * b + c`` into
@@ -76,6 +76,16 @@ def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False)
     or called) is increfed and decrefed, atomically, each time it runs, so
     in hot loops helpers should take tuples and the loop itself should
     index the arrays (a CCD sweep ran 12% faster written that way).
+
+    ``borrows=True`` compiles the function without numba's reference
+    counting (numba's ``_nrt=False``): its array arguments are borrowed from
+    the caller, which keeps them alive for the call, so the atomic incref
+    and decref of each one are skipped (a call passing 20 arrays took
+    330 ns with them, 7 ns without).  For the per-item solver functions
+    that only index arrays their caller owns.  Such a function must not
+    allocate arrays (numba refuses to compile ``np.empty`` there), return
+    or keep an array, or call a function that returns one (its reference
+    would never be released); it may slice and pass views to other kernels.
     """
 
     def wrap(f: F) -> F:
@@ -84,8 +94,9 @@ def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False)
         saved = _config.CACHE_DIR
         _config.CACHE_DIR = _CACHE_DIR
         try:
+            options: dict[str, Any] = {"_nrt": False} if borrows else {}
             return cast(F, numba.njit(cache=True, parallel=parallel, fastmath=_FASTMATH, nogil=True,
-                                      inline="always" if inline else "never")(f))
+                                      inline="always" if inline else "never", **options)(f))
         finally:
             _config.CACHE_DIR = saved
 

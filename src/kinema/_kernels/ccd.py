@@ -172,7 +172,7 @@ def _scaled(dq, ang, a2):  # type: ignore[no-untyped-def]
     return (dq[0] * k, dq[1] * k, dq[2] * k, math.cos(0.5 * a2))
 
 
-@njit
+@njit(borrows=True)
 def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, pole,  # type: ignore[no-untyped-def]
                weights, cap, kinds, params, rest, eps):
     """Twist each sub-chain ``k..end`` about the line ``p_k -> end`` toward the pole.
@@ -251,7 +251,7 @@ def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, 
     return moved, hits
 
 
-@njit
+@njit(borrows=True)
 def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,  # type: ignore[no-untyped-def]
              options, pos, rot, scl):
     """Solve batch item ``i``; returns ``(error, sweeps, limit_hits)``.

@@ -46,7 +46,7 @@ def joint_world(pp, pq, ps, tj, rj, sj):  # type: ignore[no-untyped-def]
     return (pp[0] + ps * d[0], pp[1] + ps * d[1], pp[2] + ps * d[2]), qmul(pq, qnormalize(rj)), ps * sj
 
 
-@njit
+@njit(borrows=True)
 def path_world(path, i, t, r, s):  # type: ignore[no-untyped-def]
     """World ``(pos, rot, scale)`` at the end of ``path`` (root first), e.g. a chain's parent.
 
@@ -64,7 +64,7 @@ def path_world(path, i, t, r, s):  # type: ignore[no-untyped-def]
     return pos, rot, sc
 
 
-@njit
+@njit(borrows=True)
 def chain_world(k0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl):  # type: ignore[no-untyped-def]
     """(Re)compute world transforms of chain joints ``k0..K-1`` into ``pos, rot, scl``.
 
@@ -101,7 +101,7 @@ def parent_world_rot(k, base_rot, rot):  # type: ignore[no-untyped-def]
     return (rot[k - 1, 0], rot[k - 1, 1], rot[k - 1, 2], rot[k - 1, 3])
 
 
-@njit
+@njit(borrows=True)
 def set_world_rot(k, q_world, base_rot, joints, i, r, rot):  # type: ignore[no-untyped-def]
     """Give chain joint ``k`` the world rotation ``q_world``.
 
@@ -119,7 +119,7 @@ def set_world_rot(k, q_world, base_rot, joints, i, r, rot):  # type: ignore[no-u
     rot[k, 3] = qw[3]
 
 
-@njit
+@njit(borrows=True)
 def rotate_world(k, dq, base_rot, joints, i, r, rot):  # type: ignore[no-untyped-def]
     """Left-multiply the world correction ``dq`` onto chain joint ``k``: ``Q_world' = dq * Q_world``."""
     cur = (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])

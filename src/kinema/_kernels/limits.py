@@ -92,7 +92,7 @@ def _angle_excess(a: float, lo: float, hi: float) -> float:
     return 0.0
 
 
-@njit
+@njit(borrows=True)
 def _swing_bound(params, n1: float, n2: float) -> float:  # type: ignore[no-untyped-def]
     """Largest swing angle along unit direction ``(n1, n2)`` of the (elliptical) cone.
 
@@ -107,7 +107,7 @@ def _swing_bound(params, n1: float, n2: float) -> float:  # type: ignore[no-unty
     return s1 * s2 / den
 
 
-@njit
+@njit(borrows=True)
 def _swing_parts(params, swing):  # type: ignore[no-untyped-def]
     """``(angle, n1, n2)`` of a swing quaternion: its angle and unit direction in the (e1, e2) plane."""
     ang = qangle(swing)
@@ -143,7 +143,7 @@ def _euler_solutions(q, i: int, j: int, k: int, extrinsic: bool):  # type: ignor
     return e, f
 
 
-@njit
+@njit(borrows=True)
 def _euler_excess(params, e) -> float:  # type: ignore[no-untyped-def]
     m = 0.0
     for a in range(3):
@@ -153,7 +153,7 @@ def _euler_excess(params, e) -> float:  # type: ignore[no-untyped-def]
     return m
 
 
-@njit
+@njit(borrows=True)
 def limit_violation(kind: int, params, q_rel) -> float:  # type: ignore[no-untyped-def]
     """How far (radians, >= 0) the rest-relative rotation ``q_rel`` lies outside the limit.
 
@@ -190,7 +190,7 @@ def limit_violation(kind: int, params, q_rel) -> float:  # type: ignore[no-untyp
     return 0.0
 
 
-@njit
+@njit(borrows=True)
 def apply_limit(kind: int, params, q_rel):  # type: ignore[no-untyped-def]
     """Clamp the rest-relative rotation ``q_rel`` into the limit: ``(q_rel_out, hit)``.
 
@@ -250,7 +250,7 @@ def apply_limit(kind: int, params, q_rel):  # type: ignore[no-untyped-def]
     return out, True
 
 
-@njit
+@njit(borrows=True)
 def _clamp_euler(params, q):  # type: ignore[no-untyped-def]
     """Clamp ``q`` into an Euler box without flips near +-180 degrees.
 
@@ -279,7 +279,7 @@ def _clamp_euler(params, q):  # type: ignore[no-untyped-def]
     return qf
 
 
-@njit
+@njit(borrows=True)
 def apply_limit_local(kind: int, params, rest, q_local):  # type: ignore[no-untyped-def]
     """:func:`apply_limit` on a local rotation: ``q_rel = rest^-1 q_local``, back as ``rest * q_rel'``.
 

@@ -79,7 +79,7 @@ MODE_POSITIONS = 0
 MODE_ROTATIONS = 1
 
 
-@njit
+@njit(borrows=True)
 def clamp_local(lim_kind, lim_par, lim_rest, n, q):  # type: ignore[no-untyped-def]
     """Node ``n``'s local rotation ``q`` moved into its limit; ``(q', changed)``.
 
@@ -103,6 +103,21 @@ def _toward(frm, to, fallback):  # type: ignore[no-untyped-def]
 
 
 @njit
+def _step(frm, to, length):  # type: ignore[no-untyped-def]
+    """``(f, d)``: ``d = to - frm`` and ``f = length / |d|``, so ``frm + f d`` is at ``length`` from ``frm``
+    toward ``to``; ``f = -1`` when the points coincide (``|d| <= AIM_EPS``).
+
+    ``f = |d| (length / |d|^2)``: the square root and the division do not wait for each other (this is the
+    latency chain of a FABRIK pass, one node after the other).
+    """
+    d = (to[0] - frm[0], to[1] - frm[1], to[2] - frm[2])
+    m2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
+    if m2 <= AIM_EPS * AIM_EPS:
+        return -1.0, d
+    return math.sqrt(m2) * (length / m2), d
+
+
+@njit(borrows=True)
 def setup_item(i, base_path, joints, jpar, node_j, npar, t, r, s, pos, rot, scl, P, Q, L, V, D, M, U0):  # type: ignore[no-untyped-def]
     """World state of item ``i``: path joints' transforms, then the node arrays.
 
@@ -141,11 +156,20 @@ def setup_item(i, base_path, joints, jpar, node_j, npar, t, r, s, pos, rot, scl,
             put3(U0, n, (0.0, 0.0, 0.0))
             continue
         off = (P[n, 0] - P[p, 0], P[n, 1] - P[p, 1], P[n, 2] - P[p, 2])
-        qp = row4(Q, p)
-        v = qrotate(qconj(qp), off)
+        pa = jpar[a]
+        if pa == node_j[p]:
+            # The node's joint hangs straight off the parent node's (a plain chain): its offset in the
+            # parent's frame is its local translation times the parent's world scale, with no joint between.
+            j = joints[a]
+            sp = scl[pa]
+            v = (sp * t[it, j, 0], sp * t[it, j, 1], sp * t[it, j, 2])
+            put4(M, n, (0.0, 0.0, 0.0, 1.0))
+        else:
+            qp = row4(Q, p)
+            v = qrotate(qconj(qp), off)
+            put4(M, n, qnormalize(qmul(qconj(qp), row4(rot, pa))))
         put3(V, n, v)
         D[n] = vnorm(v)
-        put4(M, n, qnormalize(qmul(qconj(qp), row4(rot, jpar[a]))))
         m = vnorm(off)
         if m <= AIM_EPS:
             put3(U0, n, (0.0, 0.0, 0.0))  # zero-length bone: no direction to keep
@@ -154,7 +178,7 @@ def setup_item(i, base_path, joints, jpar, node_j, npar, t, r, s, pos, rot, scl,
     return base_pos, base_rot, base_scl
 
 
-@njit
+@njit(borrows=True)
 def _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw):  # type: ignore[no-untyped-def]
     """World correction turning node ``n`` (world rotation ``qcur``, at ``pn``) toward its children's aims.
 
@@ -194,7 +218,7 @@ def _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw):  # type: ignore[no-
     return qfrom_rotvec((wx / wsum, wy / wsum, wz / wsum))
 
 
-@njit
+@njit(borrows=True)
 def _hinge_fit(frame, params, qcur, n, aims, pn, child_ptr, child_idx, V):  # type: ignore[no-untyped-def]
     """World correction for a hinge node: the turn about its hinge axis that best aims its bone.
 
@@ -222,7 +246,7 @@ def _hinge_fit(frame, params, qcur, n, aims, pn, child_ptr, child_idx, V):  # ty
     return (h[0] * sh, h[1] * sh, h[2] * sh, math.cos(0.5 * ang))
 
 
-@njit
+@njit(borrows=True)
 def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, child_idx, P, Q, L, V, D, M, nw,
                       lim_kind, lim_par, lim_rest, Qb, TB):  # type: ignore[no-untyped-def]
     """Forward pass on rotations: root to tips, turn each node toward its children's aims.
@@ -250,6 +274,8 @@ def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, chil
         p = npar[n]
         if p < 0:
             f = base_rot
+        elif M[n, 0] == 0.0 and M[n, 1] == 0.0 and M[n, 2] == 0.0:
+            f = row4(Q, p)  # no joint between the node and its parent node (M is the identity)
         else:
             f = qmul(row4(Q, p), row4(M, n))
         qcur = qmul(f, row4(L, n))
@@ -287,7 +313,7 @@ def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, chil
     return hits
 
 
-@njit
+@njit(borrows=True)
 def chain_positions(P, Pb, D, U0, tgt, p_root, fixed_root, iterations, tol, has_pole, pole):  # type: ignore[no-untyped-def]
     """All FABRIK iterations of an unlimited chain on points (``MODE_POSITIONS``); returns the iterations run.
 
@@ -309,20 +335,27 @@ def chain_positions(P, Pb, D, U0, tgt, p_root, fixed_root, iterations, tol, has_
         Pb[k_n - 1, 0] = tgt[0]
         Pb[k_n - 1, 1] = tgt[1]
         Pb[k_n - 1, 2] = tgt[2]
+        pc = (tgt[0], tgt[1], tgt[2])
         for n in range(k_n - 2, -1, -1):
-            pc = (Pb[n + 1, 0], Pb[n + 1, 1], Pb[n + 1, 2])
-            u = _toward(pc, (P[n, 0], P[n, 1], P[n, 2]), (-U0[n + 1, 0], -U0[n + 1, 1], -U0[n + 1, 2]))
             dc = D[n + 1]
-            Pb[n, 0] = pc[0] + dc * u[0]
-            Pb[n, 1] = pc[1] + dc * u[1]
-            Pb[n, 2] = pc[2] + dc * u[2]
-        pp = p_root if fixed_root else (Pb[0, 0], Pb[0, 1], Pb[0, 2])
+            f, d = _step(pc, (P[n, 0], P[n, 1], P[n, 2]), dc)
+            if f < 0.0:
+                d = (-U0[n + 1, 0], -U0[n + 1, 1], -U0[n + 1, 2])  # node on its child: keep the start direction
+                f = dc
+            pc = (pc[0] + f * d[0], pc[1] + f * d[1], pc[2] + f * d[2])
+            Pb[n, 0] = pc[0]
+            Pb[n, 1] = pc[1]
+            Pb[n, 2] = pc[2]
+        pp = p_root if fixed_root else pc
         P[0, 0] = pp[0]
         P[0, 1] = pp[1]
         P[0, 2] = pp[2]
         for n in range(1, k_n):
-            u = _toward(pp, (Pb[n, 0], Pb[n, 1], Pb[n, 2]), (U0[n, 0], U0[n, 1], U0[n, 2]))
-            pp = (pp[0] + D[n] * u[0], pp[1] + D[n] * u[1], pp[2] + D[n] * u[2])
+            f, d = _step(pp, (Pb[n, 0], Pb[n, 1], Pb[n, 2]), D[n])
+            if f < 0.0:
+                d = (U0[n, 0], U0[n, 1], U0[n, 2])
+                f = D[n]
+            pp = (pp[0] + f * d[0], pp[1] + f * d[1], pp[2] + f * d[2])
             P[n, 0] = pp[0]
             P[n, 1] = pp[1]
             P[n, 2] = pp[2]
@@ -430,7 +463,7 @@ def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M,
         put3(Pb, n, pnew)
 
 
-@njit
+@njit(borrows=True)
 def apply_pole(pole, A, B, nudge):  # type: ignore[no-untyped-def]
     """Turn each interior chain point of ``B`` about the line through its neighbours toward ``pole``.
 
@@ -497,7 +530,7 @@ def _errors(targets, i, goal_node, P, gerr):  # type: ignore[no-untyped-def]
     return worst
 
 
-@njit
+@njit(borrows=True)
 def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints, jpar, node_j, npar,
                child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
                gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB):  # type: ignore[no-untyped-def]

@@ -82,10 +82,10 @@ def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False,
     the caller, which keeps them alive for the call, so the atomic incref
     and decref of each one are skipped (a call passing 20 arrays took
     330 ns with them, 7 ns without).  For the per-item solver functions
-    that only index arrays their caller owns.  Such a function must not
-    allocate arrays (numba refuses to compile ``np.empty`` there), return
-    or keep an array, or call a function that returns one (its reference
-    would never be released); it may slice and pass views to other kernels.
+    that only index arrays their caller owns.  Such a function cannot
+    allocate arrays or take a new one from a call (numba refuses to compile
+    either: nothing would release it); it may slice its arguments and lend
+    the views to other kernels.
     """
 
     def wrap(f: F) -> F:

@@ -296,7 +296,11 @@ def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, chil
                                            (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2]))
             else:
                 dq = _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw)
-            loc = qnormalize(qmul(qconj(f), qmul(dq, qcur)))
+            qw = qmul(dq, qcur)
+            loc = qnormalize(qmul(qconj(f), qw))
+            # The world rotation straight from the turn (F * loc up to rounding): the next node waits for it,
+            # not for the local rotation, so the pass's node-to-node chain is two products shorter.
+            qn = qnormalize(qw)
         else:
             loc = row4(L, n)
         if use_limits:
@@ -304,7 +308,8 @@ def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, chil
             if changed:
                 hits += 1
         put4(L, n, loc)
-        qn = qmul(f, loc)
+        if use_limits or not aim:
+            qn = qmul(f, loc)
         put4(Q, n, qn)
         for e in range(child_ptr[n], child_ptr[n + 1]):
             c = child_idx[e]

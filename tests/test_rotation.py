@@ -195,6 +195,23 @@ def test_from_two_vectors_near_180_is_exact(miss: float, rng: np.random.Generato
         assert abs(R.angle_between([0, 0, 0, 1], q) - (np.pi - miss)) <= 1e-9
 
 
+@pytest.mark.parametrize("scale", [1e-11, 1.0, 1e3, 1e100])
+def test_from_two_vectors_both_forms_meet_at_90_degrees(scale: float, rng: np.random.Generator) -> None:
+    """Angles just below 90 degrees take the raw-vector form, just above the normalised one (and vectors past
+    HALFWAY_MAX_NORM2, 1e100 here, the normalised one at every angle): each rotates ``a`` onto ``b`` to 2e-15
+    and turns by exactly the angle between them."""
+    for off in (-1e-3, -1e-9, 0.0, 1e-9, 1e-3):
+        for _ in range(10):
+            u = unit(rng.normal(size=3))
+            perp = unit(np.cross(u, rng.normal(size=3)))
+            ang = np.pi / 2 + off
+            v = np.cos(ang) * u + np.sin(ang) * perp
+            q = R.from_two_vectors(u * scale * 1.7, v * scale * 0.6)
+            assert abs(np.linalg.norm(q) - 1.0) <= 4e-16
+            assert np.linalg.norm(R.rotate(q, u) - v) <= 2e-15
+            assert abs(R.angle_between([0, 0, 0, 1], q) - ang) <= 4e-15
+
+
 def test_from_two_vectors_degenerate() -> None:
     assert np.array_equal(R.from_two_vectors([0, 0, 0], [1, 0, 0]), [0, 0, 0, 1])
     assert np.array_equal(R.from_two_vectors([1, 0, 0], [2, 0, 0]), [0, 0, 0, 1])

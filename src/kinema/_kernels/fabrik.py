@@ -174,7 +174,8 @@ def setup_item(i, base_path, joints, jpar, node_j, npar, t, r, s, pos, rot, scl,
         if m <= AIM_EPS:
             put3(U0, n, (0.0, 0.0, 0.0))  # zero-length bone: no direction to keep
         else:
-            put3(U0, n, (off[0] / m, off[1] / m, off[2] / m))
+            inv = 1.0 / m
+            put3(U0, n, (off[0] * inv, off[1] * inv, off[2] * inv))
     return base_pos, base_rot, base_scl
 
 

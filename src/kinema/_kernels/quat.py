@@ -24,6 +24,11 @@ QUAT_NORM_EPS = 1e-12
 #: bound by those units).
 QUAT_NEAR_UNIT_TOL = 1e-8
 
+#: :func:`qfrom_two_vectors`: above this ``|a|^2 |b|^2`` the raw-vector form
+#: could overflow (its squared norm is up to ``4 |a|^2 |b|^2``); such vectors
+#: are normalised first.
+HALFWAY_MAX_NORM2 = 1e300
+
 #: Below this length a direction vector carries no direction; rotations that
 #: would need it are the identity.
 VEC_NORM_EPS = 1e-12
@@ -248,7 +253,9 @@ def qfrom_rotvec(r: tuple) -> tuple:  # type: ignore[type-arg]
 def qfrom_two_vectors(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     """Minimal rotation taking the direction of ``a`` to the direction of ``b``.
 
-    With unit ``u, v`` and their sum ``s = u + v``: the half-way form
+    Up to 90 degrees (``a . b >= 0``): ``normalize(a x b, |a||b| + a . b)``
+    on the raw vectors, well conditioned there and the cheapest exact form.
+    Beyond, with unit ``u, v`` and their sum ``s = u + v``: the half-way form
     ``normalize(u x v, 1 + u . v)`` written as ``normalize(u x s, |s|^2 / 2)``
     (the same quaternion: ``u x v = u x s`` and ``1 + u . v = |s|^2 / 2``).
     Exact at every angle without trigonometry: near 180 degrees ``s`` is
@@ -260,10 +267,21 @@ def qfrom_two_vectors(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     (``|s| <= OPPOSITE_SINE_EPS``) take a stable perpendicular axis.  A zero
     vector gives the identity.
     """
+    a2 = a[0] * a[0] + a[1] * a[1] + a[2] * a[2]
+    b2 = b[0] * b[0] + b[1] * b[1] + b[2] * b[2]
+    if a2 <= VEC_NORM_EPS * VEC_NORM_EPS or b2 <= VEC_NORM_EPS * VEC_NORM_EPS:
+        return (0.0, 0.0, 0.0, 1.0)  # a zero vector has no direction
+    d = a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+    if d >= 0.0 and a2 * b2 <= HALFWAY_MAX_NORM2:
+        # Up to 90 degrees: the half-way form on the raw vectors, normalize(a x b, |a||b| + a . b), the same
+        # quaternion scaled by |a||b|.  Well conditioned here (|a||b| + a . b >= |a||b|), and two square
+        # roots and one division instead of three and three.
+        c = vcross(a, b)
+        w = math.sqrt(a2 * b2) + d
+        inv = 1.0 / math.sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2] + w * w)
+        return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv)
     u = vnormalized(a)
     v = vnormalized(b)
-    if (u[0] == 0.0 and u[1] == 0.0 and u[2] == 0.0) or (v[0] == 0.0 and v[1] == 0.0 and v[2] == 0.0):
-        return (0.0, 0.0, 0.0, 1.0)
     sx = u[0] + v[0]
     sy = u[1] + v[1]
     sz = u[2] + v[2]

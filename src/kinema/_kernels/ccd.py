@@ -86,8 +86,8 @@ _SIN_MIN_TURN = math.sin(MIN_TURN_ANGLE)
 
 @njit(inline=True)
 def _align(a, b, nab2):  # type: ignore[no-untyped-def]
-    """``(dq, sin2, cos, small)``: the minimal rotation taking direction ``a`` to ``b``, given
-    ``nab2 = |a|^2 |b|^2``.
+    """``(dq, sin2, cos, small, nab)``: the minimal rotation taking direction ``a`` to ``b``, given
+    ``nab2 = |a|^2 |b|^2``; ``nab = |a| |b|`` when the half-way form built ``dq``, else -1.
 
     ``sqrt(sin2), cos`` are the turn angle's sine and cosine times
     ``|a| |b|`` (``angle = atan2(sqrt(sin2), cos)``, computed by the caller
@@ -105,11 +105,12 @@ def _align(a, b, nab2):  # type: ignore[no-untyped-def]
     if d >= 0.0:
         # |a x b| < sin(MIN_TURN_ANGLE) |a||b|, compared squared (no square root on the hot path).
         if sc2 < _SIN_MIN_TURN * _SIN_MIN_TURN * nab2:
-            return (0.0, 0.0, 0.0, 1.0), sc2, d, True
-        w = math.sqrt(nab2) + d
+            return (0.0, 0.0, 0.0, 1.0), sc2, d, True, -1.0
+        nab = math.sqrt(nab2)
+        w = nab + d
         inv = 1.0 / math.sqrt(sc2 + w * w)
-        return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv), sc2, d, False
-    return qfrom_two_vectors(a, b), sc2, d, False
+        return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv), sc2, d, False, nab
+    return qfrom_two_vectors(a, b), sc2, d, False, -1.0
 
 
 @njit
@@ -304,9 +305,10 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             lt2 = vdot(to_tgt, to_tgt)
             if le2 <= eps * eps or lt2 <= eps * eps:
                 continue
-            dq, sn2, cs, small = _align(to_end, to_tgt, le2 * lt2)
+            dq, sn2, cs, small, nab = _align(to_end, to_tgt, le2 * lt2)
             if small:
                 continue  # turn below MIN_TURN_ANGLE
+            aligned = nab > 0.0
             a2 = MIN_TURN_ANGLE  # unweighted, uncapped: the turn is at least this (only compared below)
             if w != 1.0 or cap > 0.0:
                 ang = math.atan2(math.sqrt(sn2), cs)
@@ -315,6 +317,7 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
                     a2 = cap
                 if a2 != ang:
                     dq = _scaled(dq, ang, a2)
+                    aligned = False
             # _turn(k, dq, ...) written out: the hot loop passes no arrays to an inlined helper
             # (numba reference-counts each array argument of an inlined call, an atomic operation).
             old = (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])
@@ -342,8 +345,14 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
                     moved = True
             elif a2 >= MIN_TURN_ANGLE:
                 moved = True
-            rel = qrotate(d, to_end)
-            end = (p[0] + rel[0], p[1] + rel[1], p[2] + rel[2])
+            if aligned and not hit:
+                # dq took to_end's direction exactly onto to_tgt's: the end is on to_tgt at its old distance
+                # |to_end| = nab / |to_tgt|, so f = nab / |to_tgt|^2 (no quaternion on the end's chain).
+                f = nab / lt2
+                end = (p[0] + to_tgt[0] * f, p[1] + to_tgt[1] * f, p[2] + to_tgt[2] * f)
+            else:
+                rel = qrotate(d, to_end)
+                end = (p[0] + rel[0], p[1] + rel[1], p[2] + rel[2])
         if has_pole or not fixed_root:
             chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
         if has_pole:

@@ -403,7 +403,7 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
     return err, sweeps, hits
 
 
-@njit
+@njit(inline=True)  # inlined: in a borrowing caller its views cost no reference counting
 def unpack_plan(index, values):  # type: ignore[no-untyped-def]
     """Views ``(joints, base_path, scale_joints, kinds, weights, params, rest)`` of a packed plan."""
     n_k = index[0]
@@ -434,7 +434,7 @@ def ccd_range(c0, c1, index, values, t, r, s, target, pole, options, err_out, co
         counts_out[1, i] = h
 
 
-@njit
+@njit(borrows=True)
 def first_nonuniform(s, scale_joints, rtol):  # type: ignore[no-untyped-def]
     """First joint of ``scale_joints`` whose scale is not uniform in some row of ``s``, or -1.
 
@@ -456,7 +456,7 @@ def first_nonuniform(s, scale_joints, rtol):  # type: ignore[no-untyped-def]
 NONFINITE_INPUT = -2
 
 
-@njit
+@njit(borrows=True)
 def all_finite(a):  # type: ignore[no-untyped-def]
     """Whether every value of the 2-D array ``a`` is finite."""
     for row in range(a.shape[0]):
@@ -466,7 +466,7 @@ def all_finite(a):  # type: ignore[no-untyped-def]
     return True
 
 
-@njit
+@njit(borrows=True)
 def input_status(index, s, target, pole, rtol):  # type: ignore[no-untyped-def]
     """The drivers' input check: :data:`NONFINITE_INPUT` when a ``target`` or ``pole`` row (2-D) is NaN or inf,
     else the first joint of the chain and its ancestors whose scale in ``s`` is not uniform, else -1."""
@@ -503,6 +503,15 @@ def ccd_one(index, values, t, r, s, target, pole, options):  # type: ignore[no-u
     and allocates no output arrays.  Returns ``(status, error, sweeps,
     limit_hits)``; ``status`` is :func:`ccd_serial`'s return value.
     """
+    n_k = index[0]
+    return _one(index, values, t, r, s, target, pole, options, np.empty((n_k, 3)), np.empty((n_k, 4)),
+                np.empty(n_k))
+
+
+@njit(borrows=True)
+def _one(index, values, t, r, s, target, pole, options, pos, rot, scl):  # type: ignore[no-untyped-def]
+    """:func:`ccd_one` after its scratch allocation: the batch-of-one views and the plan's views are made here,
+    where they cost no reference counting."""
     nj = t.shape[0]
     t3 = t.reshape((1, nj, 3))
     r3 = r.reshape((1, nj, 4))
@@ -513,9 +522,8 @@ def ccd_one(index, values, t, r, s, target, pole, options):  # type: ignore[no-u
     if bad != -1:
         return bad, math.nan, 0, 0
     joints, base_path, _, kinds, weights, params, rest = unpack_plan(index, values)
-    n_k = joints.shape[0]
     e, n, h = ccd_item(0, joints, base_path, t3, r3, s3, target2, pole2, weights, kinds, params, rest, options,
-                       np.empty((n_k, 3)), np.empty((n_k, 4)), np.empty(n_k))
+                       pos, rot, scl)
     return -1, e, n, h
 
 

@@ -633,7 +633,7 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
     moved[i] = n_it > 0 or n_hits > 0
 
 
-@njit
+@njit(borrows=True)
 def first_nonuniform_scale(s, scale_joints, rtol):  # type: ignore[no-untyped-def]
     """First joint of ``scale_joints`` whose scale in ``s (Ns,J,3)`` is not uniform (to ``rtol``); -1 if none."""
     for i in range(s.shape[0]):
@@ -671,7 +671,7 @@ N_OPTIONS = 6
 _INDEX_HEADER = 5
 
 
-@njit
+@njit(inline=True)  # inlined: in a borrowing caller its views cost no reference counting
 def unpack_plan(index, weights):  # type: ignore[no-untyped-def]
     """Views ``(base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw,
     scale_joints)`` of a packed plan (``scale_joints``: the chain's ancestors, then its joints)."""
@@ -727,17 +727,16 @@ def solve_range(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t,
 NONFINITE_INPUT = -2
 
 
-@njit
+@njit(borrows=True)
 def _all_finite(a):  # type: ignore[no-untyped-def]
-    """Whether every value of ``a`` (any shape, C-contiguous) is finite."""
-    flat = a.ravel()
-    for k in range(flat.shape[0]):
-        if not math.isfinite(flat[k]):
+    """Whether every value of ``a`` (any shape and layout) is finite."""
+    for v in a.flat:
+        if not math.isfinite(v):
             return False
     return True
 
 
-@njit
+@njit(borrows=True)
 def input_status(index, weights, s, targets, poles, rtol):  # type: ignore[no-untyped-def]
     """The drivers' input check: :data:`NONFINITE_INPUT` when a target or pole is NaN or inf, else the first
     joint of the chain and its ancestors whose scale in ``s`` is not uniform (to ``rtol``), else -1."""
@@ -775,17 +774,35 @@ def solve_one(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, tar
     Returns ``(status, error, iterations, limit_hits, moved)``; ``status`` is
     :func:`solve_serial`'s return value.
     """
+    gerr = np.empty((1, 1))
+    counts = np.empty((2, 1), dtype=np.int64)
+    moved = np.empty(1, dtype=np.bool_)
+    pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB = _scratch(index[1], index[2])
+    bad = _one(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, target, pole, gerr, counts, moved,
+               pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
+    if bad != -1:
+        return bad, math.nan, 0, 0, False
+    return -1, gerr[0, 0], counts[0, 0], counts[1, 0], moved[0]
+
+
+@njit(borrows=True)
+def _one(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, target, pole, gerr, counts,  # type: ignore[no-untyped-def]
+         moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB):
+    """:func:`solve_one` after its allocations: the batch-of-one views and the plan's views are made here,
+    where they cost no reference counting; then :func:`solve_serial`'s check and the one :func:`solve_item`."""
     nj = t.shape[0]
     s3 = s.reshape((1, nj, 3))
     bad = input_status(index, weights, s3, target, pole, options[O_SCALE_RTOL])
     if bad != -1:
-        return bad, math.nan, 0, 0, False
-    gerr = np.empty((1, 1))
-    counts = np.empty((2, 1), dtype=np.int64)
-    moved = np.empty(1, dtype=np.bool_)
-    solve_range(0, 1, index, weights, options, lim_kind, lim_par, lim_rest, t.reshape((1, nj, 3)),
-                r.reshape((1, nj, 4)), s3, target.reshape((1, 1, 3)), pole.reshape((1, 3)), gerr, counts, moved)
-    return -1, gerr[0, 0], counts[0, 0], counts[1, 0], moved[0]
+        return bad
+    (base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw,
+     _) = unpack_plan(index, weights)
+    solve_item(0, int(options[O_MODE]), int(options[O_ITERATIONS]), options[O_TOLERANCE],
+               options[O_FIXED_ROOT] != 0.0, options[O_HAS_POLE] != 0.0, base_path, joints, jpar, node_j, npar,
+               child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t.reshape((1, nj, 3)),
+               r.reshape((1, nj, 4)), s3, target.reshape((1, 1, 3)), pole.reshape((1, 3)), gerr, counts[0],
+               counts[1], moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
+    return -1
 
 
 @njit(parallel=True)

@@ -108,7 +108,8 @@ def _align(a, b, nab2):  # type: ignore[no-untyped-def]
             return (0.0, 0.0, 0.0, 1.0), sc2, d, True, -1.0
         nab = math.sqrt(nab2)
         w = nab + d
-        inv = 1.0 / math.sqrt(sc2 + w * w)
+        n2 = sc2 + w * w
+        inv = math.sqrt(n2) * (1.0 / n2)  # = 1 / sqrt(n2), with the root and the division side by side
         return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv), sc2, d, False, nab
     return qfrom_two_vectors(a, b), sc2, d, False, -1.0
 

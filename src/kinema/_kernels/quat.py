@@ -278,7 +278,8 @@ def qfrom_two_vectors(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
         # roots and one division instead of three and three.
         c = vcross(a, b)
         w = math.sqrt(a2 * b2) + d
-        inv = 1.0 / math.sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2] + w * w)
+        n2 = c[0] * c[0] + c[1] * c[1] + c[2] * c[2] + w * w
+        inv = math.sqrt(n2) * (1.0 / n2)  # = 1 / sqrt(n2), with the root and the division side by side
         return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv)
     u = vnormalized(a)
     v = vnormalized(b)

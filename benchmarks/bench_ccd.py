@@ -26,6 +26,7 @@ import kinema
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from _machine import copy_probe_ns  # noqa: E402
 from _targets import chain_rig, reachable_targets  # noqa: E402
 
 SK, CHAIN = chain_rig()
@@ -44,7 +45,8 @@ def _batched(tolerance: float = 1e-3) -> kinema.SolveResult:
 
 def single_call_median_us(tolerance: float = 1e-3, rounds: int = 5) -> float:
     """Median wall time of one public call, over ``rounds`` x 1000 targets."""
-    kinema.solve_ccd(SK, POSE, CHAIN, TARGETS[0], iterations=20, tolerance=tolerance)  # compile (no parallel batch)
+    for t in TARGETS:  # compile, then one untimed pass (no parallel batch: see __main__)
+        kinema.solve_ccd(SK, POSE, CHAIN, t, iterations=20, tolerance=tolerance)
     times = []
     for _ in range(rounds):
         for t in TARGETS:
@@ -110,8 +112,11 @@ def test_threejs_baseline(benchmark: Any) -> None:
 if __name__ == "__main__":
     # Single calls first: right after a parallel batch, numba's OpenMP workers keep spinning for a while
     # before they sleep, and on this 2-core machine that competes with the calling thread.
+    probe = copy_probe_ns()
     single = single_call_median_us()
     single0 = single_call_median_us(0.0)
+    print(f"machine probe (ndarray.copy, normal ~275 ns, slow phase 450+): {probe:.0f} ns before, "
+          f"{copy_probe_ns():.0f} ns after the single calls")
     res = _batched()
     print(f"chain: {len(SK.chain(*CHAIN)) - 1} bones, 20 sweeps, {len(TARGETS)} reachable targets; "
           f"tol 1e-3: reached {res.reached.mean():.3f}, mean sweeps {res.iterations.mean():.2f}")

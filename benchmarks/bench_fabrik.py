@@ -28,6 +28,7 @@ import kinema
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _machine import copy_probe_ns  # noqa: E402
 from _targets import chain_rig, reachable_targets  # noqa: E402
 
 SK, CHAIN = chain_rig()
@@ -63,7 +64,8 @@ def accuracy_row(solver: str, iterations: int, rounds: int = 5) -> tuple[float, 
 def tentacle_single_median_us(solver: str, rounds: int = 3) -> float:
     """Median wall time of one public call on the 20-bone tentacle (defaults), over ``rounds`` x 1000 targets."""
     fn = SOLVERS[solver]
-    fn(TENTACLE, T_POSE, T_CHAIN, T_TARGETS[0])  # compile
+    for t in T_TARGETS:  # compile, then one untimed pass
+        fn(TENTACLE, T_POSE, T_CHAIN, t)
     times = []
     for _ in range(rounds):
         for t in T_TARGETS:
@@ -97,7 +99,10 @@ def test_ccd_tentacle_single(benchmark: Any) -> None:
 def main() -> None:
     # Single calls first: right after parallel batches, numba's OpenMP workers keep spinning for a while
     # before they sleep, and on this 2-core machine that competes with the calling thread.
+    probe = copy_probe_ns()
     tentacle = {name: tentacle_single_median_us(name) for name in SOLVERS}
+    print(f"machine probe (ndarray.copy, normal ~275 ns, slow phase 450+): {probe:.0f} ns before, "
+          f"{copy_probe_ns():.0f} ns after the single calls")
     print(f"10-bone chain, {len(TARGETS)} reachable targets, tolerance=0 (every iteration runs)")
     print(f"{'iterations':>10} {'solver':>7} {'<=1e-3':>8} {'<=1e-4':>8} {'us/solve':>9}")
     for it in (5, 10, 20):

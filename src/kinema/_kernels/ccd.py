@@ -26,7 +26,18 @@ from ._jit import njit, prange
 from .chain import chain_world as _chain_world_call
 from .chain import joint_world, path_world
 from .limits import LIMIT_NONE, LIMIT_PARAMS, apply_limit_local
-from .quat import qangle, qconj, qfrom_axis_angle, qfrom_two_vectors, qmul, qnormalize, qrotate, vcross, vdot
+from .quat import (
+    qangle,
+    qconj,
+    qfrom_axis_angle,
+    qfrom_two_vectors,
+    qhalfway,
+    qmul,
+    qnormalize,
+    qrotate,
+    vcross,
+    vdot,
+)
 
 #: A joint whose alignment turn is below this (radians) is left alone, and a
 #: sweep in which no joint turned by more than this ends the solve.  Same
@@ -94,7 +105,7 @@ def _align(a, b, nab2):  # type: ignore[no-untyped-def]
     only when a weight or step cap needs it).  ``small``: the turn is below ``MIN_TURN_ANGLE``
     (``dq`` is then the identity).  ``a`` and ``b`` are non-zero.
 
-    Up to 90 degrees the half-way form ``normalize(a x b, |a||b| + a . b)``
+    Up to 90 degrees the half-way form ``normalize(a x b, |a||b| + a . b)`` (:func:`qhalfway`)
     is the exact minimal rotation without trigonometry (well conditioned:
     ``|a||b| + a . b >= |a||b|``).  Beyond 90 degrees the foundation's
     :func:`qfrom_two_vectors` (exact up to opposite vectors) builds it.
@@ -107,10 +118,7 @@ def _align(a, b, nab2):  # type: ignore[no-untyped-def]
         if sc2 < _SIN_MIN_TURN * _SIN_MIN_TURN * nab2:
             return (0.0, 0.0, 0.0, 1.0), sc2, d, True, -1.0
         nab = math.sqrt(nab2)
-        w = nab + d
-        n2 = sc2 + w * w
-        inv = math.sqrt(n2) * (1.0 / n2)  # = 1 / sqrt(n2), with the root and the division side by side
-        return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv), sc2, d, False, nab
+        return qhalfway(c, sc2, nab, d), sc2, d, False, nab
     return qfrom_two_vectors(a, b), sc2, d, False, -1.0
 
 

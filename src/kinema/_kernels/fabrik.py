@@ -707,6 +707,16 @@ def unpack_plan(index, weights):  # type: ignore[no-untyped-def]
 def solve_range(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
                 poles, gerr, counts, moved):
     """Items ``c0 .. c1-1`` with one scratch set; ``counts (2, N)``: iterations, limit hits."""
+    pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB = _scratch(index[1], index[2])
+    _solve_items(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles, gerr, counts,
+                 moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
+
+
+@njit(borrows=True)
+def _solve_items(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
+                 poles, gerr, counts, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB):
+    """:func:`solve_range` after its scratch allocation: the plan's views are made here, where they cost no
+    reference counting, and the options are read once for all the items."""
     (base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw,
      _) = unpack_plan(index, weights)
     mode = int(options[O_MODE])
@@ -716,7 +726,6 @@ def solve_range(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t,
     has_pole = options[O_HAS_POLE] != 0.0
     iters = counts[0]
     hits = counts[1]
-    pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB = _scratch(joints.shape[0], node_j.shape[0])
     for i in range(c0, c1):
         solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints, jpar, node_j, npar,
                    child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
@@ -788,20 +797,16 @@ def solve_one(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, tar
 @njit(borrows=True)
 def _one(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, target, pole, gerr, counts,  # type: ignore[no-untyped-def]
          moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB):
-    """:func:`solve_one` after its allocations: the batch-of-one views and the plan's views are made here,
-    where they cost no reference counting; then :func:`solve_serial`'s check and the one :func:`solve_item`."""
+    """:func:`solve_one` after its allocations: :func:`solve_serial`'s check and :func:`_solve_items` on
+    batch-of-one views, made here where they cost no reference counting."""
     nj = t.shape[0]
     s3 = s.reshape((1, nj, 3))
     bad = input_status(index, weights, s3, target, pole, options[O_SCALE_RTOL])
     if bad != -1:
         return bad
-    (base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw,
-     _) = unpack_plan(index, weights)
-    solve_item(0, int(options[O_MODE]), int(options[O_ITERATIONS]), options[O_TOLERANCE],
-               options[O_FIXED_ROOT] != 0.0, options[O_HAS_POLE] != 0.0, base_path, joints, jpar, node_j, npar,
-               child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t.reshape((1, nj, 3)),
-               r.reshape((1, nj, 4)), s3, target.reshape((1, 1, 3)), pole.reshape((1, 3)), gerr, counts[0],
-               counts[1], moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
+    _solve_items(0, 1, index, weights, options, lim_kind, lim_par, lim_rest, t.reshape((1, nj, 3)),
+                 r.reshape((1, nj, 4)), s3, target.reshape((1, 1, 3)), pole.reshape((1, 3)), gerr, counts, moved,
+                 pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
     return -1
 
 

@@ -250,6 +250,20 @@ def qfrom_rotvec(r: tuple) -> tuple:  # type: ignore[type-arg]
 
 
 @njit
+def qhalfway(c: tuple, sc2: float, nab: float, d: float) -> tuple:  # type: ignore[type-arg]
+    """``normalize(c, nab + d)`` with ``c = a x b``, ``sc2 = |c|^2``, ``nab = |a||b|``, ``d = a . b``: the minimal
+    rotation from ``a``'s direction to ``b``'s, well conditioned for ``d >= 0`` (up to 90 degrees).
+
+    The norm is taken as ``sqrt(n2) * (1 / n2)``: the root and the division run side by side instead of one
+    after the other (solver sweeps wait on this).
+    """
+    w = nab + d
+    n2 = sc2 + w * w
+    inv = math.sqrt(n2) * (1.0 / n2)
+    return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv)
+
+
+@njit
 def qfrom_two_vectors(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     """Minimal rotation taking the direction of ``a`` to the direction of ``b``.
 
@@ -277,10 +291,7 @@ def qfrom_two_vectors(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
         # quaternion scaled by |a||b|.  Well conditioned here (|a||b| + a . b >= |a||b|), and two square
         # roots and one division instead of three and three.
         c = vcross(a, b)
-        w = math.sqrt(a2 * b2) + d
-        n2 = c[0] * c[0] + c[1] * c[1] + c[2] * c[2] + w * w
-        inv = math.sqrt(n2) * (1.0 / n2)  # = 1 / sqrt(n2), with the root and the division side by side
-        return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv)
+        return qhalfway(c, c[0] * c[0] + c[1] * c[1] + c[2] * c[2], math.sqrt(a2 * b2), d)
     u = vnormalized(a)
     v = vnormalized(b)
     sx = u[0] + v[0]

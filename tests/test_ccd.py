@@ -183,6 +183,37 @@ def test_one_solve_fast_path_equals_general_path(rng: np.random.Generator) -> No
         kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), np.array([0.0, np.nan, 0.0]))
 
 
+def test_one_solve_scratch_is_safe_across_threads(rng: np.random.Generator) -> None:
+    """The one-solve kernel releases the GIL and works in a scratch array the caller lends it: four threads
+    solving the same chain at once must each get the batch's numbers (one scratch per thread)."""
+    import threading
+
+    sk, chain = make_rig(rng)
+    pose = sk.rest_pose()
+    tg = random_reachable(sk, chain, rng, 40)
+    batch = kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), tg, tolerance=0.0)
+    bad: list[int] = []
+
+    def work(offset: int) -> None:
+        for _rep in range(60):
+            for i in range(offset, tg.shape[0], 2):
+                one = kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), tg[i], tolerance=0.0)
+                if not np.array_equal(one.pose.rotations, batch.pose.rotations[i]):
+                    bad.append(i)
+
+    threads = [threading.Thread(target=work, args=(k % 2,)) for k in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible (a shared scratch failed 20-40 solves here)
+    try:
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert bad == []
+
+
 def test_same_under_rotated_translated_scaled_parents(rng: np.random.Generator) -> None:
     seed = int(rng.integers(1 << 30))
     sk0, chain = make_rig(np.random.default_rng(seed))

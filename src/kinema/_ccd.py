@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -266,10 +267,18 @@ def _run(
 
 
 #: One-solve fast path: what a call's plain options resolve to, by ``(id(skeleton), chain, options...)``:
-#: ``(skeleton, n_joints, plan, options array, tolerance)``.
-_ONE: dict[Hashable, tuple[Skeleton, int, _Plan, FloatArray, float]] = {}
+#: ``(skeleton, n_joints, plan, options array, tolerance, scratch size)``.
+_ONE: dict[Hashable, tuple[Skeleton, int, _Plan, FloatArray, float, int]] = {}
 #: ``kinema._kernels.ccd.ccd_one``'s compiled entry point, once known (see ``kinema._kernels._jit.entry_point``).
 _one_entry: Any = None
+#: ``ccd_one``'s scratch arrays, one set per thread (``.a``), grown to the longest chain solved: the kernel
+#: releases the GIL, so threads may run it at the same time.
+_SCRATCH = threading.local()
+
+
+def _scratch(n_k: int) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """``ccd_one``'s scratch for chains of up to ``n_k`` joints: ``pos (n_k,3), rot (n_k,4), scl (n_k,), aux``."""
+    return np.empty((n_k, 3)), np.empty((n_k, 4)), np.empty(n_k), np.empty((n_k, _kernels().AUX_COLS))
 
 
 def _solve_one(skeleton: Skeleton, pose: Pose, chain: Any, target: Any, iterations: Any, tolerance: Any,
@@ -299,13 +308,19 @@ def _solve_one(skeleton: Skeleton, pose: Pose, chain: Any, target: Any, iteratio
         options = _options(it, pole is not None, bool(fixed_root), bool(adaptive_step), tol, step)
         if len(_ONE) >= _PLAN_CACHE_MAX:
             _ONE.clear()
-        hit = _ONE[key] = (skeleton, skeleton.n_joints, plan, options, tol)
-    _, nj, plan, options, tol = hit
+        hit = _ONE[key] = (skeleton, skeleton.n_joints, plan, options, tol, plan.joints.size)
+    _, nj, plan, options, tol, n_k = hit
     copies = single_pose_copies(pose, nj)
     if copies is None:
         return None
     t2, r2, s2 = copies
-    args = (plan.index, plan.values, t2, r2, s2, target, po, options)
+    try:
+        pos, rot, scl, aux = _SCRATCH.a
+    except AttributeError:  # this thread's first one-solve call
+        pos, rot, scl, aux = _SCRATCH.a = _scratch(n_k)
+    if scl.shape[0] < n_k:
+        pos, rot, scl, aux = _SCRATCH.a = _scratch(n_k)
+    args = (plan.index, plan.values, t2, r2, s2, target, po, options, pos, rot, scl, aux)
     if _one_entry is None:
         _one_entry = entry_point(_kernels().ccd_one, args)
     status, err, sweeps, hits = _one_entry(*args)

@@ -14,6 +14,13 @@ capped by the step limit, applied as a world correction through the parent's
 inverse, then clamped by its joint limit.  The end position is carried
 through the sweep exactly: joints ``0..k`` do not move when ``k`` turns, and
 the end moves by the joint's actual world rotation ``d`` about ``p_k``.
+
+Between sweeps the chain is kept in world space: after a sweep its world
+positions and rotations move by the recorded corrections
+(:func:`_apply_sweep`, two quaternion products and a vector rotation per
+joint) instead of a forward-kinematics pass over local rotations, and a
+turned joint's local rotation is rebuilt from the world ones once, at the
+end (:func:`_write_locals`).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import numpy as np
 
 from ._jit import njit, prange
 from .chain import chain_world as _chain_world_call
-from .chain import joint_world, path_world
+from .chain import path_world
 from .limits import LIMIT_NONE, LIMIT_PARAMS, apply_limit_local
 from .quat import (
     qangle,
@@ -261,12 +268,85 @@ def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, 
     return moved, hits
 
 
+#: Columns of the ``aux (K, AUX_COLS)`` scratch of :func:`ccd_item`: ``[:, 0:4]`` the joint's world
+#: correction in the current sweep, ``A_TURNED`` whether it turned in this sweep, ``A_DIRTY`` whether its
+#: local rotation in ``r`` is behind its world rotation in ``rot``.
+A_TURNED = 4
+A_DIRTY = 5
+AUX_COLS = 6
+
+
+@njit(borrows=True)
+def _apply_sweep(n_k, pos, rot, aux, tgt):  # type: ignore[no-untyped-def]
+    """Move the chain's world transforms by a sweep's corrections; returns the end's distance to ``tgt``.
+
+    Joint ``k`` turned by the world correction ``d_k`` about its position
+    (``aux[k, 0:4]``, where ``aux[k, A_TURNED]``), the sweep ran from the end
+    toward the root, so joint ``m`` is turned by ``C_m = d_0 d_1 ... d_m``
+    (``d`` of joints that did not turn is the identity):
+    ``Q_m' = normalize(C_m Q_m)`` and
+    ``p_m' = p_{m-1}' + C_{m-1} (p_m - p_{m-1})`` (``p_0`` never moves: the
+    base does not turn).  Scales do not change.
+    """
+    c = (0.0, 0.0, 0.0, 1.0)
+    c_id = True  # C is the identity so far: nothing from here to the root moved
+    old_prev = (pos[0, 0], pos[0, 1], pos[0, 2])
+    new_prev = old_prev
+    for k in range(n_k):
+        old_k = (pos[k, 0], pos[k, 1], pos[k, 2])
+        new_k = old_k
+        if not c_id:
+            b = qrotate(c, (old_k[0] - old_prev[0], old_k[1] - old_prev[1], old_k[2] - old_prev[2]))
+            new_k = (new_prev[0] + b[0], new_prev[1] + b[1], new_prev[2] + b[2])
+            pos[k, 0] = new_k[0]
+            pos[k, 1] = new_k[1]
+            pos[k, 2] = new_k[2]
+        old_prev = old_k
+        new_prev = new_k
+        if aux[k, A_TURNED] != 0.0:
+            d = (aux[k, 0], aux[k, 1], aux[k, 2], aux[k, 3])
+            c = d if c_id else qmul(c, d)
+            c_id = False
+        if not c_id:
+            q = qnormalize(qmul(c, (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])))
+            rot[k, 0] = q[0]
+            rot[k, 1] = q[1]
+            rot[k, 2] = q[2]
+            rot[k, 3] = q[3]
+    return _dist(new_prev, tgt)
+
+
+@njit(borrows=True)
+def _write_locals(n_k, joints, i, r, rot, aux, base_rot):  # type: ignore[no-untyped-def]
+    """``r``'s local rotation of every joint marked ``A_DIRTY``, from the world rotations:
+    ``q_k = normalize(inverse(Q_parent) Q_k)``.  Joints that did not turn keep theirs bit for bit."""
+    for k in range(n_k - 1):
+        if aux[k, A_DIRTY] != 0.0:
+            pq = base_rot if k == 0 else (rot[k - 1, 0], rot[k - 1, 1], rot[k - 1, 2], rot[k - 1, 3])
+            ql = qnormalize(qmul(qconj(pq), (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])))
+            j = joints[k]
+            r[i, j, 0] = ql[0]
+            r[i, j, 1] = ql[1]
+            r[i, j, 2] = ql[2]
+            r[i, j, 3] = ql[3]
+            aux[k, A_DIRTY] = 0.0
+
+
 @njit(borrows=True)
 def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,  # type: ignore[no-untyped-def]
-             options, pos, rot, scl):
+             options, pos, rot, scl, aux):
     """Solve batch item ``i``; returns ``(error, sweeps, limit_hits)``.
 
-    ``pos (K,3)``, ``rot (K,4)``, ``scl (K,)`` are scratch.
+    ``pos (K,3)``, ``rot (K,4)``, ``scl (K,)`` (world transforms) and
+    ``aux (K, AUX_COLS)`` are scratch.
+
+    Between sweeps the chain lives in world space: a sweep records each
+    joint's world correction ``d_k`` (``aux``), and :func:`_apply_sweep`
+    moves the world transforms by them.  Local rotations are rebuilt from the
+    world ones (:func:`_write_locals`) only for joints that turned, once at
+    the end (or before a pole pass or a root slide, which work on locals).
+    Joints with a limit are clamped in their local frame at the turn and
+    their local rotation is written then.
     """
     n_k = joints.shape[0]
     iterations = int(options[O_ITERATIONS])
@@ -289,6 +369,9 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
     eps = SHORT_VECTOR_EPS * reach if reach > 0.0 else SHORT_VECTOR_EPS
 
     err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
+    for k in range(n_k):
+        aux[k, A_TURNED] = 0.0
+        aux[k, A_DIRTY] = 0.0
     hits = 0
     sweeps = 0
     while sweeps < iterations and err > tol:
@@ -303,6 +386,7 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
         moved = False
         end = (pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2])
         for k in range(n_k - 2, -1, -1):
+            aux[k, A_TURNED] = 0.0
             w = weights[k]
             if w <= 0.0:
                 continue  # frozen joint
@@ -327,28 +411,31 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
                 if a2 != ang:
                     dq = _scaled(dq, ang, a2)
                     aligned = False
-            # _turn(k, dq, ...) written out: the hot loop passes no arrays to an inlined helper
-            # (numba reference-counts each array argument of an inlined call, an atomic operation).
-            old = (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])
-            if k == 0:
-                pq = base_rot
-            else:
-                pq = (rot[k - 1, 0], rot[k - 1, 1], rot[k - 1, 2], rot[k - 1, 3])
-            ql = _turned_local(pq, old, dq)
+            d = dq
             hit = False
             if kinds[k] != LIMIT_NONE:
+                # Limited joint: clamp in its rest-relative local frame now (this sweep's later joints, its
+                # ancestors, have not turned yet, so rot[k] and its parent's are current).
+                old = (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])
+                pq = base_rot if k == 0 else (rot[k - 1, 0], rot[k - 1, 1], rot[k - 1, 2], rot[k - 1, 3])
                 ql, hit = apply_limit_local(kinds[k], params[k], (rest[k, 0], rest[k, 1], rest[k, 2], rest[k, 3]),
-                                            ql)
-            j = joints[k]
-            r[i, j, 0] = ql[0]
-            r[i, j, 1] = ql[1]
-            r[i, j, 2] = ql[2]
-            r[i, j, 3] = ql[3]
-            # rot[k] is not updated: no later joint of this sweep reads it (each reads its own and its
-            # parent's, which have not turned yet) and the FK after the sweep rewrites it.
-            d = dq
+                                            _turned_local(pq, old, dq))
+                if hit:
+                    d = qmul(qmul(pq, ql), qconj(old))  # the world turn the joint actually made
+                    j = joints[k]  # the clamped local rotation, exactly
+                    r[i, j, 0] = ql[0]
+                    r[i, j, 1] = ql[1]
+                    r[i, j, 2] = ql[2]
+                    r[i, j, 3] = ql[3]
+            # Rebuild the local rotation from the world ones later, unless the limit just wrote it (a limit
+            # that does not act leaves the joint exactly as an unlimited one).
+            aux[k, A_DIRTY] = 0.0 if hit else 1.0
+            aux[k, 0] = d[0]
+            aux[k, 1] = d[1]
+            aux[k, 2] = d[2]
+            aux[k, 3] = d[3]
+            aux[k, A_TURNED] = 1.0
             if hit:
-                d = qmul(qmul(pq, ql), qconj(old))
                 hits += 1
                 if qangle(d) >= MIN_TURN_ANGLE:
                     moved = True
@@ -362,53 +449,40 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             else:
                 rel = qrotate(d, to_end)
                 end = (p[0] + rel[0], p[1] + rel[1], p[2] + rel[2])
+        err = _apply_sweep(n_k, pos, rot, aux, tgt)
         if has_pole or not fixed_root:
+            # The pole pass and the root slide work on local rotations: bring them up to date first, and
+            # rebuild the world transforms by FK after them.
+            _write_locals(n_k, joints, i, r, rot, aux, base_rot)
+            if has_pole:
+                pm, ph = _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, pole_i,
+                                    weights, cap, kinds, params, rest, eps)
+                hits += ph
+                moved = moved or pm
+            if not fixed_root and weights[0] > 0.0:
+                # Sliding first joint, only while the target is out of reach: it
+                # moves along p_0 -> target by the shortfall (distance - reach),
+                # or by the end's remaining miss along that line if larger (the
+                # chain is rarely straight yet, and straightening by CCD is slow).
+                dt = _dist((pos[0, 0], pos[0, 1], pos[0, 2]), tgt)
+                if dt > reach and dt > 0.0:
+                    dirn = ((tgt[0] - pos[0, 0]) / dt, (tgt[1] - pos[0, 1]) / dt, (tgt[2] - pos[0, 2]) / dt)
+                    miss = ((tgt[0] - pos[n_k - 1, 0]) * dirn[0] + (tgt[1] - pos[n_k - 1, 1]) * dirn[1]
+                            + (tgt[2] - pos[n_k - 1, 2]) * dirn[2])
+                    f = dt - reach if dt - reach > miss else miss
+                    shift = (dirn[0] * f, dirn[1] * f, dirn[2] * f)
+                    loc = qrotate(qconj(base_rot), shift)
+                    j0 = joints[0]
+                    it = i % t.shape[0]
+                    t[it, j0, 0] += loc[0] / base_scl
+                    t[it, j0, 1] += loc[1] / base_scl
+                    t[it, j0, 2] += loc[2] / base_scl
+                    moved = True
             chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
-        if has_pole:
-            pm, ph = _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, pole_i,
-                                weights, cap, kinds, params, rest, eps)
-            hits += ph
-            moved = moved or pm
-        if not fixed_root and weights[0] > 0.0:
-            # Sliding first joint, only while the target is out of reach: it
-            # moves along p_0 -> target by the shortfall (distance - reach),
-            # or by the end's remaining miss along that line if larger (the
-            # chain is rarely straight yet, and straightening by CCD is slow).
-            dt = _dist((pos[0, 0], pos[0, 1], pos[0, 2]), tgt)
-            if dt > reach and dt > 0.0:
-                dirn = ((tgt[0] - pos[0, 0]) / dt, (tgt[1] - pos[0, 1]) / dt, (tgt[2] - pos[0, 2]) / dt)
-                miss = ((tgt[0] - pos[n_k - 1, 0]) * dirn[0] + (tgt[1] - pos[n_k - 1, 1]) * dirn[1]
-                        + (tgt[2] - pos[n_k - 1, 2]) * dirn[2])
-                f = dt - reach if dt - reach > miss else miss
-                shift = (dirn[0] * f, dirn[1] * f, dirn[2] * f)
-                loc = qrotate(qconj(base_rot), shift)
-                j0 = joints[0]
-                it = i % t.shape[0]
-                t[it, j0, 0] += loc[0] / base_scl
-                t[it, j0, 1] += loc[1] / base_scl
-                t[it, j0, 2] += loc[2] / base_scl
-                moved = True
-        # chain_world(0, ...) written out (a helper taking arrays costs their reference counting per call).
-        pp = base_pos
-        pq = base_rot
-        ps = base_scl
-        it_ = i % t.shape[0]
-        is_ = i % s.shape[0]
-        for k in range(n_k):
-            j = joints[k]
-            pp, pq, ps = joint_world(pp, pq, ps, (t[it_, j, 0], t[it_, j, 1], t[it_, j, 2]),
-                                     (r[i, j, 0], r[i, j, 1], r[i, j, 2], r[i, j, 3]), s[is_, j, 0])
-            pos[k, 0] = pp[0]
-            pos[k, 1] = pp[1]
-            pos[k, 2] = pp[2]
-            rot[k, 0] = pq[0]
-            rot[k, 1] = pq[1]
-            rot[k, 2] = pq[2]
-            rot[k, 3] = pq[3]
-            scl[k] = ps
-        err = _dist(pp, tgt)
+            err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
         if not moved:
             break
+    _write_locals(n_k, joints, i, r, rot, aux, base_rot)
     return err, sweeps, hits
 
 
@@ -435,9 +509,10 @@ def ccd_range(c0, c1, index, values, t, r, s, target, pole, options, err_out, co
     pos = np.empty((n_k, 3))
     rot = np.empty((n_k, 4))
     scl = np.empty(n_k)
+    aux = np.empty((n_k, AUX_COLS))
     for i in range(c0, c1):
         e, n, h = ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,
-                           options, pos, rot, scl)
+                           options, pos, rot, scl, aux)
         err_out[i] = e
         counts_out[0, i] = n
         counts_out[1, i] = h
@@ -502,37 +577,31 @@ def ccd_serial(index, values, t, r, s, target, pole, options, err_out, counts_ou
     return -1
 
 
-@njit
-def ccd_one(index, values, t, r, s, target, pole, options):  # type: ignore[no-untyped-def]
+@njit(borrows=True)
+def ccd_one(index, values, t, r, s, target, pole, options, pos, rot, scl, aux):  # type: ignore[no-untyped-def]
     """One unbatched pose: ``t, s (J, 3)``, ``r (J, 4)`` C-contiguous (edited in place), ``target, pole (3,)``.
 
     The public API's single-solve path: the same checks and the same
     :func:`ccd_item` as :func:`ccd_serial` on a batch of one, with the
-    outputs returned instead of written, so the call passes eight arguments
-    and allocates no output arrays.  Returns ``(status, error, sweeps,
+    outputs returned instead of written.  It borrows every argument (no
+    reference counting and no allocation: each array argument of a
+    reference-counting entry point costs a run-time object), so the caller
+    lends the item's scratch ``pos (>=K, 3)``, ``rot (>=K, 4)``, ``scl (>=K,)``,
+    ``aux (>=K, AUX_COLS)``.  Returns ``(status, error, sweeps,
     limit_hits)``; ``status`` is :func:`ccd_serial`'s return value.
     """
-    n_k = index[0]
-    return _one(index, values, t, r, s, target, pole, options, np.empty((n_k, 3)), np.empty((n_k, 4)),
-                np.empty(n_k))
-
-
-@njit(borrows=True)
-def _one(index, values, t, r, s, target, pole, options, pos, rot, scl):  # type: ignore[no-untyped-def]
-    """:func:`ccd_one` after its scratch allocation: the batch-of-one views and the plan's views are made here,
-    where they cost no reference counting."""
-    nj = t.shape[0]
-    t3 = t.reshape((1, nj, 3))
-    r3 = r.reshape((1, nj, 4))
-    s3 = s.reshape((1, nj, 3))
-    target2 = target.reshape((1, 3))
-    pole2 = pole.reshape((1, 3))
+    # Batch-of-one views by indexing with None (a reshape calls into numba's helper library).
+    t3 = t[None]
+    r3 = r[None]
+    s3 = s[None]
+    target2 = target[None]
+    pole2 = pole[None]
     bad = input_status(index, s3, target2, pole2, options[O_SCALE_RTOL])
     if bad != -1:
         return bad, math.nan, 0, 0
     joints, base_path, _, kinds, weights, params, rest = unpack_plan(index, values)
     e, n, h = ccd_item(0, joints, base_path, t3, r3, s3, target2, pole2, weights, kinds, params, rest, options,
-                       pos, rot, scl)
+                       pos, rot, scl, aux)
     return -1, e, n, h
 
 

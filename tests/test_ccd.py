@@ -183,6 +183,45 @@ def test_one_solve_fast_path_equals_general_path(rng: np.random.Generator) -> No
         kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), np.array([0.0, np.nan, 0.0]))
 
 
+def test_one_solve_path_hands_unusual_inputs_to_the_general_path(rng: np.random.Generator) -> None:
+    """The lean per-frame path checks only dimensions; everything else it cannot take (other dtypes, wrong
+    shapes, a longer chain than its scratch has rows for) must give the general path's result or error."""
+    sk, chain = make_rig(rng)
+    pose = sk.rest_pose()
+    tg = random_reachable(sk, chain, rng, 3)
+    ref = kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), tg)
+    # float32 target (exactly representable values) and float32 pose arrays: the same numbers.
+    tg32 = tg.astype(np.float32)
+    ref32 = kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), tg32.astype(np.float64))
+    one = kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), tg32[0])
+    assert np.array_equal(one.pose.rotations, ref32.pose.rotations[0])
+    p32 = sk.rest_pose()
+    p32.rotations = p32.rotations.astype(np.float32)  # a float32 pose: what the general path gives a batch of one
+    assert np.array_equal(kinema.solve_ccd(sk, p32, (chain[0], chain[-1]), tg[0]).pose.rotations,
+                          kinema.solve_ccd(sk, p32, (chain[0], chain[-1]), tg[:1]).pose.rotations[0])
+    # A pose of another joint count: the general path's shape error.
+    other = kinema.Pose(np.zeros((sk.n_joints + 1, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (sk.n_joints + 1, 1)))
+    with pytest.raises(kinema.ShapeError):
+        kinema.solve_ccd(sk, other, (chain[0], chain[-1]), tg[0])
+    with pytest.raises(kinema.KinemaError, match="target"):
+        kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), np.zeros(4))
+    # Scratch grows: in a fresh thread, a 3-joint chain first, then the whole chain.
+    got: list[kinema.SolveResult] = []
+
+    def work() -> None:
+        kinema.solve_ccd(sk, pose, (chain[0], chain[2]), tg[0])
+        got.extend(kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), tg[i]) for i in range(3))
+
+    import threading
+
+    th = threading.Thread(target=work)
+    th.start()
+    th.join()
+    for i in range(3):
+        assert np.array_equal(got[i].pose.rotations, ref.pose.rotations[i])
+        assert float(got[i].error) == ref.error[i] and int(got[i].iterations) == ref.iterations[i]
+
+
 def test_one_solve_scratch_is_safe_across_threads(rng: np.random.Generator) -> None:
     """The one-solve kernel releases the GIL and works in a scratch array the caller lends it: four threads
     solving the same chain at once must each get the batch's numbers (one scratch per thread)."""

@@ -12,18 +12,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._kernels.constants import ONE_SMALL_SCRATCH
 from ._solve import (
+    NO_POLE3,
     UNIFORM_SCALE_RTOL,
     ancestors_root_first,
     as_target,
     cached_options,
     entry_point,
     kernel_loader,
-    plain_pole,
-    plain_vec3,
     prepare,
     resolve_chain,
-    single_pose_copies,
     single_pose_rows,
 )
 from ._validate import broadcast_batch, resolve_joint
@@ -190,10 +189,10 @@ _OPTIONS: dict[tuple[Any, ...], FloatArray] = {}
 
 
 def _options(iterations: int, has_pole: bool, fixed_root: bool, adaptive_step: bool, tolerance: float,
-             max_step: float) -> FloatArray:
+             max_step: float, n_joints: int) -> FloatArray:
     """The kernel's ``options`` array (slots ``O_*`` in :mod:`kinema._kernels.ccd`), cached by value."""
     key = (iterations, has_pole, fixed_root, adaptive_step, tolerance, max_step)
-    return cached_options(_OPTIONS, key + (UNIFORM_SCALE_RTOL,))
+    return cached_options(_OPTIONS, key + (UNIFORM_SCALE_RTOL, n_joints))
 
 
 def _run(
@@ -239,7 +238,7 @@ def _run(
         t3, r3, s3 = prep.t, prep.r, prep.s
         tgt_f = prep.extras[0] if tgt.ndim > 1 else tgt.reshape(1, 3)
         pol_f = (prep.extras[1] if pol.ndim > 1 else pol.reshape(1, 3)) if pol is not None else _NO_POLE
-    options = _options(iterations, pol is not None, fixed_root, adaptive_step, tolerance, max_step)
+    options = _options(iterations, pol is not None, fixed_root, adaptive_step, tolerance, max_step, nj)
     values = plan.values if w is None else plan.with_weights(w)
     err = np.empty(n)
     counts = np.empty((2, n), dtype=np.int64)  # sweeps, limit hits
@@ -266,9 +265,14 @@ def _run(
                                 counts[1, 0, ...], {"joints": plan.joints})
 
 
-#: One-solve fast path: what a call's plain options resolve to, by ``(id(skeleton), chain, options...)``:
-#: ``(skeleton, n_joints, plan, options array, tolerance, scratch size)``.
-_ONE: dict[Hashable, tuple[Skeleton, int, _Plan, FloatArray, float, int]] = {}
+#: One-solve fast path: a call's plain options resolve to a record ``(skeleton, chain, iterations, tolerance,
+#: max_step, adaptive_step, fixed_root, no_pole, index, values, options, tol, joints)``: the call's own
+#: arguments first (compared by identity, see ``_LAST``), then the plan's arrays, the kernel's options array,
+#: the tolerance as a float and the chain's joints.  Records by ``(id(skeleton), chain, options...)``.
+_ONE: dict[Hashable, tuple[Any, ...]] = {}
+#: The last record used: a per-frame loop passes the very same objects on every call (the skeleton, the
+#: chain tuple, the option constants), so comparing identities finds it without hashing a key.
+_LAST: tuple[Any, ...] = (None,) * 13
 #: ``kinema._kernels.ccd.ccd_one``'s compiled entry point, once known (see ``kinema._kernels._jit.entry_point``).
 _one_entry: Any = None
 #: ``ccd_one``'s scratch arrays, one set per thread (``.a``), grown to the longest chain solved: the kernel
@@ -281,52 +285,68 @@ def _scratch(n_k: int) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     return np.empty((n_k, 3)), np.empty((n_k, 4)), np.empty(n_k), np.empty((n_k, _kernels().AUX_COLS))
 
 
-def _solve_one(skeleton: Skeleton, pose: Pose, chain: Any, target: Any, iterations: Any, tolerance: Any,
-               max_step: Any, adaptive_step: Any, pole: Any, fixed_root: Any) -> SolveResult | None:
-    """One unbatched pose and one float64 ``(3,)`` target (the per-frame call), or None for anything else.
-
-    Same kernel item as the general path (``ccd_one`` runs ``ccd_item`` on a
-    batch of one), without its broadcasting: options are validated once per
-    distinct set and cached with the chain's plan.  Any problem the kernel
-    reports (NaN target, non-uniform scale) sends the call down the general
-    path, which raises the precise error.
-    """
-    global _one_entry
-    if not plain_vec3(target) or type(iterations) is not int:
-        return None
-    po = plain_pole(pole)
-    if po is None:
+def _one_record(skeleton: Skeleton, chain: Any, iterations: Any, tolerance: Any, max_step: Any, adaptive_step: Any,
+                fixed_root: Any, no_pole: bool) -> tuple[Any, ...] | None:
+    """The one-solve record of these options (validated once, cached), or None when they need the general
+    path (an unhashable chain such as a list, a non-``int`` iteration count)."""
+    global _LAST, _one_entry
+    if type(iterations) is not int:
         return None
     try:
-        key = (id(skeleton), chain, iterations, tolerance, max_step, adaptive_step, fixed_root, pole is None)
-        hit = _ONE.get(key)
+        key = (id(skeleton), chain, iterations, tolerance, max_step, adaptive_step, fixed_root, no_pole)
+        rec = _ONE.get(key)
     except TypeError:  # an unhashable chain (a list): the general path
         return None
-    if hit is None or hit[0] is not skeleton:
+    if rec is None or rec[0] is not skeleton:
         it, tol, step = _check_options(iterations, tolerance, max_step)
         plan = _plan(skeleton, chain, None, None)
-        options = _options(it, pole is not None, bool(fixed_root), bool(adaptive_step), tol, step)
+        options = _options(it, not no_pole, bool(fixed_root), bool(adaptive_step), tol, step, skeleton.n_joints)
         if len(_ONE) >= _PLAN_CACHE_MAX:
             _ONE.clear()
-        hit = _ONE[key] = (skeleton, skeleton.n_joints, plan, options, tol, plan.joints.size)
-    _, nj, plan, options, tol, n_k = hit
-    copies = single_pose_copies(pose, nj)
-    if copies is None:
+        rec = _ONE[key] = (skeleton, chain, iterations, tolerance, max_step, adaptive_step, fixed_root, no_pole,
+                           plan.index, plan.values, options, tol, plan.joints)
+        if _one_entry is None:
+            nj = skeleton.n_joints
+            # Target and pole are the caller's arrays: compiled for any strides (args 5 and 6).
+            args = (plan.index, plan.values, np.zeros((nj, 3)), np.zeros((nj, 4)), np.zeros((nj, 3)), np.zeros(3),
+                    np.zeros(3), options) + _scratch(1)
+            _one_entry = entry_point(_kernels().ccd_one, args, any_layout=(5, 6))
+    _LAST = rec
+    return rec
+
+
+def _solve_one(rec: tuple[Any, ...], pose: Pose, target: FloatArray, pole: FloatArray) -> SolveResult | None:
+    """One unbatched solve through ``ccd_one`` (``rec`` from :func:`_one_record`; ``target`` and ``pole`` are
+    1-D arrays), or None for anything the general path must handle (a batched pose, a dtype other than
+    float64, a wrong shape, a NaN target, non-uniform scale: the general path raises the precise error).
+
+    Same kernel item as the general path (``ccd_one`` runs ``ccd_item`` on a batch of one), without its
+    broadcasting.  Checks only what the compiled entry point cannot: numbers of dimensions (it reads an
+    array of another dimension count wrongly); it refuses other dtypes (TypeError) and the kernel checks
+    shapes.  The pose's arrays are copied, C-contiguous.
+    """
+    t = pose.translations
+    r = pose.rotations
+    s = pose.scales
+    if t.ndim != 2 or r.ndim != 2 or s.ndim != 2:
         return None
-    t2, r2, s2 = copies
+    t = t.copy()
+    r = r.copy()
+    s = s.copy()
     try:
-        pos, rot, scl, aux = _SCRATCH.a
+        sc = _SCRATCH.a
     except AttributeError:  # this thread's first one-solve call
-        pos, rot, scl, aux = _SCRATCH.a = _scratch(n_k)
-    if scl.shape[0] < n_k:
-        pos, rot, scl, aux = _SCRATCH.a = _scratch(n_k)
-    args = (plan.index, plan.values, t2, r2, s2, target, po, options, pos, rot, scl, aux)
-    if _one_entry is None:
-        _one_entry = entry_point(_kernels().ccd_one, args)
-    status, err, sweeps, hits = _one_entry(*args)
+        sc = _SCRATCH.a = _scratch(rec[12].size)
+    try:
+        status, err, sweeps, hits = _one_entry(rec[8], rec[9], t, r, s, target, pole, rec[10], *sc)
+        if status == ONE_SMALL_SCRATCH:  # a longer chain than this thread has solved before
+            sc = _SCRATCH.a = _scratch(rec[12].size)
+            status, err, sweeps, hits = _one_entry(rec[8], rec[9], t, r, s, target, pole, rec[10], *sc)
+    except TypeError:  # float32 and the like: the entry point converts nothing
+        return None
     if status != -1:
         return None
-    return single_result(t2, r2, s2, err <= tol, err, sweeps, hits, {"joints": plan.joints})
+    return single_result(t, r, s, err <= rec[11], err, sweeps, hits, {"joints": rec[12]})
 
 
 def solve_ccd(
@@ -406,11 +426,20 @@ def solve_ccd(
     (``error <= tolerance``) per batch item, ``iterations`` (sweeps run),
     ``limits_hit``; ``state["joints"]`` is the chain's joint indices.
     """
-    if out is None and weights is None and limits is None and type(pose) is Pose:
-        res = _solve_one(skeleton, pose, chain, target, iterations, tolerance, max_step, adaptive_step, pole,
-                         fixed_root)
-        if res is not None:
-            return res
+    if (out is None and weights is None and limits is None and type(pose) is Pose and type(target) is np.ndarray
+            and target.ndim == 1 and (pole is None or (type(pole) is np.ndarray and pole.ndim == 1))):
+        # One unbatched solve, the per-frame call: a lean path (same kernel item, see _solve_one).
+        last = _LAST
+        rec: tuple[Any, ...] | None = last
+        if not (last[0] is skeleton and last[1] is chain and last[2] is iterations and last[3] is tolerance
+                and last[4] is max_step and last[5] is adaptive_step and last[6] is fixed_root
+                and last[7] is (pole is None)):
+            rec = _one_record(skeleton, chain, iterations, tolerance, max_step, adaptive_step, fixed_root,
+                              pole is None)
+        if rec is not None:
+            res = _solve_one(rec, pose, target, NO_POLE3 if pole is None else pole)
+            if res is not None:
+                return res
     it, tol, step = _check_options(iterations, tolerance, max_step)
     plan = _plan(skeleton, chain, weights, limits)
     return _run(skeleton, pose, plan, target, iterations=it, tolerance=tol, max_step=step,

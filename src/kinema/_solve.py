@@ -30,11 +30,11 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
-def entry_point(dispatcher: Any, args: tuple[Any, ...]) -> Callable[..., Any]:
+def entry_point(dispatcher: Any, args: tuple[Any, ...], any_layout: tuple[int, ...] = ()) -> Callable[..., Any]:
     """:func:`kinema._kernels._jit.entry_point`, importing numba only when first called."""
     from ._kernels._jit import entry_point as _entry_point
 
-    return _entry_point(dispatcher, args)
+    return _entry_point(dispatcher, args, any_layout)
 
 
 def kernel_loader(name: str) -> Callable[[], Any]:
@@ -143,7 +143,7 @@ class Prepared:
 
 
 _F64 = np.dtype(np.float64)
-_NO_POLE3 = np.zeros(3)  # stands in for an absent pole (kernels read none of it)
+NO_POLE3 = np.zeros(3)  # stands in for an absent pole (kernels read none of it)
 
 
 def plain_vec3(x: Any) -> bool:
@@ -155,7 +155,7 @@ def plain_pole(pole: Any) -> FloatArray | None:
     """The pole argument of a single-solve kernel: ``pole`` when plain (:func:`plain_vec3`), zeros when absent,
     None when it needs the general path."""
     if pole is None:
-        return _NO_POLE3
+        return NO_POLE3
     return pole if plain_vec3(pole) else None
 
 
@@ -182,9 +182,9 @@ def single_pose_rows(pose: Pose) -> tuple[FloatArray, FloatArray, FloatArray, Po
     s (1,J,3), out)`` where the kernel edits the copies and ``out`` holds
     their ``[0]`` views, skipping :func:`prepare`'s broadcasting.
     """
-    t3 = pose.translations[None].copy()
-    r3 = pose.rotations[None].copy()
-    s3 = pose.scales[None].copy()
+    t3 = pose.translations[None].astype(np.float64)  # always a copy; float64 whatever the pose holds
+    r3 = pose.rotations[None].astype(np.float64)
+    s3 = pose.scales[None].astype(np.float64)
     return t3, r3, s3, Pose._trusted(t3[0], r3[0], s3[0])
 
 

@@ -105,7 +105,7 @@ def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False,
     return wrap
 
 
-def entry_point(dispatcher: Any, args: tuple[Any, ...]) -> Callable[..., Any]:
+def entry_point(dispatcher: Any, args: tuple[Any, ...], any_layout: tuple[int, ...] = ()) -> Callable[..., Any]:
     """The compiled code of ``dispatcher`` for the types of ``args``, callable without type dispatch.
 
     A numba dispatcher works out the numba type of every argument on every
@@ -120,11 +120,18 @@ def entry_point(dispatcher: Any, args: tuple[Any, ...]) -> Callable[..., Any]:
     memory layout.)  Compiles the version first when needed.  Without JIT
     (``NUMBA_DISABLE_JIT=1``) ``dispatcher`` is the plain function and comes
     back as it is.
+
+    ``any_layout``: positions of array arguments compiled for any strides
+    (numba layout ``"A"``) instead of the layout of the array in ``args``.
+    Code compiled for a C-contiguous array reads it as contiguous whatever
+    its real strides (the entry point does not check), so a caller that
+    passes arrays it did not make itself either checks their layout or
+    names them here.  Number of dimensions and dtype still have to match.
     """
     overloads = getattr(dispatcher, "overloads", None)
     if overloads is None:
         return cast(Callable[..., Any], dispatcher)
-    sig = tuple(numba.typeof(a) for a in args)
+    sig = tuple(numba.typeof(a).copy(layout="A") if k in any_layout else numba.typeof(a) for k, a in enumerate(args))
     cres = overloads.get(sig)
     if cres is None:
         dispatcher.compile(sig)

@@ -32,6 +32,7 @@ import numpy as np
 from ._jit import njit, prange
 from .chain import chain_world as _chain_world_call
 from .chain import path_world
+from .constants import ONE_BAD_SHAPE, ONE_SMALL_SCRATCH
 from .limits import LIMIT_NONE, LIMIT_PARAMS, apply_limit_local
 from .quat import (
     qangle,
@@ -84,7 +85,8 @@ O_ADAPTIVE = 3
 O_TOLERANCE = 4
 O_MAX_STEP = 5
 O_SCALE_RTOL = 6
-N_OPTIONS = 7
+O_N_JOINTS = 7  # the skeleton's joint count (read by the one-solve kernel's shape check only)
+N_OPTIONS = 8
 
 # Packed plan (built once per chain by :mod:`kinema._ccd`, so a call passes
 # two arrays instead of eight):
@@ -579,7 +581,8 @@ def ccd_serial(index, values, t, r, s, target, pole, options, err_out, counts_ou
 
 @njit(borrows=True)
 def ccd_one(index, values, t, r, s, target, pole, options, pos, rot, scl, aux):  # type: ignore[no-untyped-def]
-    """One unbatched pose: ``t, s (J, 3)``, ``r (J, 4)`` C-contiguous (edited in place), ``target, pole (3,)``.
+    """One unbatched pose: ``t, s (J, 3)``, ``r (J, 4)`` C-contiguous (``r`` edited in place, ``t`` too
+    when the root slides), ``target, pole (3,)`` of any strides.
 
     The public API's single-solve path: the same checks and the same
     :func:`ccd_item` as :func:`ccd_serial` on a batch of one, with the
@@ -587,9 +590,18 @@ def ccd_one(index, values, t, r, s, target, pole, options, pos, rot, scl, aux): 
     reference counting and no allocation: each array argument of a
     reference-counting entry point costs a run-time object), so the caller
     lends the item's scratch ``pos (>=K, 3)``, ``rot (>=K, 4)``, ``scl (>=K,)``,
-    ``aux (>=K, AUX_COLS)``.  Returns ``(status, error, sweeps,
-    limit_hits)``; ``status`` is :func:`ccd_serial`'s return value.
+    ``aux (>=K, AUX_COLS)``.  Shapes are checked here (``J`` is
+    ``options[O_N_JOINTS]``), so the caller only checks dimensions.
+    Returns ``(status, error, sweeps, limit_hits)``; ``status`` is
+    :func:`ccd_serial`'s return value, or :data:`~kinema._kernels.constants.ONE_BAD_SHAPE` or
+    :data:`~kinema._kernels.constants.ONE_SMALL_SCRATCH` (nothing solved).
     """
+    nj = int(options[O_N_JOINTS])
+    if (t.shape[0] != nj or r.shape[0] != nj or s.shape[0] != nj or t.shape[1] != 3 or r.shape[1] != 4
+            or s.shape[1] != 3 or target.shape[0] != 3 or pole.shape[0] != 3):
+        return ONE_BAD_SHAPE, math.nan, 0, 0
+    if scl.shape[0] < index[0]:
+        return ONE_SMALL_SCRATCH, math.nan, 0, 0
     # Batch-of-one views by indexing with None (a reshape calls into numba's helper library).
     t3 = t[None]
     r3 = r[None]

@@ -190,13 +190,15 @@ def test_many_sweeps_keep_rotations_unit_and_bones_intact(rng: np.random.Generat
     sk, chain = make_rig(rng)
     pose = sk.rest_pose()
     tg = random_reachable(sk, chain, rng, 2, spread=1.0)
-    res = kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), tg, iterations=20000, tolerance=0.0, max_step=3e-5,
-                           adaptive_step=False)
-    assert np.all(res.iterations >= 15000)  # (nearly) every sweep turned something
-    assert np.max(np.abs(np.linalg.norm(res.pose.rotations, axis=-1) - 1.0)) <= 1e-15
     rest_len = sk.bone_lengths()
-    assert np.max(np.abs(sk.bone_lengths(res.pose) - rest_len) / np.where(rest_len > 0, rest_len, 1.0)) <= 1e-9
-    assert np.allclose(res.error, end_error(sk, res.pose, chain[-1], tg), rtol=0, atol=1e-12)
+    # Without limits, then with cones that clamp on most sweeps (a clamped turn must not compound the drift).
+    for limits in (None, {n: SwingTwist((0, 1, 0), 0.3, -0.2, 0.2) for n in chain[:-1]}):
+        res = kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), tg, iterations=20000, tolerance=0.0,
+                               max_step=3e-5, adaptive_step=False, limits=limits)
+        assert np.all(res.iterations >= 15000 if limits is None else res.limits_hit > 1000)
+        assert np.max(np.abs(np.linalg.norm(res.pose.rotations, axis=-1) - 1.0)) <= 1e-15
+        assert np.max(np.abs(sk.bone_lengths(res.pose) - rest_len) / np.where(rest_len > 0, rest_len, 1.0)) <= 1e-9
+        assert np.allclose(res.error, end_error(sk, res.pose, chain[-1], tg), rtol=0, atol=1e-12)
 
 
 def test_one_solve_path_hands_unusual_inputs_to_the_general_path(rng: np.random.Generator) -> None:

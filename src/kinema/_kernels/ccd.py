@@ -290,8 +290,9 @@ def _apply_sweep(n_k, pos, rot, aux, tgt):  # type: ignore[no-untyped-def]
     ``p_m' = p_{m-1}' + C_{m-1} (p_m - p_{m-1})`` (``p_0`` never moves: the
     base does not turn).  Scales do not change.
 
-    ``Q`` is not renormalised here (5% of a sweep): a product of unit
-    quaternions drifts from unit length by a few ulp per sweep, and every
+    ``Q`` is not renormalised here (5% of a sweep): the corrections are
+    unit quaternions (a clamped turn is normalised in the sweep), so ``Q``
+    drifts from unit length by a few ulp per sweep, additively, and every
     rotation computed from ``Q`` (a limited joint's local rotation, the
     final local rotations) is normalised.  Only the end's ``Q`` is skipped:
     nothing reads it during a solve.
@@ -429,7 +430,10 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
                 ql, hit = apply_limit_local(kinds[k], params[k], (rest[k, 0], rest[k, 1], rest[k, 2], rest[k, 3]),
                                             _turned_local(pq, old, dq))
                 if hit:
-                    d = qmul(qmul(pq, ql), qconj(old))  # the world turn the joint actually made
+                    # The world turn the joint actually made, normalised: pq and old are products that are
+                    # not renormalised (see _apply_sweep), and a correction of norm |pq||old| would compound
+                    # their drift sweep after sweep.
+                    d = qnormalize(qmul(qmul(pq, ql), qconj(old)))
                     j = joints[k]  # the clamped local rotation, exactly
                     r[i, j, 0] = ql[0]
                     r[i, j, 1] = ql[1]

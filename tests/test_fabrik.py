@@ -622,3 +622,32 @@ def test_one_solve_fast_path_equals_general_path(rng: np.random.Generator) -> No
         kinema.solve_fabrik(sk, pose, chain, np.array([0.0, np.inf, 0.0]))
     with pytest.raises(kinema.SolverInputError, match="pole"):
         kinema.solve_fabrik(sk, pose, chain, tg[0], pole=np.array([np.nan, 0.0, 0.0]))
+
+
+def test_one_solve_path_hands_unusual_inputs_to_the_general_path(rng: np.random.Generator) -> None:
+    """The lean per-frame path checks only dimensions; what it cannot take (other dtypes, wrong shapes,
+    unhashable options) gives the general path's result or error."""
+    sk = make_chain(5)
+    pose = sk.rest_pose()
+    chain = ("j0", "j5")
+    tg = reachable_targets(sk, 3, rng, "j5")
+    ref = kinema.solve_fabrik(sk, pose, chain, tg[:1])
+    # float32 pose arrays: what the general path gives a batch of one.
+    p32 = sk.rest_pose()
+    p32.rotations = p32.rotations.astype(np.float32)
+    np.testing.assert_array_equal(kinema.solve_fabrik(sk, p32, chain, tg[0]).pose.rotations,
+                                  kinema.solve_fabrik(sk, p32, chain, tg[:1]).pose.rotations[0])
+    # A float32 target with exactly representable values: the float64 target's numbers.
+    t32 = tg[0].astype(np.float32)
+    np.testing.assert_allclose(kinema.solve_fabrik(sk, pose, chain, t32).pose.rotations,
+                               kinema.solve_fabrik(sk, pose, chain, t32.astype(np.float64)[None]).pose.rotations[0],
+                               rtol=0, atol=1e-14)
+    # An unhashable tolerance (a 0-d array) and a 0-d-array-free repeat give the same numbers.
+    one = kinema.solve_fabrik(sk, pose, chain, tg[0], tolerance=np.array(1e-3))
+    np.testing.assert_allclose(one.pose.rotations, ref.pose.rotations[0], rtol=0, atol=1e-14)
+    # A pose of another joint count and a target of another size: the general path's errors.
+    other = kinema.Pose(np.zeros((sk.n_joints + 1, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (sk.n_joints + 1, 1)))
+    with pytest.raises(kinema.ShapeError):
+        kinema.solve_fabrik(sk, other, chain, tg[0])
+    with pytest.raises(kinema.KinemaError, match="target"):
+        kinema.solve_fabrik(sk, pose, chain, np.zeros(4))

@@ -23,6 +23,7 @@ from ._solve import (
     kernel_loader,
     prepare,
     resolve_chain,
+    single_pose_copies,
     single_pose_rows,
 )
 from ._validate import broadcast_batch, resolve_joint
@@ -325,14 +326,10 @@ def _solve_one(rec: tuple[Any, ...], pose: Pose, target: FloatArray, pole: Float
     array of another dimension count wrongly); it refuses other dtypes (TypeError) and the kernel checks
     shapes.  The pose's arrays are copied, C-contiguous.
     """
-    t = pose.translations
-    r = pose.rotations
-    s = pose.scales
-    if t.ndim != 2 or r.ndim != 2 or s.ndim != 2:
+    copies = single_pose_copies(pose)
+    if copies is None:
         return None
-    t = t.copy()
-    r = r.copy()
-    s = s.copy()
+    t, r, s = copies
     try:
         sc = _SCRATCH.a
     except AttributeError:  # this thread's first one-solve call

@@ -17,14 +17,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._solve import (
+    NO_POLE3,
     UNIFORM_SCALE_RTOL,
     as_target,
     cached_options,
     check_uniform_scale,
     entry_point,
     kernel_loader,
-    plain_pole,
-    plain_vec3,
     prepare,
     resolve_chain,
     single_pose_copies,
@@ -203,10 +202,10 @@ _kernels = kernel_loader("fabrik")
 _OPTIONS: dict[tuple[Any, ...], FloatArray] = {}
 
 
-def _options(mode: int, iterations: int, tol: float, fixed_root: bool, has_pole: bool) -> FloatArray:
+def _options(mode: int, iterations: int, tol: float, fixed_root: bool, has_pole: bool, n_joints: int) -> FloatArray:
     """The kernel's ``options`` array (slots ``O_*`` in :mod:`kinema._kernels.fabrik`), cached by value."""
     key = (mode, iterations, tol, fixed_root, has_pole)
-    return cached_options(_OPTIONS, key + (UNIFORM_SCALE_RTOL,))
+    return cached_options(_OPTIONS, key + (UNIFORM_SCALE_RTOL, n_joints))
 
 
 def _run(
@@ -249,7 +248,7 @@ def _run(
     counts = np.empty((2, n), dtype=np.int64)  # iterations, limit hits
     moved = np.empty(n, dtype=np.bool_)
     mode = kf.MODE_POSITIONS if plan.is_chain and packed.count == 0 else kf.MODE_ROTATIONS
-    options = _options(mode, iterations, tol, bool(fixed_root), pole is not None)
+    options = _options(mode, iterations, tol, bool(fixed_root), pole is not None, skeleton.n_joints)
     args = (plan.index, plan.weights, options, packed.kinds, packed.params, packed.rest, t3, r3, s3, tg, poles,
             gerr, counts, moved)
     if n <= SERIAL_MAX_ITEMS:
@@ -276,58 +275,71 @@ def _as_point(x: ArrayLike, what: str) -> FloatArray:
     return as_target(x, what)
 
 
-#: One-solve fast path: what a call's plain options resolve to, by ``(id(skeleton), chain, options...)``:
-#: ``(skeleton, n_joints, plan, options array, tolerance)``.
-_ONE: dict[Any, tuple[Skeleton, int, _Plan, FloatArray, float]] = {}
+#: One-solve fast path: a call's plain options resolve to a record ``(skeleton, chain, iterations, tolerance,
+#: fixed_root, no_pole, index, weights, options, kinds, params, rest, tol)``: the call's own arguments first
+#: (compared by identity, see ``_LAST``), then what the kernel takes and the tolerance as a float.  Records by
+#: ``(id(skeleton), chain, options...)``.
+_ONE: dict[Any, tuple[Any, ...]] = {}
+#: The last record used: a per-frame loop passes the very same objects on every call, so comparing
+#: identities finds it without hashing a key (as in :mod:`kinema._ccd`).
+_LAST: tuple[Any, ...] = (None,) * 13
 #: ``kinema._kernels.fabrik.solve_one``'s compiled entry point, once known (see
 #: ``kinema._kernels._jit.entry_point``).
 _one_entry: Any = None
 
 
-def _solve_one(skeleton: Skeleton, pose: Pose, chain: Any, target: Any, iterations: Any, tolerance: Any,
-               pole: Any, fixed_root: Any) -> SolveResult | None:
-    """One unbatched pose, one float64 ``(3,)`` target, no limits (the per-frame call), or None for anything else.
-
-    Same kernel item as the general path (``solve_one`` runs ``solve_item``
-    on a batch of one), without its broadcasting; options are validated once
-    per distinct set and cached with the chain's plan.  Any problem the
-    kernel reports (NaN target, non-uniform scale) sends the call down the
-    general path, which raises the precise error.
-    """
-    global _one_entry
-    if not plain_vec3(target) or type(iterations) is not int:
-        return None
-    po = plain_pole(pole)
-    if po is None:
-        return None
+def _one_record(skeleton: Skeleton, chain: Any, iterations: Any, tolerance: Any, fixed_root: Any,
+                no_pole: bool) -> tuple[Any, ...] | None:
+    """The one-solve record of these options (validated once, cached), or None when they need the general
+    path (a chain not given as a tuple of names, a non-``int`` iteration count)."""
+    global _LAST, _one_entry
+    if type(iterations) is not int or type(chain) is not tuple or not all(type(c) is str for c in chain):
+        return None  # (plans for other chain spellings are keyed by the general path)
     try:
-        key = (id(skeleton), chain, iterations, tolerance, fixed_root, pole is None)
-        hit = _ONE.get(key)
-    except TypeError:  # an unhashable chain (a list): the general path
+        key = (id(skeleton), chain, iterations, tolerance, fixed_root, no_pole)
+        rec = _ONE.get(key)
+    except TypeError:  # an unhashable option (a 0-d array tolerance): the general path
         return None
-    if hit is None or hit[0] is not skeleton:
+    if rec is None or rec[0] is not skeleton:
         it, tol = _check_options(iterations, tolerance)
-        if type(chain) is not tuple or not all(type(c) is str for c in chain):
-            return None  # plans for other chain spellings are keyed by the general path
         plan = _cached(("chain", id(skeleton), chain), skeleton, lambda: _chain_plan(skeleton, chain))
         mode = _kernels().MODE_POSITIONS if plan.is_chain else _kernels().MODE_ROTATIONS
-        options = _options(mode, it, tol, bool(fixed_root), pole is not None)
+        options = _options(mode, it, tol, bool(fixed_root), not no_pole, skeleton.n_joints)
         if len(_ONE) >= _PLAN_CACHE_SIZE:
             _ONE.clear()
-        hit = _ONE[key] = (skeleton, skeleton.n_joints, plan, options, tol)
-    _, nj, plan, options, tol = hit
-    copies = single_pose_copies(pose, nj)
+        lim = plan.no_limits
+        rec = _ONE[key] = (skeleton, chain, iterations, tolerance, fixed_root, no_pole, plan.index, plan.weights,
+                           options, lim.kinds, lim.params, lim.rest, tol)
+        if _one_entry is None:
+            nj = skeleton.n_joints
+            # Target and pole are the caller's arrays: compiled for any strides (args 9 and 10).
+            args = rec[6:12] + (np.zeros((nj, 3)), np.zeros((nj, 4)), np.zeros((nj, 3)), np.zeros(3), np.zeros(3))
+            _one_entry = entry_point(_kernels().solve_one, args, any_layout=(9, 10))
+    _LAST = rec
+    return rec
+
+
+def _solve_one(rec: tuple[Any, ...], pose: Pose, target: FloatArray, pole: FloatArray) -> SolveResult | None:
+    """One unbatched solve through the kernel's ``solve_one`` (``rec`` from :func:`_one_record`; ``target`` and
+    ``pole`` are 1-D arrays), or None for anything the general path must handle (a batched pose, a dtype other
+    than float64, a wrong shape, a NaN target, non-uniform scale: the general path raises the precise error).
+
+    Same kernel item as the general path (``solve_one`` runs ``solve_item`` on a batch of one), without its
+    broadcasting.  Checks only what the compiled entry point cannot (numbers of dimensions), as
+    :func:`kinema._ccd._solve_one` does.
+    """
+    copies = single_pose_copies(pose)
     if copies is None:
         return None
-    t2, r2, s2 = copies
-    lim = plan.no_limits
-    args = (plan.index, plan.weights, options, lim.kinds, lim.params, lim.rest, t2, r2, s2, target, po)
-    if _one_entry is None:
-        _one_entry = entry_point(_kernels().solve_one, args)
-    status, err, iters, hits, moved = _one_entry(*args)
+    t, r, s = copies
+    try:
+        status, err, iters, hits, moved = _one_entry(rec[6], rec[7], rec[8], rec[9], rec[10], rec[11], t, r, s,
+                                                     target, pole)
+    except TypeError:  # float32 and the like: the entry point converts nothing
+        return None
     if status != -1:
         return None
-    return single_result(t2, r2, s2, err <= tol, err, iters, hits, {"moved": np.True_ if moved else np.False_})
+    return single_result(t, r, s, err <= rec[12], err, iters, hits, {"moved": np.True_ if moved else np.False_})
 
 
 def solve_fabrik(
@@ -372,10 +384,18 @@ def solve_fabrik(
     within tolerance: the pose is returned unchanged), ``state["moved"]``
     whether any rotation changed.
     """
-    if out is None and not limits and type(pose) is Pose:
-        res = _solve_one(skeleton, pose, chain, target, iterations, tolerance, pole, fixed_root)
-        if res is not None:
-            return res
+    if (out is None and not limits and type(pose) is Pose and type(target) is np.ndarray and target.ndim == 1
+            and (pole is None or (type(pole) is np.ndarray and pole.ndim == 1))):
+        # One unbatched solve, the per-frame call: a lean path (same kernel item, see _solve_one).
+        last = _LAST
+        rec: tuple[Any, ...] | None = last
+        if not (last[0] is skeleton and last[1] is chain and last[2] is iterations and last[3] is tolerance
+                and last[4] is fixed_root and last[5] is (pole is None)):
+            rec = _one_record(skeleton, chain, iterations, tolerance, fixed_root, pole is None)
+        if rec is not None:
+            res = _solve_one(rec, pose, target, NO_POLE3 if pole is None else pole)
+            if res is not None:
+                return res
     it, tol = _check_options(iterations, tolerance)
     if type(chain) is tuple and all(type(c) is str for c in chain):
         key: Any = ("chain", id(skeleton), chain)  # names: the key as is (the per-frame call)

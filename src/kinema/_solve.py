@@ -151,26 +151,22 @@ def plain_vec3(x: Any) -> bool:
     return type(x) is np.ndarray and x.dtype is _F64 and x.ndim == 1 and x.size == 3 and x.flags.c_contiguous
 
 
-def plain_pole(pole: Any) -> FloatArray | None:
-    """The pole argument of a single-solve kernel: ``pole`` when plain (:func:`plain_vec3`), zeros when absent,
-    None when it needs the general path."""
-    if pole is None:
-        return NO_POLE3
-    return pole if plain_vec3(pole) else None
-
-
-def single_pose_copies(pose: Pose, nj: int) -> tuple[FloatArray, FloatArray, FloatArray] | None:
+def single_pose_copies(pose: Pose, nj: int | None = None) -> tuple[FloatArray, FloatArray, FloatArray] | None:
     """Copies of an unbatched pose's ``(J, 3), (J, 4), (J, 3)`` arrays for a single-solve kernel, or None.
 
-    None when the pose is batched or not of ``nj`` joints (the general path
-    handles it).  Checked by dimensions and sizes, cheaper than comparing
-    shape tuples; the copies are C-contiguous float64 whatever the input.
+    None when the pose is batched (an array is not 2-D: the general path
+    handles it) or, when ``nj`` is given, not of ``nj`` joints (for kernels
+    that do not check shapes themselves).  Checked by dimensions and sizes,
+    cheaper than comparing shape tuples.  The copies are C-contiguous, of
+    the pose's dtype (a compiled entry point refuses anything but float64).
     """
     t = pose.translations
     r = pose.rotations
     s = pose.scales
-    if t.ndim != 2 or r.ndim != 2 or s.ndim != 2 or t.size != 3 * nj or s.size != 3 * nj or r.size != 4 * nj \
-            or len(t) != nj or len(r) != nj or len(s) != nj:
+    if t.ndim != 2 or r.ndim != 2 or s.ndim != 2:
+        return None
+    if nj is not None and (t.size != 3 * nj or s.size != 3 * nj or r.size != 4 * nj or len(t) != nj
+                           or len(r) != nj or len(s) != nj):
         return None
     return t.copy(), r.copy(), s.copy()
 

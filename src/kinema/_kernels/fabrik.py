@@ -37,6 +37,7 @@ import numpy as np
 
 from ._jit import njit, prange
 from .chain import path_world, read_q, write_q
+from .constants import ONE_BAD_SHAPE
 from .limits import LIMIT_HINGE, apply_limit_local
 from .quat import (
     put3,
@@ -661,7 +662,8 @@ O_TOLERANCE = 2
 O_FIXED_ROOT = 3
 O_HAS_POLE = 4
 O_SCALE_RTOL = 5
-N_OPTIONS = 6
+O_N_JOINTS = 6  # the skeleton's joint count (read by the one-solve kernel's shape check only)
+N_OPTIONS = 7
 
 # Packed plan (built once per chain or tree by :mod:`kinema._fabrik`, so a
 # call passes two arrays instead of eleven):
@@ -775,14 +777,20 @@ def solve_serial(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, 
 @njit
 def solve_one(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, target, pole):  # type: ignore[no-untyped-def]
     """One unbatched pose and one goal: ``t, s (J, 3)``, ``r (J, 4)`` C-contiguous (edited in place), ``target,
-    pole (3,)``.
+    pole (3,)`` of any strides.
 
     The public API's single-solve path: the checks of :func:`solve_serial`
     and the same :func:`solve_item` on a batch of one, with the outputs
     returned instead of written (eleven arguments, no output arrays to pass).
-    Returns ``(status, error, iterations, limit_hits, moved)``; ``status`` is
-    :func:`solve_serial`'s return value.
+    Shapes are checked here (``J`` is ``options[O_N_JOINTS]``), so the caller
+    only checks dimensions.  Returns ``(status, error, iterations,
+    limit_hits, moved)``; ``status`` is :func:`solve_serial`'s return value,
+    or :data:`~kinema._kernels.constants.ONE_BAD_SHAPE` (nothing solved).
     """
+    nj = int(options[O_N_JOINTS])
+    if (t.shape[0] != nj or r.shape[0] != nj or s.shape[0] != nj or t.shape[1] != 3 or r.shape[1] != 4
+            or s.shape[1] != 3 or target.shape[0] != 3 or pole.shape[0] != 3):
+        return ONE_BAD_SHAPE, math.nan, 0, 0, False
     gerr = np.empty((1, 1))
     counts = np.empty((2, 1), dtype=np.int64)
     moved = np.empty(1, dtype=np.bool_)
@@ -799,14 +807,13 @@ def _one(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, target, 
          moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB):
     """:func:`solve_one` after its allocations: :func:`solve_serial`'s check and :func:`_solve_items` on
     batch-of-one views, made here where they cost no reference counting."""
-    nj = t.shape[0]
-    s3 = s.reshape((1, nj, 3))
+    # Batch-of-one views by indexing with None (a reshape calls into numba's helper library).
+    s3 = s[None]
     bad = input_status(index, weights, s3, target, pole, options[O_SCALE_RTOL])
     if bad != -1:
         return bad
-    _solve_items(0, 1, index, weights, options, lim_kind, lim_par, lim_rest, t.reshape((1, nj, 3)),
-                 r.reshape((1, nj, 4)), s3, target.reshape((1, 1, 3)), pole.reshape((1, 3)), gerr, counts, moved,
-                 pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
+    _solve_items(0, 1, index, weights, options, lim_kind, lim_par, lim_rest, t[None], r[None], s3,
+                 target[None, None], pole[None], gerr, counts, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
     return -1
 
 

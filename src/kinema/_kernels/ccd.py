@@ -94,9 +94,10 @@ N_OPTIONS = 8
 #   ``values`` float64 ``[weights (K), limit params (K * LIMIT_PARAMS), rest rotations (K * 4)]``.
 
 
-#: :func:`kinema._kernels.chain.chain_world` compiled inline into the sweep
-#: (the same Python function; a plain call passes seven arrays and costs
-#: their reference counting on every sweep).  Without JIT it is the function.
+#: :func:`kinema._kernels.chain.chain_world` compiled inline into the CCD item
+#: (its first FK, and the FK after a pole pass or a root slide): the same
+#: Python function, without a call that passes twelve arguments.  Without
+#: JIT it is the function.
 chain_world = njit(inline=True)(getattr(_chain_world_call, "py_func", _chain_world_call))
 
 #: ``sin(MIN_TURN_ANGLE)``: a turn of at most 90 degrees is below the minimum

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kinema
+from _threads import run_at_once
 from kinema import rotation as R
 from kinema.limits import EulerRange, Hinge, SwingTwist
 
@@ -230,11 +231,7 @@ def test_one_solve_path_hands_unusual_inputs_to_the_general_path(rng: np.random.
         kinema.solve_ccd(sk, pose, (chain[0], chain[2]), tg[0])
         got.extend(kinema.solve_ccd(sk, pose, (chain[0], chain[-1]), tg[i]) for i in range(3))
 
-    import threading
-
-    th = threading.Thread(target=work)
-    th.start()
-    th.join()
+    run_at_once(work, [()])
     for i in range(3):
         assert np.array_equal(got[i].pose.rotations, ref.pose.rotations[i])
         assert float(got[i].error) == ref.error[i] and int(got[i].iterations) == ref.iterations[i]
@@ -243,8 +240,6 @@ def test_one_solve_path_hands_unusual_inputs_to_the_general_path(rng: np.random.
 def test_one_solve_scratch_is_safe_across_threads(rng: np.random.Generator) -> None:
     """The one-solve kernel releases the GIL and works in a scratch array the caller lends it: four threads
     solving the same chain at once must each get the batch's numbers (one scratch per thread)."""
-    import threading
-
     sk, chain = make_rig(rng)
     pose = sk.rest_pose()
     tg = random_reachable(sk, chain, rng, 40)
@@ -258,16 +253,7 @@ def test_one_solve_scratch_is_safe_across_threads(rng: np.random.Generator) -> N
                 if not np.array_equal(one.pose.rotations, batch.pose.rotations[i]):
                     bad.append(i)
 
-    threads = [threading.Thread(target=work, args=(k % 2,)) for k in range(4)]
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # switch threads as often as possible (a shared scratch failed 20-40 solves here)
-    try:
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-    finally:
-        sys.setswitchinterval(interval)
+    run_at_once(work, [(k % 2,) for k in range(4)])  # (a shared scratch failed 20 to 40 solves here)
     assert bad == []
 
 

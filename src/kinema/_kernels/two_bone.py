@@ -28,7 +28,7 @@ import numpy as np
 
 from ._jit import njit, prange
 from .chain import chain_world, joint_world, path_world, rotate_world, set_world_rot
-from .constants import UNIFORM_SCALE_RTOL
+from .constants import ONE_SMALL_SCRATCH, UNIFORM_SCALE_RTOL
 from .quat import (
     put4,
     qconj,
@@ -608,13 +608,19 @@ def solve_serial(anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weig
                  spread, shared, err, reached, bend, status)
 
 
-@njit
-def solve_one(index, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread, bend):  # type: ignore[no-untyped-def]
+@njit(borrows=True)
+def solve_one(index, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread, bend,  # type: ignore[no-untyped-def]
+              pos, rot, scl, orig):
     """One unbatched pose: ``t, s (J, 3)``, ``r (J, 4)`` C-contiguous (``r`` edited in place).
 
     ``index = [kl, n_anc, anc..., joints...]`` (the chain in one argument),
     ``target, pole, hint (3,)``, ``erot (4,)``, scalar options; writes
-    ``bend (3,)`` and returns ``(status, error, reached)``.
+    ``bend (3,)`` and returns ``(status, error, reached)``.  It borrows
+    every argument (no reference counting, no allocation), so the caller
+    lends the scratch of a chain with twist joints: ``pos (>=K, 3)``,
+    ``rot (>=K, 4)``, ``scl (>=K,)``, ``orig (>=K, 4)``; status
+    :data:`~kinema._kernels.constants.ONE_SMALL_SCRATCH` when they are
+    shorter than the chain (nothing solved).
     """
     if hint is None:
         hn = (0.0, 0.0, 0.0)
@@ -628,10 +634,10 @@ def solve_one(index, t, r, s, target, pole, hint, erot, flags, weight, soft, mar
     na = index[1]
     anc = index[2:2 + na]
     joints = index[2 + na:]
-    nj = t.shape[0]
-    t3 = t.reshape((1, nj, 3))
-    r3 = r.reshape((1, nj, 4))
-    s3 = s.reshape((1, nj, 3))
+    # Batch-of-one views by indexing with None (a reshape calls into numba's helper library).
+    t3 = t[None]
+    r3 = r[None]
+    s3 = s[None]
     nk = joints.shape[0]
     if nk == 3 and (flags & HAS_END_ROTATION) == 0 and weight == 1.0:
         # A plain arm: the register-only solve of large batches, on this pose's world state
@@ -659,10 +665,8 @@ def solve_one(index, t, r, s, target, pole, hint, erot, flags, weight, soft, mar
         bend[1] = v[1]
         bend[2] = v[2]
         return st, e, ok
-    pos = np.empty((nk, 3))
-    rot = np.empty((nk, 4))
-    scl = np.empty(nk)
-    orig = np.empty((nk, 4))
+    if scl.shape[0] < nk:
+        return ONE_SMALL_SCRATCH, math.nan, False
     res = _solve_item(0, anc, joints, kl, t3, r3, s3, (target[0], target[1], target[2]),
                       (pole[0], pole[1], pole[2]), hn, eq, flags, weight, soft, margin, spread, pos, rot, scl, orig,
                       False, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), 1.0, pos, rot, scl)

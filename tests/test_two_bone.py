@@ -682,6 +682,37 @@ def test_fast_path_matches_general_path(rig):
     np.testing.assert_array_equal(lists.pose.rotations, fast.pose.rotations)
 
 
+def test_fast_path_hands_unusual_inputs_to_the_general_path(rig):
+    """The plain per-frame call checks only dimensions in Python; strided targets are read at their strides,
+    and other dtypes, a pose of another joint count or a target of another size give the general path's
+    numbers or errors."""
+    pose = rig.rest_pose()
+    target = np.array([0.9, 1.6, 0.9])
+    pole = np.array([0.3, 1.0, 3.0])
+    ref = kinema.solve_two_bone(rig, pose, CHAIN, target, pole)
+    strided_t = np.repeat(target, 2)[::2]
+    strided_p = np.repeat(pole, 3)[::3]
+    got = kinema.solve_two_bone(rig, pose, CHAIN, strided_t, strided_p)
+    np.testing.assert_array_equal(got.pose.rotations, ref.pose.rotations)
+    assert got.error == ref.error
+    t32 = target.astype(np.float32)  # exactly representable: the float64 numbers
+    ref32 = kinema.solve_two_bone(rig, pose, CHAIN, t32.astype(np.float64), pole)
+    np.testing.assert_allclose(kinema.solve_two_bone(rig, pose, CHAIN, t32, pole).pose.rotations,
+                               ref32.pose.rotations, rtol=0, atol=1e-15)
+    p32 = rig.rest_pose()
+    p32.rotations = p32.rotations.astype(np.float32)
+    np.testing.assert_allclose(kinema.solve_two_bone(rig, p32, CHAIN, target, pole).pose.rotations,
+                               kinema.solve_two_bone(rig, p32, CHAIN, target[None], pole).pose.rotations[0],
+                               rtol=0, atol=1e-15)
+    other = kinema.Pose(np.zeros((rig.n_joints + 1, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (rig.n_joints + 1, 1)))
+    with pytest.raises(kinema.ShapeError):
+        kinema.solve_two_bone(rig, other, CHAIN, target, pole)
+    with pytest.raises(kinema.KinemaError, match="target"):
+        kinema.solve_two_bone(rig, pose, CHAIN, np.zeros(4), pole)
+    with pytest.raises(kinema.KinemaError, match="pole"):
+        kinema.solve_two_bone(rig, pose, CHAIN, target, np.zeros(2))
+
+
 def test_fast_path_twist_chain_scratch_per_thread():
     """Arms with twist joints solve through the single-pose path in scratch arrays lent per thread (the
     kernel releases the GIL): in fresh threads (a plain arm first, so the scratch must grow), four at once,

@@ -142,31 +142,22 @@ class Prepared:
     extras: list[FloatArray]
 
 
-_F64 = np.dtype(np.float64)
 NO_POLE3 = np.zeros(3)  # stands in for an absent pole (kernels read none of it)
 
 
-def plain_vec3(x: Any) -> bool:
-    """Whether ``x`` is a C-contiguous float64 ``(3,)`` array: what a single-solve fast path passes as is."""
-    return type(x) is np.ndarray and x.dtype is _F64 and x.ndim == 1 and x.size == 3 and x.flags.c_contiguous
-
-
-def single_pose_copies(pose: Pose, nj: int | None = None) -> tuple[FloatArray, FloatArray, FloatArray] | None:
+def single_pose_copies(pose: Pose) -> tuple[FloatArray, FloatArray, FloatArray] | None:
     """Copies of an unbatched pose's ``(J, 3), (J, 4), (J, 3)`` arrays for a single-solve kernel, or None.
 
     None when the pose is batched (an array is not 2-D: the general path
-    handles it) or, when ``nj`` is given, not of ``nj`` joints (for kernels
-    that do not check shapes themselves).  Checked by dimensions and sizes,
-    cheaper than comparing shape tuples.  The copies are C-contiguous, of
-    the pose's dtype (a compiled entry point refuses anything but float64).
+    handles it).  Only dimensions are checked: a compiled entry point would
+    read an array of another dimension count wrongly, while the single-solve
+    kernels check the shapes themselves and the entry point refuses dtypes
+    other than float64.  The copies are C-contiguous, of the pose's dtype.
     """
     t = pose.translations
     r = pose.rotations
     s = pose.scales
     if t.ndim != 2 or r.ndim != 2 or s.ndim != 2:
-        return None
-    if nj is not None and (t.size != 3 * nj or s.size != 3 * nj or r.size != 4 * nj or len(t) != nj
-                           or len(r) != nj or len(s) != nj):
         return None
     return t.copy(), r.copy(), s.copy()
 

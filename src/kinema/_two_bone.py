@@ -32,7 +32,6 @@ from ._solve import (
     check_uniform_scale,
     entry_point,
     kernel_loader,
-    plain_vec3,
     prepare,
     resolve_chain,
     single_pose_copies,
@@ -90,8 +89,9 @@ class _Plan:
         self.anc: IntArray = np.ascontiguousarray(ancestors_root_first(skeleton, int(path[0])), dtype=np.int64)
         self.nj = skeleton.n_joints
         self.checked: IntArray = np.concatenate([self.anc, self.joints])
-        #: ``[kl, n_anc, anc..., joints...]``: the single-solve kernel's one index argument.
-        self.index: IntArray = np.concatenate([[self.kl, self.anc.size], self.anc, self.joints]).astype(np.int64)
+        #: ``[kl, n_anc, J, anc..., joints...]``: the single-solve kernel's one index argument.
+        self.index: IntArray = np.concatenate([[self.kl, self.anc.size, self.nj], self.anc,
+                                               self.joints]).astype(np.int64)
 
 
 _PLANS: dict[tuple[int, Any], _Plan] = {}
@@ -264,7 +264,12 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
     """
     if type(weight) not in _SCALAR or type(soft) not in _SCALAR or type(twist_spread) not in _SCALAR:
         return None
-    tg = target if plain_vec3(target) else _vec(target, 3)
+    # The plain per-frame call (no hint, no end rotation) goes to the compiled entry point, which takes 1-D
+    # float64 arrays of any strides and whose kernel checks sizes: only the dimensions are checked here.
+    # Other calls go through numba's dispatcher, which would compile a version for any new array kind: they
+    # get C-contiguous float64 arrays.
+    plain = bend_hint is None and end_rotation is None
+    tg = target if (plain and type(target) is np.ndarray and target.ndim == 1) else _vec(target, 3)
     if tg is None:
         return None
     flags = _CONTINUITY if continuity else 0
@@ -274,7 +279,7 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
     if pole is None:
         po = _Z3
     else:
-        po = pole if plain_vec3(pole) else _vec(pole, 3)
+        po = pole if (plain and type(pole) is np.ndarray and pole.ndim == 1) else _vec(pole, 3)
         if po is None:
             return None
         flags |= _HAS_POLE
@@ -299,7 +304,7 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
     else:
         return None
     global _one_entry
-    copies = single_pose_copies(pose, plan.nj)
+    copies = single_pose_copies(pose)  # (the kernel checks the joint count)
     if copies is None:
         return None
     t2, r2, s2 = copies
@@ -309,15 +314,19 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
     except AttributeError:  # this thread's first single solve
         scratch = _SCRATCH.a = _scratch(plan.joints.size)
     args = (plan.index, t2, r2, s2, tg, po, hi, er, flags, float(weight), float(soft), m, float(twist_spread), bend)
-    if hi is None and er is None:
+    if plain:
         # The plain per-frame call: its own compiled version (no hint, no end rotation: two
-        # arguments fewer to convert), called without type dispatch.
+        # arguments fewer to convert), called without type dispatch; target and pole (args 4, 5)
+        # compiled for any strides.
         if _one_entry is None:
-            _one_entry = entry_point(_kernels().solve_one, args + scratch)
+            _one_entry = entry_point(_kernels().solve_one, args + scratch, any_layout=(4, 5))
         kernel = _one_entry
     else:
         kernel = _kernels().solve_one
-    status, err, reached = kernel(*args, *scratch)
+    try:
+        status, err, reached = kernel(*args, *scratch)
+    except TypeError:  # an array of another dtype (the entry point converts nothing): the general path
+        return None
     if status:
         if status != ONE_SMALL_SCRATCH:
             return None

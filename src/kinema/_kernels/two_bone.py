@@ -28,7 +28,7 @@ import numpy as np
 
 from ._jit import njit, prange
 from .chain import chain_world, joint_world, path_world, rotate_world, set_world_rot
-from .constants import ONE_SMALL_SCRATCH, UNIFORM_SCALE_RTOL
+from .constants import ONE_BAD_SHAPE, ONE_SMALL_SCRATCH, UNIFORM_SCALE_RTOL
 from .quat import (
     put4,
     qconj,
@@ -613,15 +613,27 @@ def solve_one(index, t, r, s, target, pole, hint, erot, flags, weight, soft, mar
               pos, rot, scl, orig):
     """One unbatched pose: ``t, s (J, 3)``, ``r (J, 4)`` C-contiguous (``r`` edited in place).
 
-    ``index = [kl, n_anc, anc..., joints...]`` (the chain in one argument),
-    ``target, pole, hint (3,)``, ``erot (4,)``, scalar options; writes
-    ``bend (3,)`` and returns ``(status, error, reached)``.  It borrows
+    ``index = [kl, n_anc, J, anc..., joints...]`` (the chain in one
+    argument), ``target, pole, hint (3,)``, ``erot (4,)`` of any strides,
+    scalar options; writes ``bend (3,)`` and returns ``(status, error,
+    reached)``.  Shapes are checked here (status
+    :data:`~kinema._kernels.constants.ONE_BAD_SHAPE`), so the caller only
+    checks numbers of dimensions.  It borrows
     every argument (no reference counting, no allocation), so the caller
     lends the scratch of a chain with twist joints: ``pos (>=K, 3)``,
     ``rot (>=K, 4)``, ``scl (>=K,)``, ``orig (>=K, 4)``; status
     :data:`~kinema._kernels.constants.ONE_SMALL_SCRATCH` when they are
     shorter than the chain (nothing solved).
     """
+    kl = index[0]
+    na = index[1]
+    nj = index[2]
+    anc = index[3:3 + na]
+    joints = index[3 + na:]
+    if (t.shape[0] != nj or r.shape[0] != nj or s.shape[0] != nj or t.shape[1] != 3 or r.shape[1] != 4
+            or s.shape[1] != 3 or target.shape[0] != 3 or pole.shape[0] != 3 or bend.shape[0] != 3
+            or (hint is not None and hint.shape[0] != 3) or (erot is not None and erot.shape[0] != 4)):
+        return ONE_BAD_SHAPE, math.nan, False
     if hint is None:
         hn = (0.0, 0.0, 0.0)
     else:
@@ -630,10 +642,6 @@ def solve_one(index, t, r, s, target, pole, hint, erot, flags, weight, soft, mar
         eq = (0.0, 0.0, 0.0, 1.0)
     else:
         eq = (erot[0], erot[1], erot[2], erot[3])
-    kl = index[0]
-    na = index[1]
-    anc = index[2:2 + na]
-    joints = index[2 + na:]
     # Batch-of-one views by indexing with None (a reshape calls into numba's helper library).
     t3 = t[None]
     r3 = r[None]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +15,7 @@ from ._kernels.constants import ONE_SMALL_SCRATCH
 from ._solve import (
     NO_POLE3,
     UNIFORM_SCALE_RTOL,
+    ThreadScratch,
     ancestors_root_first,
     as_target,
     cached_options,
@@ -276,14 +276,15 @@ _ONE: dict[Hashable, tuple[Any, ...]] = {}
 _LAST: tuple[Any, ...] = (None,) * 13
 #: ``kinema._kernels.ccd.ccd_one``'s compiled entry point, once known (see ``kinema._kernels._jit.entry_point``).
 _one_entry: Any = None
-#: ``ccd_one``'s scratch arrays, one set per thread (``.a``), grown to the longest chain solved: the kernel
-#: releases the GIL, so threads may run it at the same time.
-_SCRATCH = threading.local()
 
 
 def _scratch(n_k: int) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """``ccd_one``'s scratch for chains of up to ``n_k`` joints: ``pos (n_k,3), rot (n_k,4), scl (n_k,), aux``."""
     return np.empty((n_k, 3)), np.empty((n_k, 4)), np.empty(n_k), np.empty((n_k, _kernels().AUX_COLS))
+
+
+#: ``ccd_one``'s scratch, per thread.
+_SCRATCH = ThreadScratch(_scratch)
 
 
 def _one_record(skeleton: Skeleton, chain: Any, iterations: Any, tolerance: Any, max_step: Any, adaptive_step: Any,
@@ -330,14 +331,11 @@ def _solve_one(rec: tuple[Any, ...], pose: Pose, target: FloatArray, pole: Float
     if copies is None:
         return None
     t, r, s = copies
-    try:
-        sc = _SCRATCH.a
-    except AttributeError:  # this thread's first one-solve call
-        sc = _SCRATCH.a = _scratch(rec[12].size)
+    sc = _SCRATCH.arrays or _SCRATCH.grow(rec[12].size)
     try:
         status, err, sweeps, hits = _one_entry(rec[8], rec[9], t, r, s, target, pole, rec[10], *sc)
         if status == ONE_SMALL_SCRATCH:  # a longer chain than this thread has solved before
-            sc = _SCRATCH.a = _scratch(rec[12].size)
+            sc = _SCRATCH.grow(rec[12].size)
             status, err, sweeps, hits = _one_entry(rec[8], rec[9], t, r, s, target, pole, rec[10], *sc)
     except TypeError:  # float32 and the like: the entry point converts nothing
         return None

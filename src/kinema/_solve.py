@@ -13,6 +13,7 @@ its kernel:
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -143,6 +144,26 @@ class Prepared:
 
 
 NO_POLE3 = np.zeros(3)  # stands in for an absent pole (kernels read none of it)
+
+
+class ThreadScratch(threading.local):
+    """Scratch arrays lent to a borrowing single-solve kernel, one set per thread.
+
+    The kernels release the GIL, so threads may run one at the same time;
+    each thread's ``arrays`` start as None.  The hot path reads
+    ``scratch.arrays or scratch.grow(n)``; a kernel that reports its scratch
+    too short (``ONE_SMALL_SCRATCH``) is called again with ``grow(n)``.
+    ``make(n)`` builds the arrays for a chain of ``n`` joints.
+    """
+
+    def __init__(self, make: Callable[[int], tuple[FloatArray, ...]]) -> None:
+        self.make = make
+        self.arrays: tuple[FloatArray, ...] | None = None
+
+    def grow(self, n: int) -> tuple[FloatArray, ...]:
+        """This thread's arrays, made anew for chains of up to ``n`` joints."""
+        arrays = self.arrays = self.make(n)
+        return arrays
 
 
 def single_pose_copies(pose: Pose) -> tuple[FloatArray, FloatArray, FloatArray] | None:

@@ -18,7 +18,6 @@ The maths (all in world space, so any parent transform and any bone axis works):
 
 from __future__ import annotations
 
-import threading
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -26,6 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._kernels.constants import ONE_SMALL_SCRATCH
 from ._solve import (
+    ThreadScratch,
     _rows,
     ancestors_root_first,
     as_target,
@@ -152,15 +152,16 @@ def _vec(x: Any, n: int) -> FloatArray | None:
 #: (see ``kinema._kernels._jit.entry_point``: the fast path's arguments always
 #: have the same kinds, so numba's per-call type dispatch is skipped).
 _one_entry: Any = None
-#: ``solve_one``'s scratch arrays (used by chains with twist joints), one set per thread (``.a``), grown to
-#: the longest chain solved: the kernel releases the GIL, so threads may run it at the same time.
-_SCRATCH = threading.local()
 
 
 def _scratch(n_k: int) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """``solve_one``'s scratch for chains of up to ``n_k`` joints: ``pos (n_k,3), rot (n_k,4), scl (n_k,),
-    orig (n_k,4)``."""
+    orig (n_k,4)`` (only chains with twist joints use it)."""
     return np.empty((n_k, 3)), np.empty((n_k, 4)), np.empty(n_k), np.empty((n_k, 4))
+
+
+#: ``solve_one``'s scratch, per thread.
+_SCRATCH = ThreadScratch(_scratch)
 
 
 def solve_two_bone(
@@ -309,10 +310,7 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
         return None
     t2, r2, s2 = copies
     bend = np.empty(3)
-    try:
-        scratch = _SCRATCH.a
-    except AttributeError:  # this thread's first single solve
-        scratch = _SCRATCH.a = _scratch(plan.joints.size)
+    scratch = _SCRATCH.arrays or _SCRATCH.grow(plan.joints.size)
     args = (plan.index, t2, r2, s2, tg, po, hi, er, flags, float(weight), float(soft), m, float(twist_spread), bend)
     if plain:
         # The plain per-frame call: its own compiled version (no hint, no end rotation: two
@@ -331,7 +329,7 @@ def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, so
         if status != ONE_SMALL_SCRATCH:
             return None
         # Twist joints: a longer chain than this thread has solved before.
-        scratch = _SCRATCH.a = _scratch(plan.joints.size)
+        scratch = _SCRATCH.grow(plan.joints.size)
         status, err, reached = kernel(*args, *scratch)
         if status:
             return None

@@ -31,7 +31,7 @@ import numpy as np
 
 from ._jit import njit, prange
 from .chain import chain_world as _chain_world_call
-from .chain import path_world
+from .chain import path_world, pose_shapes_ok
 from .constants import ONE_BAD_SHAPE, ONE_SMALL_SCRATCH
 from .limits import LIMIT_NONE, LIMIT_PARAMS, apply_limit_local
 from .quat import (
@@ -608,8 +608,7 @@ def ccd_one(index, values, t, r, s, target, pole, options, pos, rot, scl, aux): 
     :data:`~kinema._kernels.constants.ONE_SMALL_SCRATCH` (nothing solved).
     """
     nj = int(options[O_N_JOINTS])
-    if (t.shape[0] != nj or r.shape[0] != nj or s.shape[0] != nj or t.shape[1] != 3 or r.shape[1] != 4
-            or s.shape[1] != 3 or target.shape[0] != 3 or pole.shape[0] != 3):
+    if not pose_shapes_ok(t, r, s, nj) or target.shape[0] != 3 or pole.shape[0] != 3:
         return ONE_BAD_SHAPE, math.nan, 0, 0
     if scl.shape[0] < index[0]:
         return ONE_SMALL_SCRATCH, math.nan, 0, 0

@@ -94,6 +94,14 @@ def chain_world(k0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, 
         scl[k] = sc
 
 
+@njit(borrows=True)
+def pose_shapes_ok(t, r, s, nj):  # type: ignore[no-untyped-def]
+    """Whether ``t, s`` are ``(nj, 3)`` and ``r`` is ``(nj, 4)``: the single-solve kernels' check of the
+    unbatched pose they are lent (their callers check only the number of dimensions)."""
+    return (t.shape[0] == nj and r.shape[0] == nj and s.shape[0] == nj and t.shape[1] == 3 and r.shape[1] == 4
+            and s.shape[1] == 3)
+
+
 @njit
 def parent_world_rot(k, base_rot, rot):  # type: ignore[no-untyped-def]
     if k == 0:

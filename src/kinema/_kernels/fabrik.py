@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from ._jit import njit, prange
-from .chain import path_world, read_q, write_q
+from .chain import path_world, pose_shapes_ok, read_q, write_q
 from .constants import ONE_BAD_SHAPE
 from .limits import LIMIT_HINGE, apply_limit_local
 from .quat import (
@@ -788,8 +788,7 @@ def solve_one(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, tar
     or :data:`~kinema._kernels.constants.ONE_BAD_SHAPE` (nothing solved).
     """
     nj = int(options[O_N_JOINTS])
-    if (t.shape[0] != nj or r.shape[0] != nj or s.shape[0] != nj or t.shape[1] != 3 or r.shape[1] != 4
-            or s.shape[1] != 3 or target.shape[0] != 3 or pole.shape[0] != 3):
+    if not pose_shapes_ok(t, r, s, nj) or target.shape[0] != 3 or pole.shape[0] != 3:
         return ONE_BAD_SHAPE, math.nan, 0, 0, False
     gerr = np.empty((1, 1))
     counts = np.empty((2, 1), dtype=np.int64)

@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from ._jit import njit, prange
-from .chain import chain_world, joint_world, path_world, rotate_world, set_world_rot
+from .chain import chain_world, joint_world, path_world, pose_shapes_ok, rotate_world, set_world_rot
 from .constants import ONE_BAD_SHAPE, ONE_SMALL_SCRATCH, UNIFORM_SCALE_RTOL
 from .quat import (
     put4,
@@ -630,8 +630,7 @@ def solve_one(index, t, r, s, target, pole, hint, erot, flags, weight, soft, mar
     nj = index[2]
     anc = index[3:3 + na]
     joints = index[3 + na:]
-    if (t.shape[0] != nj or r.shape[0] != nj or s.shape[0] != nj or t.shape[1] != 3 or r.shape[1] != 4
-            or s.shape[1] != 3 or target.shape[0] != 3 or pole.shape[0] != 3 or bend.shape[0] != 3
+    if (not pose_shapes_ok(t, r, s, nj) or target.shape[0] != 3 or pole.shape[0] != 3 or bend.shape[0] != 3
             or (hint is not None and hint.shape[0] != 3) or (erot is not None and erot.shape[0] != 4)):
         return ONE_BAD_SHAPE, math.nan, False
     if hint is None:

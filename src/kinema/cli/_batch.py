@@ -26,6 +26,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -87,6 +88,8 @@ def find_jobs(in_dir: str, out_dir: str, patterns: list[str], to: str | None, re
 # ------------------------------------------------------------------ engines
 #: Seconds a stopped pool worker gets to exit after SIGTERM before it is killed.
 WORKER_STOP_TIMEOUT_S = 5.0
+#: Seconds between the local pool's looks at the Ctrl-C flag while it waits for results.
+CTRL_C_POLL_S = 0.05
 
 
 def _worker_init() -> None:
@@ -126,17 +129,34 @@ class _Pool:
         # spawn: workers start clean (no inherited threads or numba state), the same on every OS.
         self._ex = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                        initializer=_worker_init)
+        # Ctrl-C only sets a flag while the pool runs; wait_first raises KeyboardInterrupt at a safe point.
+        # (Raised inside concurrent.futures' wait, it can leave a future's lock held, and the pool's
+        # shutdown then waits forever: a batch hung on Ctrl-C once in CI.)
+        self._interrupted = False
+        self._old_sigint: Any = None
+        if threading.current_thread() is threading.main_thread():
+            self._old_sigint = signal.signal(signal.SIGINT, self._on_sigint)
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        self._interrupted = True
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         return self._ex.submit(fn, *args)
 
     def wait_first(self, futures: list[Any]) -> Iterable[Any]:
-        return wait(futures, return_when=FIRST_COMPLETED).done
+        while not self._interrupted:
+            done = wait(futures, timeout=CTRL_C_POLL_S, return_when=FIRST_COMPLETED).done
+            if done:
+                return done
+        raise KeyboardInterrupt
 
     def result(self, f: Any) -> Any:
         return f.result()
 
     def close(self, cancel: bool) -> None:
+        if self._old_sigint is not None:
+            signal.signal(signal.SIGINT, self._old_sigint)
+            self._old_sigint = None
         if not cancel:
             self._ex.shutdown(wait=True)
             return

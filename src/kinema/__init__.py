@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import limits, rotation
-from ._ccd import Goal, solve_ccd, solve_chains
-from ._fabrik import solve_fabrik, solve_fabrik_tree
-from ._two_bone import TwoBone2D, TwoBoneIK, solve_two_bone, solve_two_bone_2d
+from ._ccd import CCD, Goal, solve_ccd, solve_chains
+from ._fabrik import FABRIK, FABRIKTree, solve_fabrik, solve_fabrik_tree
+from ._two_bone import TwoBone, TwoBone2D, TwoBoneIK, solve_two_bone, solve_two_bone_2d
 from .errors import (
     BoneNotFoundError,
     FileFormatError,
@@ -51,6 +51,10 @@ __all__ = [
     "io",
     "samples",
     "mocap",
+    "TwoBone",
+    "CCD",
+    "FABRIK",
+    "FABRIKTree",
     "solve_ccd",
     "solve_chains",
     "Goal",

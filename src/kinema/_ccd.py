@@ -3,56 +3,47 @@
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._kernels.constants import ONE_SMALL_SCRATCH
 from ._solve import (
-    NO_POLE3,
-    UNIFORM_SCALE_RTOL,
-    ThreadScratch,
+    SOLVERS,
+    Solver,
     ancestors_root_first,
     as_target,
-    cached_options,
-    entry_point,
+    blend_rotations,
+    check_iterations,
+    check_nonnegative,
+    check_pose,
+    check_weight,
     kernel_loader,
     prepare,
+    raise_status,
     resolve_chain,
-    single_pose_copies,
-    single_pose_rows,
+    result,
+    run_driver,
 )
-from ._validate import broadcast_batch, resolve_joint
+from ._validate import as_float_array, as_float_scalar, broadcast_batch, resolve_joint
 from .errors import SolverInputError
 from .limits import Limit, pack_limits
 from .pose import Pose
-from .result import SolveResult, single_result
+from .result import SolveResult
 from .skeleton import Skeleton
 
-__all__ = ["solve_ccd", "Goal", "solve_chains"]
+__all__ = ["CCD", "solve_ccd", "Goal", "solve_chains"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-#: Batches up to this size run in the calling thread (a thread-pool start
-#: costs more than it saves); larger ones are split across numba's threads.
-SERIAL_BATCH_MAX = 16
+#: The kernel module, imported on first use (``import kinema`` must not import numba).
+_kernels = kernel_loader("ccd")
 
-#: Chunks per numba thread for large batches (evens out items that stop early).
-CHUNKS_PER_THREAD = 8
-
-
-def _num_threads() -> int:
-    try:
-        import numba
-
-        return int(numba.get_num_threads())
-    except Exception:  # pragma: no cover - numba always present in the core
-        return os.cpu_count() or 1
+#: The pole argument when there is none (the kernel reads no row of it).
+_NO_POLE = np.zeros((1, 3))
 
 
 def _chain_weights(skeleton: Skeleton, joints: IntArray, listed: NDArray[np.bool_], weights: Any) -> FloatArray:
@@ -80,268 +71,111 @@ def _chain_weights(skeleton: Skeleton, joints: IntArray, listed: NDArray[np.bool
     return np.ascontiguousarray(w)
 
 
-def _check_options(iterations: Any, tolerance: Any, max_step: Any) -> tuple[int, float, float]:
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
-        raise SolverInputError(f"iterations must be a non-negative integer, got {iterations!r}")
-    tol = float(tolerance)
-    if not math.isfinite(tol) or tol < 0.0:
-        raise SolverInputError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
+def _max_step(max_step: Any) -> float:
+    """The kernel's step cap: 0 for none, else a positive angle in radians."""
     if max_step is None:
-        step = 0.0  # 0 = no cap in the kernel
-    else:
-        step = float(max_step)
-        if not math.isfinite(step) or step <= 0.0:
-            raise SolverInputError(f"max_step must be a positive angle in radians (or None), got {max_step!r}")
-    return int(iterations), tol, step
+        return 0.0  # 0 = no cap in the kernel
+    step = as_float_scalar(max_step, "max_step")
+    if not math.isfinite(step) or step <= 0.0:
+        raise SolverInputError(f"max_step must be a positive angle in radians (or None), got {max_step!r}")
+    return step
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """Everything about a chain that does not change from call to call.
+class CCD(Solver):
+    """A prepared CCD solver for one chain: validate once, solve every frame.
 
-    ``index`` and ``values`` are the packed arrays the kernel reads (layout
-    in :mod:`kinema._kernels.ccd`): ``index = [K, B, base, joints, kinds]``,
-    ``values = [w, params.ravel(), rest.ravel()]``.
+    ``CCD(skeleton, chain, *, iterations=20, tolerance=1e-3, weights=None,
+    max_step=None, adaptive_step=True, limits=None, fixed_root=True)``: the
+    options mean what they mean for :func:`solve_ccd` (whose docstring has
+    the algorithm); the constructor resolves the chain, packs its weights and
+    limits and raises every configuration error.  :meth:`solve` runs one
+    frame or a batch.  ``joints`` is the chain's joint indices, root first.
     """
 
-    skeleton: Skeleton
-    joints: IntArray
-    w: FloatArray
-    index: IntArray
-    values: FloatArray
+    what = "solve_ccd"
 
-    def with_weights(self, w: FloatArray) -> FloatArray:
-        """``values`` with the weights replaced by ``w (K,)`` (a new array)."""
-        values = self.values.copy()
-        values[: w.shape[0]] = w
-        return values
+    def __init__(self, skeleton: Skeleton, chain: Any, *, iterations: int = 20, tolerance: float = 1e-3,
+                 weights: Sequence[float] | Mapping[Any, float] | ArrayLike | None = None,
+                 max_step: float | None = None, adaptive_step: bool = True,
+                 limits: Mapping[Any, Limit] | None = None, fixed_root: bool = True) -> None:
+        if not isinstance(skeleton, Skeleton):
+            raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+        self.skeleton = skeleton
+        self.iterations = check_iterations(iterations)
+        self.tolerance = check_nonnegative(tolerance, "tolerance")
+        self.max_step = None if max_step is None else _max_step(max_step)
+        self.adaptive_step = bool(adaptive_step)
+        self.fixed_root = bool(fixed_root)
+        joints, listed = resolve_chain(skeleton, chain)
+        self.joints = joints
+        self.weights = _chain_weights(skeleton, joints, listed, weights)
+        base = ancestors_root_first(skeleton, int(joints[0]))
+        self.scale_joints = np.concatenate([base, joints]).astype(np.int64)
+        packed = pack_limits(skeleton, joints, limits)
+        #: Packed plan (layout in :mod:`kinema._kernels.ccd`): ``[K, B, base, joints, kinds]`` and
+        #: ``[weights, limit params, rest rotations]``.
+        self._index = np.concatenate([np.array([joints.size, base.size], dtype=np.int64), base, joints,
+                                      packed.kinds]).astype(np.int64)
+        self._values = np.concatenate([self.weights, packed.params.ravel(), packed.rest.ravel()]).astype(np.float64)
+        step = 0.0 if self.max_step is None else self.max_step
+        #: The kernel's options (slots ``O_*`` in :mod:`kinema._kernels.ccd`) without and with a pole.
+        self._options = tuple(np.array([self.iterations, has_pole, self.fixed_root, self.adaptive_step,
+                                        self.tolerance, step], dtype=np.float64) for has_pole in (False, True))
 
+    def solve(self, pose: Pose, target: ArrayLike, *, pole: ArrayLike | None = None, weight: ArrayLike = 1.0,
+              out: Pose | None = None) -> SolveResult:
+        """Solve one frame or a batch: ``target (*batch, 3)`` world, ``pole (*batch, 3)`` world point or None,
+        ``weight (*batch,)`` in [0, 1] (blend of each turned joint's local rotation with the input's, see
+        :func:`kinema._solve.blend_rotations`), ``out`` a caller-owned pose of the full batch shape."""
+        return self._solve(pose, target, pole, weight, out, self._values)
 
-#: Plans by (skeleton id, chain, weights, limits); cleared when it grows past this.
-_PLAN_CACHE_MAX = 256
-_PLANS: dict[Hashable, _Plan] = {}
-
-
-def _freeze(x: Any) -> Hashable:
-    """A hashable snapshot of a chain / weights / limits argument (TypeError if there is none)."""
-    if x is None or isinstance(x, (str, int, float, np.integer, np.floating, Limit)):
-        return x
-    if isinstance(x, np.ndarray):
-        return ("nd", x.dtype.str, x.shape, x.tobytes())
-    if isinstance(x, Mapping):
-        return ("map",) + tuple((_freeze(k), _freeze(v)) for k, v in x.items())
-    if isinstance(x, (tuple, list)):
-        return ("seq",) + tuple(_freeze(v) for v in x)
-    raise TypeError(type(x).__name__)
-
-
-def _make_plan(skeleton: Skeleton, joints: IntArray, w: FloatArray, limits: Mapping[Any, Limit] | None) -> _Plan:
-    base = ancestors_root_first(skeleton, int(joints[0]))
-    packed = pack_limits(skeleton, joints, limits)
-    index = np.concatenate([np.array([joints.size, base.size], dtype=np.int64), base, joints,
-                            packed.kinds]).astype(np.int64)
-    values = np.concatenate([w, packed.params.ravel(), packed.rest.ravel()]).astype(np.float64)
-    return _Plan(skeleton=skeleton, joints=joints, w=w, index=index, values=values)
-
-
-def _plain_chain_key(chain: Any) -> tuple[Any, ...] | None:
-    """``chain`` itself when it is a tuple of names / ints (hashable as is, the common case), else None."""
-    if type(chain) is tuple:
-        for c in chain:
-            if type(c) is not str and type(c) is not int:
-                return None
-        return chain
-    return None
-
-
-def _plan(skeleton: Skeleton, chain: Any, weights: Any, limits: Mapping[Any, Limit] | None) -> _Plan:
-    """Resolve (or fetch from the cache) a chain's joints, weights and packed limits."""
-    key: Hashable | None
-    plain = _plain_chain_key(chain) if weights is None and limits is None else None
-    if plain is not None:
-        key = (id(skeleton), "plain", plain)  # no "seq" tag: cannot collide with a frozen key
-    else:
-        try:
-            key = (id(skeleton), _freeze(chain), _freeze(weights), _freeze(limits))
-        except TypeError:
-            key = None
-    if key is not None:
-        hit = _PLANS.get(key)
-        if hit is not None and hit.skeleton is skeleton:
-            return hit
-    joints, listed = resolve_chain(skeleton, chain)
-    plan = _make_plan(skeleton, joints, _chain_weights(skeleton, joints, listed, weights), limits)
-    if key is not None:
-        if len(_PLANS) >= _PLAN_CACHE_MAX:
-            _PLANS.clear()
-        _PLANS[key] = plan
-    return plan
-
-
-#: The pole argument when there is none (the kernel reads no row of it).
-_NO_POLE = np.zeros((1, 3))
-
-#: The kernel module, imported on first use (``import kinema`` must not import numba).
-_kernels = kernel_loader("ccd")
-
-
-#: Options arrays by value, shared between calls (see :func:`kinema._solve.cached_options`).
-_OPTIONS: dict[tuple[Any, ...], FloatArray] = {}
-
-
-def _options(iterations: int, has_pole: bool, fixed_root: bool, adaptive_step: bool, tolerance: float,
-             max_step: float, n_joints: int) -> FloatArray:
-    """The kernel's ``options`` array (slots ``O_*`` in :mod:`kinema._kernels.ccd`), cached by value."""
-    key = (iterations, has_pole, fixed_root, adaptive_step, tolerance, max_step)
-    return cached_options(_OPTIONS, key + (UNIFORM_SCALE_RTOL, n_joints))
-
-
-def _run(
-    skeleton: Skeleton,
-    pose: Pose,
-    plan: _Plan,
-    target: ArrayLike,
-    *,
-    iterations: int,
-    tolerance: float,
-    max_step: float,
-    adaptive_step: bool,
-    pole: ArrayLike | None,
-    fixed_root: bool,
-    out: Pose | None,
-    w: FloatArray | None = None,
-) -> SolveResult:
-    kccd = _kernels()
-    nj = skeleton.n_joints
-    tgt = target if isinstance(target, np.ndarray) and target.dtype == np.float64 else None
-    pol = pole if isinstance(pole, np.ndarray) and pole.dtype == np.float64 else None
-    pt = pose.translations
-    fast = (out is None and tgt is not None and tgt.shape == (3,) and (pole is None or (pol is not None
-            and pol.shape == (3,))) and pt.ndim == 2 and pose.rotations.ndim == 2 and pose.scales.ndim == 2
-            and pt.shape[0] == nj)
-    if fast:
-        # One unbatched pose and target: skip the general broadcasting (the
-        # kernel checks scales, and the target's and pole's finiteness).
-        assert tgt is not None
-        batch: tuple[int, ...] = ()
-        n = 1
-        t3, r3, s3, out_pose = single_pose_rows(pose)
-        tgt_f = tgt[None]
-        pol_f = pol[None] if pol is not None else _NO_POLE
-    else:
-        tgt = as_target(target, "target")
+    def _solve(self, pose: Pose, target: ArrayLike, pole: ArrayLike | None, weight: ArrayLike, out: Pose | None,
+               values: FloatArray) -> SolveResult:
+        check_pose(self.skeleton, pose, self.what)
+        tgt = as_float_array(target, "target", (3,))
         extras = [(tgt, (3,))]
+        pol = None
         if pole is not None:
-            pol = as_target(pole, "pole")
+            pol = as_float_array(pole, "pole", (3,))
             extras.append((pol, (3,)))
-        prep = prepare(skeleton, pose, extras, out)
-        batch, n, out_pose = prep.batch, prep.n, prep.out
-        t3, r3, s3 = prep.t, prep.r, prep.s
-        tgt_f = prep.extras[0] if tgt.ndim > 1 else tgt.reshape(1, 3)
-        pol_f = (prep.extras[1] if pol.ndim > 1 else pol.reshape(1, 3)) if pol is not None else _NO_POLE
-    options = _options(iterations, pol is not None, fixed_root, adaptive_step, tolerance, max_step, nj)
-    values = plan.values if w is None else plan.with_weights(w)
-    err = np.empty(n)
-    counts = np.empty((2, n), dtype=np.int64)  # sweeps, limit hits
-    if n <= SERIAL_BATCH_MAX:
-        bad = kccd.ccd_serial(plan.index, values, t3, r3, s3, tgt_f, pol_f, options, err, counts)
-    else:
-        bad = kccd.ccd_parallel(plan.index, values, t3, r3, s3, tgt_f, pol_f, options, err, counts,
-                                min(n, _num_threads() * CHUNKS_PER_THREAD))
-    if bad == kccd.NONFINITE_INPUT:  # only from the one-solve path (the others checked already)
-        as_target(tgt, "target")
-        if pol is not None:
-            as_target(pol, "pole")
-    if bad >= 0:
-        raise SolverInputError(
-            f"solve_ccd: joint {skeleton.names[int(bad)]!r} (on the chain or an ancestor) has a non-uniform "
-            "scale; this solver needs uniform scale on the chain and its ancestors"
-        )
-    if batch:
-        return SolveResult(pose=out_pose, reached=(err <= tolerance).reshape(batch), error=err.reshape(batch),
-                           iterations=counts[0].reshape(batch), limits_hit=counts[1].reshape(batch),
-                           state={"joints": plan.joints})
-    # One solve: 0-d views of the outputs, no reshapes.
-    return SolveResult._trusted(out_pose, np.asarray(err[0] <= tolerance), err[0, ...], counts[0, 0, ...],
-                                counts[1, 0, ...], {"joints": plan.joints})
+        w = None if (type(weight) is float or type(weight) is int) and weight == 1 else check_weight(weight)
+        if w is not None:
+            extras.append((w, ()))
+        r_in = t_in = None
+        if w is not None:  # the blend reads the input, which out=pose overwrites
+            r_in = pose.rotations.reshape((-1,) + pose.rotations.shape[-2:]).copy()
+            t_in = pose.translations.reshape((-1,) + pose.translations.shape[-2:]).copy()
+        prep = prepare(self.skeleton, pose, extras, out)
+        n = prep.n
+        tgt_f = prep.extras[0]
+        pol_f = prep.extras[1] if pol is not None else _NO_POLE
+        err = np.empty(n)
+        counts = np.empty((3, n), dtype=np.int64)  # sweeps, limit hits, changed
+        status = run_driver(_kernels(), "ccd_serial", "ccd_parallel", n,
+                            (self._index, values, prep.t, prep.r, prep.s, tgt_f, pol_f,
+                             self._options[pol is not None], err, counts))
+        raise_status(status, self.what, self.skeleton, pose, self.scale_joints, {"target": tgt, "pole": pol})
+        changed = counts[2] != 0
+        if w is not None:
+            assert r_in is not None and t_in is not None
+            w_f = prep.extras[-1]
+            blend_rotations(prep.r, r_in, self.joints[self.weights > 0.0], w_f)
+            if not self.fixed_root:  # the sliding root's translation blends linearly
+                j0 = int(self.joints[0])
+                t0 = np.broadcast_to(t_in[:, j0], (prep.t.shape[0], 3))
+                prep.t[:, j0] = t0 + np.broadcast_to(w_f, (prep.t.shape[0],))[:, None] * (prep.t[:, j0] - t0)
+            err = _end_error(self.skeleton, prep.out, int(self.joints[-1]), tgt_f, n)
+            changed = changed & (np.broadcast_to(w_f, (n,)) > 0.0)
+        return result(prep.out, prep.batch, err, err <= self.tolerance, counts[0], counts[1],
+                      {"joints": self.joints, "moved": changed.reshape(prep.batch)})
 
 
-#: One-solve fast path: a call's plain options resolve to a record ``(skeleton, chain, iterations, tolerance,
-#: max_step, adaptive_step, fixed_root, no_pole, index, values, options, tol, joints)``: the call's own
-#: arguments first (compared by identity, see ``_LAST``), then the plan's arrays, the kernel's options array,
-#: the tolerance as a float and the chain's joints.  Records by ``(id(skeleton), chain, options...)``.
-_ONE: dict[Hashable, tuple[Any, ...]] = {}
-#: The last record used: a per-frame loop passes the very same objects on every call (the skeleton, the
-#: chain tuple, the option constants), so comparing identities finds it without hashing a key.
-_LAST: tuple[Any, ...] = (None,) * 13
-#: ``kinema._kernels.ccd.ccd_one``'s compiled entry point, once known (see ``kinema._kernels._jit.entry_point``).
-_one_entry: Any = None
+def _end_error(skeleton: Skeleton, pose: Pose, end: int, target_rows: FloatArray, n: int) -> FloatArray:
+    """``(N,)`` world distance from joint ``end`` of ``pose`` to the targets (after a blend moved it)."""
+    from .fk import forward_kinematics
 
-
-def _scratch(n_k: int) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """``ccd_one``'s scratch for chains of up to ``n_k`` joints: ``pos (n_k,3), rot (n_k,4), scl (n_k,), aux``."""
-    return np.empty((n_k, 3)), np.empty((n_k, 4)), np.empty(n_k), np.empty((n_k, _kernels().AUX_COLS))
-
-
-#: ``ccd_one``'s scratch, per thread.
-_SCRATCH = ThreadScratch(_scratch)
-
-
-def _one_record(skeleton: Skeleton, chain: Any, iterations: Any, tolerance: Any, max_step: Any, adaptive_step: Any,
-                fixed_root: Any, no_pole: bool) -> tuple[Any, ...] | None:
-    """The one-solve record of these options (validated once, cached), or None when they need the general
-    path (an unhashable chain such as a list, a non-``int`` iteration count)."""
-    global _LAST, _one_entry
-    if type(iterations) is not int:
-        return None
-    try:
-        key = (id(skeleton), chain, iterations, tolerance, max_step, adaptive_step, fixed_root, no_pole)
-        rec = _ONE.get(key)
-    except TypeError:  # an unhashable chain (a list): the general path
-        return None
-    if rec is None or rec[0] is not skeleton:
-        it, tol, step = _check_options(iterations, tolerance, max_step)
-        plan = _plan(skeleton, chain, None, None)
-        options = _options(it, not no_pole, bool(fixed_root), bool(adaptive_step), tol, step, skeleton.n_joints)
-        if len(_ONE) >= _PLAN_CACHE_MAX:
-            _ONE.clear()
-        rec = _ONE[key] = (skeleton, chain, iterations, tolerance, max_step, adaptive_step, fixed_root, no_pole,
-                           plan.index, plan.values, options, tol, plan.joints)
-        if _one_entry is None:
-            nj = skeleton.n_joints
-            # Target and pole are the caller's arrays: compiled for any strides (args 5 and 6).
-            args = (plan.index, plan.values, np.zeros((nj, 3)), np.zeros((nj, 4)), np.zeros((nj, 3)), np.zeros(3),
-                    np.zeros(3), options) + _scratch(1)
-            _one_entry = entry_point(_kernels().ccd_one, args, any_layout=(5, 6))
-    _LAST = rec
-    return rec
-
-
-def _solve_one(rec: tuple[Any, ...], pose: Pose, target: FloatArray, pole: FloatArray) -> SolveResult | None:
-    """One unbatched solve through ``ccd_one`` (``rec`` from :func:`_one_record`; ``target`` and ``pole`` are
-    1-D arrays), or None for anything the general path must handle (a batched pose, a dtype other than
-    float64, a wrong shape, a NaN target, non-uniform scale: the general path raises the precise error).
-
-    Same kernel item as the general path (``ccd_one`` runs ``ccd_item`` on a batch of one), without its
-    broadcasting.  Checks only what the compiled entry point cannot: numbers of dimensions (it reads an
-    array of another dimension count wrongly); it refuses other dtypes (TypeError) and the kernel checks
-    shapes.  The pose's arrays are copied, C-contiguous.
-    """
-    copies = single_pose_copies(pose)
-    if copies is None:
-        return None
-    t, r, s = copies
-    sc = _SCRATCH.arrays or _SCRATCH.grow(rec[12].size)
-    try:
-        status, err, sweeps, hits = _one_entry(rec[8], rec[9], t, r, s, target, pole, rec[10], *sc)
-        if status == ONE_SMALL_SCRATCH:  # a longer chain than this thread has solved before
-            sc = _SCRATCH.grow(rec[12].size)
-            status, err, sweeps, hits = _one_entry(rec[8], rec[9], t, r, s, target, pole, rec[10], *sc)
-    except TypeError:  # float32 and the like: the entry point converts nothing
-        return None
-    if status != -1:
-        return None
-    return single_result(t, r, s, err <= rec[11], err, sweeps, hits, {"joints": rec[12]})
+    p = forward_kinematics(skeleton, pose).positions[..., end, :].reshape(n, 3)
+    return np.asarray(np.linalg.norm(p - target_rows, axis=-1))
 
 
 def solve_ccd(
@@ -358,6 +192,7 @@ def solve_ccd(
     limits: Mapping[Any, Limit] | None = None,
     pole: ArrayLike | None = None,
     fixed_root: bool = True,
+    weight: ArrayLike = 1.0,
     out: Pose | None = None,
 ) -> SolveResult:
     """Turn a chain's joints so its end reaches ``target``, by cyclic coordinate descent.
@@ -417,28 +252,25 @@ def solve_ccd(
     is the plain algorithm of three.js's ``CCDIKSolver`` (iteration = sweeps,
     same order, same 1e-5 skip); three.js does not skip short vectors.
 
+    **Weight and out.**  ``weight (*batch,)`` in [0, 1] blends each turned
+    joint's solved local rotation with the input's (slerp; 0 gives the input
+    pose, 1 the solve); the reported error is measured after the blend.
+    ``out``: a caller-owned pose of the full batch shape (may be ``pose``).
+
+    This is ``CCD(skeleton, chain, ...).solve(pose, target, pole=pole,
+    weight=weight, out=out)`` through a bounded cache of prepared solvers.
+
     Returns a :class:`~kinema.SolveResult`: ``error`` and ``reached``
     (``error <= tolerance``) per batch item, ``iterations`` (sweeps run),
-    ``limits_hit``; ``state["joints"]`` is the chain's joint indices.
+    ``limits_hit``; ``state["joints"]`` is the chain's joint indices and
+    ``state["moved"]`` ``(*batch,)`` whether the solve changed the pose.
     """
-    if (out is None and weights is None and limits is None and type(pose) is Pose and type(target) is np.ndarray
-            and target.ndim == 1 and (pole is None or (type(pole) is np.ndarray and pole.ndim == 1))):
-        # One unbatched solve, the per-frame call: a lean path (same kernel item, see _solve_one).
-        last = _LAST
-        rec: tuple[Any, ...] | None = last
-        if not (last[0] is skeleton and last[1] is chain and last[2] is iterations and last[3] is tolerance
-                and last[4] is max_step and last[5] is adaptive_step and last[6] is fixed_root
-                and last[7] is (pole is None)):
-            rec = _one_record(skeleton, chain, iterations, tolerance, max_step, adaptive_step, fixed_root,
-                              pole is None)
-        if rec is not None:
-            res = _solve_one(rec, pose, target, NO_POLE3 if pole is None else pole)
-            if res is not None:
-                return res
-    it, tol, step = _check_options(iterations, tolerance, max_step)
-    plan = _plan(skeleton, chain, weights, limits)
-    return _run(skeleton, pose, plan, target, iterations=it, tolerance=tol, max_step=step,
-                adaptive_step=bool(adaptive_step), pole=pole, fixed_root=bool(fixed_root), out=out)
+    solver = SOLVERS.get(CCD, skeleton, (chain, iterations, tolerance, weights, max_step, adaptive_step, limits,
+                                         fixed_root),
+                         lambda: CCD(skeleton, chain, iterations=iterations, tolerance=tolerance, weights=weights,
+                                     max_step=max_step, adaptive_step=adaptive_step, limits=limits,
+                                     fixed_root=fixed_root))
+    return solver.solve(pose, target, pole=pole, weight=weight, out=out)
 
 
 @dataclass
@@ -482,7 +314,7 @@ def _as_goal(g: Any, i: int) -> Goal:
 
 
 def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[str, Any]], *,
-                 out: Pose | None = None) -> SolveResult:
+                 weight: ArrayLike = 1.0, out: Pose | None = None) -> SolveResult:
     """Solve several CCD goals on one skeleton, in priority order.
 
     ``goals``: :class:`Goal` objects or dicts with the same keys.  They are
@@ -497,31 +329,44 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
     belongs to the first chain that claims it (later chains reaching
     through it only turn their own joints).
 
+    ``weight (*batch,)`` in [0, 1] blends the final pose's turned joints
+    with the input's (as for :func:`solve_ccd`); ``out`` is a caller-owned
+    pose of the full batch shape.
+
     Returns one :class:`~kinema.SolveResult` for the whole solve: ``pose``
     is the final pose; ``reached``, ``error``, ``iterations`` and
     ``limits_hit`` have shape ``(*batch, n_goals)`` in the order goals were
     given, with errors measured on the final pose.  ``state``:
 
+    * ``"goal_errors"``: ``(*batch, n_goals)`` (the same as ``error``, in the
+      place every multi-goal solver reports it);
     * ``"names"``: goal names;  ``"order"``: goal indices in solve order;
-    * ``"moved"``: per goal, joint indices whose rotation that goal changed
-      (in any batch item); ``"moved_names"``: the same as names;
+    * ``"moved"``: ``(*batch,)`` whether the solve changed the pose;
+    * ``"moved_joints"``: per goal, joint indices whose rotation that goal
+      changed (in any batch item); ``"moved_names"``: the same as names;
     * ``"frozen"``: per goal, joint indices of its chain frozen by higher goals.
     """
     from .fk import forward_kinematics
 
+    check_pose(skeleton, pose, "solve_chains")
     gl = [_as_goal(g, i) for i, g in enumerate(goals)]
     if not gl:
         raise SolverInputError("solve_chains needs at least one goal")
     names = [g.name if g.name is not None else f"goal{i}" for i, g in enumerate(gl)]
     order = sorted(range(len(gl)), key=lambda i: -int(gl[i].priority))
-    plans = []
-    for g in gl:
-        it, tol, step = _check_options(g.iterations, g.tolerance, g.max_step)
-        plan = _plan(skeleton, g.chain, g.weights, g.limits)
-        plans.append((plan, it, tol, step))
+    solvers = [
+        SOLVERS.get(CCD, skeleton, (g.chain, g.iterations, g.tolerance, g.weights, g.max_step, g.adaptive_step,
+                                    g.limits, g.fixed_root),
+                    lambda g=g: CCD(skeleton, g.chain, iterations=g.iterations, tolerance=g.tolerance,
+                                    weights=g.weights, max_step=g.max_step, adaptive_step=g.adaptive_step,
+                                    limits=g.limits, fixed_root=g.fixed_root))
+        for g in gl
+    ]
     targets = [as_target(g.target, f"goal {names[i]!r} target") for i, g in enumerate(gl)]
-    batch = broadcast_batch(pose.batch_shape, *[t.shape[:-1] for t in targets])
+    w = None if (type(weight) is float or type(weight) is int) and weight == 1 else check_weight(weight)
+    batch = broadcast_batch(pose.batch_shape, *[t.shape[:-1] for t in targets], *(() if w is None else (w.shape,)))
     cur = pose.broadcast(batch)  # a full copy: the input pose is never written
+    r_in = cur.rotations.reshape((-1, skeleton.n_joints, 4)).copy() if w is not None else None
     if out is not None:
         cur = prepare(skeleton, cur, (), out).out
     owned = np.zeros(skeleton.n_joints, dtype=bool)
@@ -532,29 +377,38 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
     hits = np.zeros(batch + (n_goals,), dtype=np.int64)
     for gi in order:
         g = gl[gi]
-        plan, it, tol, step = plans[gi]
-        joints = plan.joints
+        solver = solvers[gi]
+        joints = solver.joints
         fz = owned[joints]
-        w = np.where(fz, 0.0, plan.w)
+        wj = np.where(fz, 0.0, solver.weights)
         frozen[gi] = joints[fz]
         before = cur.rotations.copy()
-        res = _run(skeleton, cur, plan, targets[gi], iterations=it, tolerance=tol, max_step=step,
-                   adaptive_step=bool(g.adaptive_step), pole=g.pole, fixed_root=bool(g.fixed_root), out=cur, w=w)
+        values = solver._values.copy()
+        values[: wj.shape[0]] = wj
+        res = solver._solve(cur, targets[gi], g.pole, 1.0, cur, values)
         iters[..., gi] = res.iterations
         hits[..., gi] = res.limits_hit
         changed = np.any(before != cur.rotations, axis=-1).reshape(-1, skeleton.n_joints).any(axis=0)
         moved[gi] = np.nonzero(changed)[0].astype(np.int64)
         for a in range(joints.size - 1):
-            if w[a] > 0.0:
+            if wj[a] > 0.0:
                 j = int(joints[a])
                 owned[j] = True
                 owned[list(skeleton.ancestors(j))] = True
+    n = int(np.prod(batch)) if batch else 1
+    r_flat = cur.rotations.reshape((n, skeleton.n_joints, 4))
+    if w is not None:
+        assert r_in is not None
+        turned = np.unique(np.concatenate([np.zeros(0, dtype=np.int64), *moved]))
+        blend_rotations(r_flat, r_in, turned, np.ascontiguousarray(np.broadcast_to(w, batch)).reshape(-1))
     fk = forward_kinematics(skeleton, cur)
     err = np.zeros(batch + (n_goals,))
     for gi in range(n_goals):
-        end = int(plans[gi][0].joints[-1])
+        end = int(solvers[gi].joints[-1])
         err[..., gi] = np.linalg.norm(fk.positions[..., end, :] - targets[gi], axis=-1)
-    tols = np.array([p[2] for p in plans])
+    tols = np.array([sv.tolerance for sv in solvers])
+    r0 = pose.rotations
+    any_moved = np.any(np.broadcast_to(r0, cur.rotations.shape) != cur.rotations, axis=(-1, -2))
     return SolveResult(
         pose=cur,
         reached=err <= tols,
@@ -562,9 +416,11 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
         iterations=iters,
         limits_hit=hits,
         state={
+            "goal_errors": err,
             "names": names,
             "order": order,
-            "moved": moved,
+            "moved": any_moved,
+            "moved_joints": moved,
             "moved_names": [tuple(skeleton.names[j] for j in m) for m in moved],
             "frozen": frozen,
         },

@@ -1,15 +1,15 @@
 """FABRIK: forward and backward reaching IK for chains and multi-end-effector trees.
 
-The public functions validate and flatten their input, then hand one batch
-to the kernels in :mod:`kinema._kernels.fabrik` (whose docstring has the
-notation and formulas).
+The prepared solvers :class:`FABRIK` and :class:`FABRIKTree` validate and
+pack their chain or tree once, then hand each batch to the kernels in
+:mod:`kinema._kernels.fabrik` (whose docstring has the notation and
+formulas); :func:`solve_fabrik` and :func:`solve_fabrik_tree` are thin
+wrappers over them.
 """
 
 from __future__ import annotations
 
-import math
-from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,39 +17,38 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._solve import (
-    NO_POLE3,
-    UNIFORM_SCALE_RTOL,
+    SOLVERS,
+    Solver,
     as_target,
-    cached_options,
-    check_uniform_scale,
-    entry_point,
+    blend_rotations,
+    check_iterations,
+    check_nonnegative,
+    check_pose,
+    check_weight,
     kernel_loader,
     prepare,
+    raise_status,
     resolve_chain,
-    single_pose_copies,
-    single_pose_rows,
+    result,
+    run_driver,
 )
-from ._validate import resolve_joint
+from ._validate import as_float_array, as_float_scalar, resolve_joint
 from .errors import SolverInputError
 from .limits import PackedLimits, pack_limits
 from .pose import Pose
-from .result import SolveResult, single_result
+from .result import SolveResult
 from .skeleton import Skeleton
 
-__all__ = ["solve_fabrik", "solve_fabrik_tree"]
+__all__ = ["FABRIK", "FABRIKTree", "solve_fabrik", "solve_fabrik_tree"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-#: Batches up to this size run on the calling thread: starting the thread
-#: pool costs more than a few solves.
-SERIAL_MAX_ITEMS = 32
+#: The pole argument when there is none (the kernel reads no row of it).
+_NO_POLE = np.zeros((1, 3))
 
-#: Work chunks per thread in a parallel solve (load balance vs. scratch allocations).
-CHUNKS_PER_THREAD = 4
-
-#: Solve plans kept per (skeleton, chain) so repeated per-frame calls skip the set-up.
-_PLAN_CACHE_SIZE = 64
+#: The kernel module, imported on first use (``import kinema`` must not import numba).
+_kernels = kernel_loader("fabrik")
 
 
 @dataclass(frozen=True)
@@ -75,21 +74,6 @@ class _Plan:
     #: integer arrays above in one, ``[gw, nw]`` in the other.
     index: IntArray
     weights: FloatArray
-
-
-_plans: OrderedDict[Any, _Plan] = OrderedDict()
-
-
-def _cached(key: Any, skeleton: Skeleton, build: Any) -> _Plan:
-    plan = _plans.get(key)
-    if plan is not None and plan.skeleton is skeleton:
-        _plans.move_to_end(key)
-        return plan
-    plan = build()
-    _plans[key] = plan
-    if len(_plans) > _PLAN_CACHE_SIZE:
-        _plans.popitem(last=False)
-    return plan
 
 
 def _children(npar: IntArray) -> tuple[IntArray, IntArray]:
@@ -179,167 +163,160 @@ def _tree_plan(skeleton: Skeleton, goal_joints: tuple[int, ...], root: int, weig
     return _plan_arrays(skeleton, joints, jpar, node_j, goal_nodes, np.asarray(weights, dtype=np.float64), False)
 
 
-def _check_options(iterations: Any, tolerance: Any) -> tuple[int, float]:
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
-        raise SolverInputError(f"iterations must be a non-negative integer, got {iterations!r}")
-    try:
-        tol = float(tolerance)
-    except (TypeError, ValueError):
-        raise SolverInputError(f"tolerance must be a number, got {tolerance!r}") from None
-    if not math.isfinite(tol) or tol < 0.0:
-        raise SolverInputError(f"tolerance must be finite and >= 0, got {tolerance!r}")
-    return int(iterations), tol
+class _FabrikSolver(Solver):
+    """What :class:`FABRIK` and :class:`FABRIKTree` share: the packed plan, limits and options, and the run."""
 
+    _plan: _Plan
+    _packed: PackedLimits
 
-#: The pole argument when there is none (the kernel reads no row of it).
-_NO_POLE = np.zeros((1, 3))
+    def _setup(self, skeleton: Skeleton, plan: _Plan, iterations: Any, tolerance: Any, limits: Any,
+               fixed_root: Any) -> None:
+        self.skeleton = skeleton
+        self.iterations = check_iterations(iterations)
+        self.tolerance = check_nonnegative(tolerance, "tolerance")
+        self.fixed_root = bool(fixed_root)
+        self._plan = plan
+        self.joints = plan.joints
+        self.scale_joints = plan.scale_joints
+        self._packed = plan.no_limits if not limits else pack_limits(skeleton, plan.joints[plan.node_j], limits)
+        k = _kernels()
+        mode = k.MODE_POSITIONS if plan.is_chain and self._packed.count == 0 else k.MODE_ROTATIONS
+        #: The kernel's options (slots ``O_*`` in :mod:`kinema._kernels.fabrik`) without and with a pole.
+        self._options = tuple(np.array([mode, self.iterations, self.tolerance, self.fixed_root, has_pole],
+                                       dtype=np.float64) for has_pole in (False, True))
 
-#: The kernel module, imported on first use (``import kinema`` must not import numba).
-_kernels = kernel_loader("fabrik")
-
-
-#: Options arrays by value, shared between calls (see :func:`kinema._solve.cached_options`).
-_OPTIONS: dict[tuple[Any, ...], FloatArray] = {}
-
-
-def _options(mode: int, iterations: int, tol: float, fixed_root: bool, has_pole: bool, n_joints: int) -> FloatArray:
-    """The kernel's ``options`` array (slots ``O_*`` in :mod:`kinema._kernels.fabrik`), cached by value."""
-    key = (mode, iterations, tol, fixed_root, has_pole)
-    return cached_options(_OPTIONS, key + (UNIFORM_SCALE_RTOL, n_joints))
-
-
-def _run(
-    skeleton: Skeleton,
-    pose: Pose,
-    plan: _Plan,
-    packed: PackedLimits,
-    targets: list[FloatArray],
-    pole: FloatArray | None,
-    iterations: int,
-    tol: float,
-    fixed_root: bool,
-    out: Pose | None,
-    what: str,
-) -> tuple[Pose, tuple[int, ...], FloatArray, IntArray, NDArray[np.bool_]]:
-    """Solve; returns ``(pose, batch, goal errors (N, G), counts (2, N): iterations, limit hits, moved (N,))``."""
-    kf = _kernels()
-
-    nj = skeleton.n_joints
-    g = len(targets)
-    pt = pose.translations
-    if (out is None and g == 1 and targets[0].shape == (3,) and (pole is None or pole.shape == (3,))
-            and pt.shape == (nj, 3) and pose.rotations.shape == (nj, 4) and pose.scales.shape == (nj, 3)):
-        # One unbatched pose and target (the per-frame call): skip the
-        # general broadcasting of prepare().
-        batch: tuple[int, ...] = ()
-        n = 1
-        t3, r3, s3, out_pose = single_pose_rows(pose)
-        tg = targets[0].reshape(1, 1, 3)
-        poles = pole.reshape(1, 3) if pole is not None else _NO_POLE
-    else:
-        extras = [(tg_, (3,)) for tg_ in targets]
+    def _run(self, pose: Pose, targets: list[FloatArray], pole: FloatArray | None, weight: Any,
+             out: Pose | None) -> tuple[Pose, tuple[int, ...], FloatArray, IntArray, NDArray[np.bool_]]:
+        """Solve; returns ``(pose, batch, goal errors (N, G), counts (2, N): iterations, limit hits, moved (N,))``."""
+        check_pose(self.skeleton, pose, self.what)
+        g = len(targets)
+        extras = [(tg, (3,)) for tg in targets]
         if pole is not None:
             extras.append((pole, (3,)))
-        prep = prepare(skeleton, pose, extras, out)
-        batch, n, out_pose, t3, r3, s3 = prep.batch, prep.n, prep.out, prep.t, prep.r, prep.s
-        tg = prep.extras[0].reshape(n, 1, 3) if g == 1 else np.ascontiguousarray(np.stack(prep.extras[:g], axis=1))
+        w = None if (type(weight) is float or type(weight) is int) and weight == 1 else check_weight(weight)
+        if w is not None:
+            extras.append((w, ()))
+            r_in = pose.rotations.reshape((-1,) + pose.rotations.shape[-2:]).copy()
+            t_in = pose.translations.reshape((-1,) + pose.translations.shape[-2:]).copy()
+        prep = prepare(self.skeleton, pose, extras, out)
+        n = prep.n
+        tg = np.ascontiguousarray(np.stack(prep.extras[:g], axis=1))  # (N, G, 3)
         poles = prep.extras[g] if pole is not None else _NO_POLE
-    gerr = np.empty((n, g))
-    counts = np.empty((2, n), dtype=np.int64)  # iterations, limit hits
-    moved = np.empty(n, dtype=np.bool_)
-    mode = kf.MODE_POSITIONS if plan.is_chain and packed.count == 0 else kf.MODE_ROTATIONS
-    options = _options(mode, iterations, tol, bool(fixed_root), pole is not None, skeleton.n_joints)
-    args = (plan.index, plan.weights, options, packed.kinds, packed.params, packed.rest, t3, r3, s3, tg, poles,
-            gerr, counts, moved)
-    if n <= SERIAL_MAX_ITEMS:
-        bad = kf.solve_serial(*args)
-    else:
-        import numba
+        gerr = np.empty((n, g))
+        counts = np.empty((2, n), dtype=np.int64)  # iterations, limit hits
+        moved = np.empty(n, dtype=np.bool_)
+        plan, packed = self._plan, self._packed
+        status = run_driver(_kernels(), "solve_serial", "solve_parallel", n,
+                            (plan.index, plan.weights, self._options[pole is not None], packed.kinds, packed.params,
+                             packed.rest, prep.t, prep.r, prep.s, tg, poles, gerr, counts, moved))
+        if g == 1 and len(self._plan.goal_node) == 1 and self._plan.is_chain:
+            inputs: dict[str, Any] = {"target": targets[0], "pole": pole}
+        else:
+            names = self.skeleton.names
+            ends = self._plan.joints[self._plan.node_j[self._plan.goal_node]]
+            inputs = {f"target of goal {names[int(j)]!r}": t for j, t in zip(ends, targets, strict=True)}
+        raise_status(status, self.what, self.skeleton, pose, self.scale_joints, inputs)
+        if w is not None:
+            from .fk import forward_kinematics
 
-        bad = kf.solve_parallel(min(n, CHUNKS_PER_THREAD * numba.get_num_threads()), *args)
-    if bad == kf.NONFINITE_INPUT:  # a target or pole passed unchecked by _as_point
-        for tg_ in targets:
-            as_target(tg_, "target")
-        if pole is not None:
-            as_target(pole, "pole")
-    if bad >= 0:
-        check_uniform_scale(skeleton, pose, plan.scale_joints, what)  # raises, naming the joint
-    return out_pose, batch, gerr, counts, moved
-
-
-def _as_point(x: ArrayLike, what: str) -> FloatArray:
-    """:func:`as_target`, except that a float64 array of shape (3,) (the per-frame case) is passed as is:
-    the kernel checks its finiteness (:data:`kinema._kernels.fabrik.NONFINITE_INPUT`)."""
-    if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.shape == (3,):
-        return x
-    return as_target(x, what)
-
-
-#: One-solve fast path: a call's plain options resolve to a record ``(skeleton, chain, iterations, tolerance,
-#: fixed_root, no_pole, index, weights, options, kinds, params, rest, tol)``: the call's own arguments first
-#: (compared by identity, see ``_LAST``), then what the kernel takes and the tolerance as a float.  Records by
-#: ``(id(skeleton), chain, options...)``.
-_ONE: dict[Any, tuple[Any, ...]] = {}
-#: The last record used: a per-frame loop passes the very same objects on every call, so comparing
-#: identities finds it without hashing a key (as in :mod:`kinema._ccd`).
-_LAST: tuple[Any, ...] = (None,) * 13
-#: ``kinema._kernels.fabrik.solve_one``'s compiled entry point, once known (see
-#: ``kinema._kernels._jit.entry_point``).
-_one_entry: Any = None
+            w_f = prep.extras[-1]
+            blend_rotations(prep.r, r_in, plan.joints[plan.node_j], w_f)
+            if not self.fixed_root:  # the dragged root's translation blends linearly
+                j0 = int(plan.joints[plan.node_j[0]])
+                t0 = np.broadcast_to(t_in[:, j0], (prep.t.shape[0], 3))
+                prep.t[:, j0] = t0 + np.broadcast_to(w_f, (prep.t.shape[0],))[:, None] * (prep.t[:, j0] - t0)
+            p = forward_kinematics(self.skeleton, prep.out).positions.reshape(n, -1, 3)
+            ends = plan.joints[plan.node_j[plan.goal_node]]
+            gerr = np.linalg.norm(p[:, ends] - tg, axis=-1)
+            moved &= np.broadcast_to(w_f, (n,)) > 0.0
+        return prep.out, prep.batch, gerr, counts, moved
 
 
-def _one_record(skeleton: Skeleton, chain: Any, iterations: Any, tolerance: Any, fixed_root: Any,
-                no_pole: bool) -> tuple[Any, ...] | None:
-    """The one-solve record of these options (validated once, cached), or None when they need the general
-    path (a chain not given as a tuple of names, a non-``int`` iteration count)."""
-    global _LAST, _one_entry
-    if type(iterations) is not int or type(chain) is not tuple or not all(type(c) is str for c in chain):
-        return None  # (plans for other chain spellings are keyed by the general path)
-    try:
-        key = (id(skeleton), chain, iterations, tolerance, fixed_root, no_pole)
-        rec = _ONE.get(key)
-    except TypeError:  # an unhashable option (a 0-d array tolerance): the general path
-        return None
-    if rec is None or rec[0] is not skeleton:
-        it, tol = _check_options(iterations, tolerance)
-        plan = _cached(("chain", id(skeleton), chain), skeleton, lambda: _chain_plan(skeleton, chain))
-        mode = _kernels().MODE_POSITIONS if plan.is_chain else _kernels().MODE_ROTATIONS
-        options = _options(mode, it, tol, bool(fixed_root), not no_pole, skeleton.n_joints)
-        if len(_ONE) >= _PLAN_CACHE_SIZE:
-            _ONE.clear()
-        lim = plan.no_limits
-        rec = _ONE[key] = (skeleton, chain, iterations, tolerance, fixed_root, no_pole, plan.index, plan.weights,
-                           options, lim.kinds, lim.params, lim.rest, tol)
-        if _one_entry is None:
-            nj = skeleton.n_joints
-            # Target and pole are the caller's arrays: compiled for any strides (args 9 and 10).
-            args = rec[6:12] + (np.zeros((nj, 3)), np.zeros((nj, 4)), np.zeros((nj, 3)), np.zeros(3), np.zeros(3))
-            _one_entry = entry_point(_kernels().solve_one, args, any_layout=(9, 10))
-    _LAST = rec
-    return rec
+class FABRIK(_FabrikSolver):
+    """A prepared FABRIK solver for one chain: validate once, solve every frame.
 
-
-def _solve_one(rec: tuple[Any, ...], pose: Pose, target: FloatArray, pole: FloatArray) -> SolveResult | None:
-    """One unbatched solve through the kernel's ``solve_one`` (``rec`` from :func:`_one_record`; ``target`` and
-    ``pole`` are 1-D arrays), or None for anything the general path must handle (a batched pose, a dtype other
-    than float64, a wrong shape, a NaN target, non-uniform scale: the general path raises the precise error).
-
-    Same kernel item as the general path (``solve_one`` runs ``solve_item`` on a batch of one), without its
-    broadcasting.  Checks only what the compiled entry point cannot (numbers of dimensions), as
-    :func:`kinema._ccd._solve_one` does.
+    ``FABRIK(skeleton, chain, *, iterations=20, tolerance=1e-3, limits=None,
+    fixed_root=True)``: the options mean what they mean for
+    :func:`solve_fabrik` (whose docstring has the algorithm).  ``joints`` is
+    the chain's joint indices, root first.
     """
-    copies = single_pose_copies(pose)
-    if copies is None:
-        return None
-    t, r, s = copies
-    try:
-        status, err, iters, hits, moved = _one_entry(rec[6], rec[7], rec[8], rec[9], rec[10], rec[11], t, r, s,
-                                                     target, pole)
-    except TypeError:  # float32 and the like: the entry point converts nothing
-        return None
-    if status != -1:
-        return None
-    return single_result(t, r, s, err <= rec[12], err, iters, hits, {"moved": np.True_ if moved else np.False_})
+
+    what = "solve_fabrik"
+
+    def __init__(self, skeleton: Skeleton, chain: Any, *, iterations: int = 20, tolerance: float = 1e-3,
+                 limits: Any = None, fixed_root: bool = True) -> None:
+        if not isinstance(skeleton, Skeleton):
+            raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+        self._setup(skeleton, _chain_plan(skeleton, chain), iterations, tolerance, limits, fixed_root)
+
+    def solve(self, pose: Pose, target: ArrayLike, *, pole: ArrayLike | None = None, weight: ArrayLike = 1.0,
+              out: Pose | None = None) -> SolveResult:
+        """Solve one frame or a batch: ``target (*batch, 3)`` world, ``pole (*batch, 3)`` world point or None,
+        ``weight (*batch,)`` in [0, 1], ``out`` a caller-owned pose of the full batch shape."""
+        tgt = as_float_array(target, "target", (3,))
+        pl = None if pole is None else as_float_array(pole, "pole", (3,))
+        out_pose, batch, gerr, counts, moved = self._run(pose, [tgt], pl, weight, out)
+        err = gerr[:, 0]
+        return result(out_pose, batch, err, err <= self.tolerance, counts[0], counts[1],
+                      {"moved": moved.reshape(batch) if batch else moved[0, ...]})
+
+
+class FABRIKTree(_FabrikSolver):
+    """A prepared multi-end-effector FABRIK solver: validate once, solve every frame.
+
+    ``FABRIKTree(skeleton, end_joints, *, root=None, weights=None,
+    iterations=20, tolerance=1e-3, limits=None, fixed_root=True)``: the goal
+    joints (names or indices) and the options of :func:`solve_fabrik_tree`.
+    ``goals`` is their names, in the order :meth:`solve` takes targets.
+    """
+
+    what = "solve_fabrik_tree"
+
+    def __init__(self, skeleton: Skeleton, end_joints: Sequence[Any], *, root: Any = None,
+                 weights: Mapping[Any, float] | None = None, iterations: int = 20, tolerance: float = 1e-3,
+                 limits: Any = None, fixed_root: bool = True) -> None:
+        if not isinstance(skeleton, Skeleton):
+            raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+        if isinstance(end_joints, (str, int, np.integer)) or len(end_joints) == 0:
+            raise SolverInputError("end_joints must be a non-empty sequence of joints")
+        goal_joints = tuple(resolve_joint(skeleton, j) for j in end_joints)
+        if len(set(goal_joints)) != len(goal_joints):
+            raise SolverInputError("goals name the same joint twice")
+        w_map = {} if weights is None else {resolve_joint(skeleton, j): w for j, w in weights.items()}
+        for j in w_map:
+            if j not in goal_joints:
+                raise SolverInputError(f"weights names joint {skeleton.names[j]!r}, which has no goal")
+        ws = []
+        for g in goal_joints:
+            wf = as_float_scalar(w_map.get(g, 1.0), f"weight of goal {skeleton.names[g]!r}")
+            if not np.isfinite(wf) or wf <= 0.0:
+                raise SolverInputError(f"weight of goal {skeleton.names[g]!r} must be finite and > 0, got {wf!r}")
+            ws.append(wf)
+        r = _tree_root(skeleton, goal_joints, root)
+        self.goal_joints = goal_joints
+        self.goals = tuple(skeleton.names[g] for g in goal_joints)
+        self._setup(skeleton, _tree_plan(skeleton, goal_joints, r, tuple(ws)), iterations, tolerance, limits,
+                    fixed_root)
+
+    def solve(self, pose: Pose, targets: Any, *, weight: ArrayLike = 1.0, out: Pose | None = None) -> SolveResult:
+        """Solve one frame or a batch.  ``targets``: a mapping ``{joint: (*batch, 3)}`` naming every goal
+        joint, or an array ``(*batch, G, 3)`` / sequence of ``G`` targets in :attr:`goals` order."""
+        names = self.skeleton.names
+        if isinstance(targets, Mapping):
+            by_joint = {resolve_joint(self.skeleton, j): v for j, v in targets.items()}
+            if set(by_joint) != set(self.goal_joints):
+                raise SolverInputError(f"targets must name exactly the goal joints {list(self.goals)}, got "
+                                       f"{[names[j] for j in by_joint]}")
+            tgts = [as_target(by_joint[g], f"target of goal {names[g]!r}") for g in self.goal_joints]
+        else:
+            g_n = len(self.goal_joints)
+            arr = as_float_array(targets, "targets", (g_n, 3))
+            tgts = [arr[..., k, :] for k in range(g_n)]
+        out_pose, batch, gerr, counts, moved = self._run(pose, tgts, None, weight, out)
+        g_n = len(self.goal_joints)
+        return result(out_pose, batch, gerr.max(axis=1), np.all(gerr <= self.tolerance, axis=1), counts[0],
+                      counts[1], {"goal_errors": gerr.reshape(batch + (g_n,)), "goals": self.goals,
+                                  "moved": moved.reshape(batch) if batch else moved[0, ...]})
 
 
 def solve_fabrik(
@@ -353,6 +330,7 @@ def solve_fabrik(
     limits: Any = None,
     pole: ArrayLike | None = None,
     fixed_root: bool = True,
+    weight: ArrayLike = 1.0,
     out: Pose | None = None,
 ) -> SolveResult:
     """Move a chain's end joint to ``target`` with FABRIK (Aristidou and Lasenby 2011).
@@ -379,47 +357,20 @@ def solve_fabrik(
     along the line from the start joint to the target, with ``reached``
     false.  Bone lengths are exact (rotations only).
 
+    ``weight (*batch,)`` in [0, 1] blends each turned joint's local rotation
+    with the input's (slerp; the error is measured after the blend).  This is
+    ``FABRIK(skeleton, chain, ...).solve(pose, target, pole=pole,
+    weight=weight, out=out)`` through a bounded cache of prepared solvers.
+
     Returns a :class:`~kinema.SolveResult`: ``error`` is the end joint's
     distance to the target, ``iterations`` the passes used (0 when already
     within tolerance: the pose is returned unchanged), ``state["moved"]``
     whether any rotation changed.
     """
-    if (out is None and not limits and type(pose) is Pose and type(target) is np.ndarray and target.ndim == 1
-            and (pole is None or (type(pole) is np.ndarray and pole.ndim == 1))):
-        # One unbatched solve, the per-frame call: a lean path (same kernel item, see _solve_one).
-        last = _LAST
-        rec: tuple[Any, ...] | None = last
-        if not (last[0] is skeleton and last[1] is chain and last[2] is iterations and last[3] is tolerance
-                and last[4] is fixed_root and last[5] is (pole is None)):
-            rec = _one_record(skeleton, chain, iterations, tolerance, fixed_root, pole is None)
-        if rec is not None:
-            res = _solve_one(rec, pose, target, NO_POLE3 if pole is None else pole)
-            if res is not None:
-                return res
-    it, tol = _check_options(iterations, tolerance)
-    if type(chain) is tuple and all(type(c) is str for c in chain):
-        key: Any = ("chain", id(skeleton), chain)  # names: the key as is (the per-frame call)
-    else:
-        key = ("chain", id(skeleton), chain if isinstance(chain, (str, int, np.integer)) else tuple(
-            int(c) if isinstance(c, (int, np.integer)) else c for c in chain))
-    plan = _cached(key, skeleton, lambda: _chain_plan(skeleton, chain))
-    packed = plan.no_limits if not limits else pack_limits(skeleton, plan.joints[plan.node_j], limits)
-    tgt = _as_point(target, "target")
-    pl = None if pole is None else _as_point(pole, "pole")
-    out_pose, batch, gerr, counts, moved = _run(skeleton, pose, plan, packed, [tgt], pl, it, tol, fixed_root, out,
-                                                "solve_fabrik")
-    err = gerr[:, 0]
-    if not batch:  # one solve: 0-d views, no reshapes
-        return SolveResult._trusted(out_pose, np.asarray(err[0] <= tol), err[0, ...], counts[0, 0, ...],
-                                    counts[1, 0, ...], {"moved": moved[0, ...]})
-    return SolveResult(
-        pose=out_pose,
-        reached=(err <= tol).reshape(batch),
-        error=err.reshape(batch),
-        iterations=counts[0].reshape(batch),
-        limits_hit=counts[1].reshape(batch),
-        state={"moved": moved.reshape(batch)},
-    )
+    solver = SOLVERS.get(FABRIK, skeleton, (chain, iterations, tolerance, limits, fixed_root),
+                         lambda: FABRIK(skeleton, chain, iterations=iterations, tolerance=tolerance, limits=limits,
+                                        fixed_root=fixed_root))
+    return solver.solve(pose, target, pole=pole, weight=weight, out=out)
 
 
 def _tree_root(skeleton: Skeleton, goal_joints: tuple[int, ...], root: Any) -> int:
@@ -450,6 +401,7 @@ def solve_fabrik_tree(
     tolerance: float = 1e-3,
     limits: Any = None,
     fixed_root: bool = True,
+    weight: ArrayLike = 1.0,
     out: Pose | None = None,
 ) -> SolveResult:
     """Reach several targets at once with multi-end-effector FABRIK.
@@ -474,49 +426,19 @@ def solve_fabrik_tree(
     rotations toward its branches.  When not every target can be reached,
     the miss is shared by the weights: a heavier goal gets closer.
 
+    ``weight (*batch,)`` in [0, 1] blends the turned joints with the input
+    pose.  This is ``FABRIKTree(skeleton, list(goals), ...).solve(pose,
+    goals, weight=weight, out=out)`` through a bounded cache.
+
     Returns a :class:`~kinema.SolveResult` with ``error`` the largest goal
     distance, ``reached`` true when every goal is within ``tolerance``,
     ``state["goal_errors"]`` ``(*batch, G)`` per goal (in ``state["goals"]``
     order, joint names) and ``state["moved"]``.
     """
-    it, tol = _check_options(iterations, tolerance)
     if not isinstance(goals, Mapping) or len(goals) == 0:
         raise SolverInputError("goals must be a non-empty mapping {joint: target}")
-    goal_joints = tuple(resolve_joint(skeleton, j) for j in goals)
-    if len(set(goal_joints)) != len(goal_joints):
-        raise SolverInputError("goals name the same joint twice")
-    w_map = {} if weights is None else {resolve_joint(skeleton, j): w for j, w in weights.items()}
-    for j in w_map:
-        if j not in goal_joints:
-            raise SolverInputError(f"weights names joint {skeleton.names[j]!r}, which has no goal")
-    ws = []
-    for g in goal_joints:
-        w = w_map.get(g, 1.0)
-        try:
-            wf = float(w)
-        except (TypeError, ValueError):
-            raise SolverInputError(f"weight of goal {skeleton.names[g]!r} must be a number, got {w!r}") from None
-        if not np.isfinite(wf) or wf <= 0.0:
-            raise SolverInputError(f"weight of goal {skeleton.names[g]!r} must be finite and > 0, got {w!r}")
-        ws.append(wf)
-    r = _tree_root(skeleton, goal_joints, root)
-    key = ("tree", id(skeleton), goal_joints, r, tuple(ws))
-    plan = _cached(key, skeleton, lambda: _tree_plan(skeleton, goal_joints, r, tuple(ws)))
-    packed = plan.no_limits if not limits else pack_limits(skeleton, plan.joints[plan.node_j], limits)
-    tgts = [as_target(v, f"target of goal {skeleton.names[g]!r}")
-            for g, v in zip(goal_joints, goals.values(), strict=True)]
-    out_pose, batch, gerr, counts, moved = _run(skeleton, pose, plan, packed, tgts, None, it, tol, fixed_root, out,
-                                                "solve_fabrik_tree")
-    g_n = len(goal_joints)
-    return SolveResult(
-        pose=out_pose,
-        reached=np.all(gerr <= tol, axis=1).reshape(batch),
-        error=gerr.max(axis=1).reshape(batch),
-        iterations=counts[0].reshape(batch),
-        limits_hit=counts[1].reshape(batch),
-        state={
-            "goal_errors": gerr.reshape(batch + (g_n,)),
-            "goals": tuple(skeleton.names[g] for g in goal_joints),
-            "moved": moved.reshape(batch),
-        },
-    )
+    ends = tuple(goals)
+    solver = SOLVERS.get(FABRIKTree, skeleton, (ends, root, weights, iterations, tolerance, limits, fixed_root),
+                         lambda: FABRIKTree(skeleton, ends, root=root, weights=weights, iterations=iterations,
+                                            tolerance=tolerance, limits=limits, fixed_root=fixed_root))
+    return solver.solve(pose, goals, weight=weight, out=out)

@@ -1,7 +1,14 @@
-"""Plumbing shared by the public solver functions: chains, batch shapes, outputs.
+"""The solver layer: prepared solvers, their shared plumbing, and the bounded cache of the free functions.
 
-Each public solver validates with these helpers, then hands flat arrays to
-its kernel:
+Every solver is a :class:`Solver`: its constructor resolves the chain, packs
+the plan and the options and raises every configuration error once;
+``solve`` converts the per-frame inputs (one conversion,
+:func:`kinema._validate.as_float_array`), broadcasts them with
+:func:`prepare` and calls the kernel's serial or parallel driver
+(:func:`run_driver`), which run the same per-item code.  The free functions
+(``solve_ccd`` ...) build their solver through :data:`SOLVERS` and call it.
+
+Flat arrays handed to the kernels:
 
 * ``t (Nt, J, 3)``, ``s (Ns, J, 3)``: the input pose's translations and
   scales, ``Nt, Ns`` in {1, N} (shared rows are not copied);
@@ -13,29 +20,25 @@ its kernel:
 from __future__ import annotations
 
 import importlib
-import threading
-from collections.abc import Callable, Sequence
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._kernels.constants import UNIFORM_SCALE_RTOL
-from ._validate import as_float_array, broadcast_batch, require_finite, resolve_joint
-from .errors import ShapeError, SolverInputError
+from ._kernels.constants import NONFINITE_INPUT, NONUNIFORM_SCALE, OK, UNIFORM_SCALE_RTOL
+from ._validate import as_float_array, as_float_scalar, broadcast_batch, require_finite, resolve_joint
+from .errors import KinemaError, ShapeError, SolverInputError
+from .limits import Limit
 from .pose import Pose
+from .result import SolveResult
 from .skeleton import Skeleton
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
-
-
-def entry_point(dispatcher: Any, args: tuple[Any, ...], any_layout: tuple[int, ...] = ()) -> Callable[..., Any]:
-    """:func:`kinema._kernels._jit.entry_point`, importing numba only when first called."""
-    from ._kernels._jit import entry_point as _entry_point
-
-    return _entry_point(dispatcher, args, any_layout)
 
 
 def kernel_loader(name: str) -> Callable[[], Any]:
@@ -54,23 +57,6 @@ def kernel_loader(name: str) -> Callable[[], Any]:
         return module
 
     return load
-
-
-#: Option arrays shared between calls are dropped when a cache grows past this.
-OPTIONS_CACHE_MAX = 256
-
-
-def cached_options(cache: dict[tuple[Any, ...], FloatArray], key: tuple[Any, ...]) -> FloatArray:
-    """``np.array(key, float64)``, built once per distinct ``key`` and shared (kernels only read it).
-
-    Saves an allocation per single solve; ``cache`` is the calling solver's own dict.
-    """
-    arr = cache.get(key)
-    if arr is None:
-        if len(cache) >= OPTIONS_CACHE_MAX:
-            cache.clear()
-        arr = cache[key] = np.array(key, dtype=np.float64)
-    return arr
 
 
 def resolve_chain(skeleton: Skeleton, chain: Any) -> tuple[IntArray, NDArray[np.bool_]]:
@@ -130,6 +116,20 @@ def as_target(x: ArrayLike, what: str, trailing: tuple[int, ...] = (3,)) -> Floa
     return a
 
 
+def check_pose(skeleton: Skeleton, pose: Any, what: str) -> Pose:
+    """``pose`` itself when it is a :class:`~kinema.Pose` of ``skeleton``'s joint count.
+
+    :class:`SolverInputError` for anything that is not a pose, :class:`ShapeError` for another joint count.
+    (Finiteness is checked by the kernels' drivers, see :func:`run_driver`.)
+    """
+    if not isinstance(pose, Pose):
+        raise SolverInputError(f"{what}: pose must be a kinema.Pose, got {type(pose).__name__}")
+    nj = skeleton.n_joints
+    if pose.n_joints != nj:
+        raise ShapeError("pose", f"(..., {nj}, k) for a skeleton of {nj} joints", f"{pose.n_joints} joints")
+    return pose
+
+
 @dataclass
 class Prepared:
     """Flat arrays for a kernel, and the output pose they write into."""
@@ -141,46 +141,6 @@ class Prepared:
     s: FloatArray
     out: Pose
     extras: list[FloatArray]
-
-
-NO_POLE3 = np.zeros(3)  # stands in for an absent pole (kernels read none of it)
-
-
-class ThreadScratch(threading.local):
-    """Scratch arrays lent to a borrowing single-solve kernel, one set per thread.
-
-    The kernels release the GIL, so threads may run one at the same time;
-    each thread's ``arrays`` start as None.  The hot path reads
-    ``scratch.arrays or scratch.grow(n)``; a kernel that reports its scratch
-    too short (``ONE_SMALL_SCRATCH``) is called again with ``grow(n)``.
-    ``make(n)`` builds the arrays for a chain of ``n`` joints.
-    """
-
-    def __init__(self, make: Callable[[int], tuple[FloatArray, ...]]) -> None:
-        self.make = make
-        self.arrays: tuple[FloatArray, ...] | None = None
-
-    def grow(self, n: int) -> tuple[FloatArray, ...]:
-        """This thread's arrays, made anew for chains of up to ``n`` joints."""
-        arrays = self.arrays = self.make(n)
-        return arrays
-
-
-def single_pose_copies(pose: Pose) -> tuple[FloatArray, FloatArray, FloatArray] | None:
-    """Copies of an unbatched pose's ``(J, 3), (J, 4), (J, 3)`` arrays for a single-solve kernel, or None.
-
-    None when the pose is batched (an array is not 2-D: the general path
-    handles it).  Only dimensions are checked: a compiled entry point would
-    read an array of another dimension count wrongly, while the single-solve
-    kernels check the shapes themselves and the entry point refuses dtypes
-    other than float64.  The copies are C-contiguous, of the pose's dtype.
-    """
-    t = pose.translations
-    r = pose.rotations
-    s = pose.scales
-    if t.ndim != 2 or r.ndim != 2 or s.ndim != 2:
-        return None
-    return t.copy(), r.copy(), s.copy()
 
 
 def single_pose_rows(pose: Pose) -> tuple[FloatArray, FloatArray, FloatArray, Pose]:
@@ -247,8 +207,7 @@ def prepare(
     the memory for one pose solved against many targets.
     """
     nj = skeleton.n_joints
-    if pose.n_joints != nj:
-        raise ShapeError("pose", f"(..., {nj}, k) for a skeleton of {nj} joints", f"{pose.n_joints} joints")
+    check_pose(skeleton, pose, "solve")
     batch = broadcast_batch(pose.batch_shape, *[a.shape[: a.ndim - len(tl)] for a, tl in extras])
     n = int(np.prod(batch)) if batch else 1
     if out is None:
@@ -276,3 +235,212 @@ def prepare(
     flat = [_rows(a, batch, n, tl) if a.ndim > len(tl) else np.broadcast_to(a, (n,) + tl).copy()
             for a, tl in extras]
     return Prepared(batch=batch, n=n, t=t, r=r, s=s, out=out_pose, extras=flat)
+
+
+# ---------------------------------------------------------------- options
+def check_iterations(iterations: Any) -> int:
+    """A non-negative iteration count; :class:`SolverInputError` otherwise (bools are not counts)."""
+    if isinstance(iterations, (bool, np.bool_)) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
+        raise SolverInputError(f"iterations must be a non-negative integer, got {iterations!r}")
+    return int(iterations)
+
+
+def check_nonnegative(x: Any, what: str) -> float:
+    """A finite number ``>= 0`` (a tolerance, a distance); :class:`SolverInputError` otherwise."""
+    v = as_float_scalar(x, what)
+    if not math.isfinite(v) or v < 0.0:
+        raise SolverInputError(f"{what} must be a finite number >= 0, got {x!r}")
+    return v
+
+
+def check_weight(weight: Any) -> FloatArray:
+    """The blend ``weight`` ``(*batch,)`` in [0, 1] as a float64 array; :class:`SolverInputError` otherwise."""
+    try:
+        w = as_float_array(weight, "weight", ())
+    except ShapeError as exc:
+        raise SolverInputError(str(exc)) from None
+    if not np.all(np.isfinite(w)) or np.any(w < 0.0) or np.any(w > 1.0):
+        raise SolverInputError(f"weight must be in [0, 1], got {np.asarray(weight).tolist()!r}")
+    return w
+
+
+# ---------------------------------------------------------------- drivers
+#: Batches of at least this many items run the kernels' parallel driver;
+#: smaller ones run on the calling thread (a parallel region costs a few
+#: microseconds to start and, beside a busy process on a small machine,
+#: waits for a descheduled worker: it pays only for real work).
+PARALLEL_MIN_ITEMS = 64
+
+#: Chunks per numba thread in a parallel driver: many small chunks, taken
+#: in turn by whichever thread is free, so a thread that is descheduled
+#: holds up one chunk, not a whole share of the batch.
+CHUNKS_PER_THREAD = 16
+
+
+def n_chunks(n: int) -> int:
+    """How many chunks a parallel driver splits ``n`` items into."""
+    from ._kernels._jit import num_threads
+
+    return max(1, min(n, CHUNKS_PER_THREAD * num_threads()))
+
+
+def run_driver(kernels: Any, serial: str, parallel: str, n: int, args: tuple[Any, ...]) -> int:
+    """Run ``kernels.<serial>(*args)`` or ``kernels.<parallel>(n_chunks, *args)``; returns the driver's status.
+
+    Both drivers run the same per-item function on every item, so the choice
+    never changes a number: a batch equals a loop of single solves bit for bit.
+    """
+    if n >= PARALLEL_MIN_ITEMS:
+        from ._kernels._jit import parallel_chunksize
+
+        with parallel_chunksize():
+            return int(getattr(kernels, parallel)(n_chunks(n), *args))
+    return int(getattr(kernels, serial)(*args))
+
+
+def raise_status(status: int, what: str, skeleton: Skeleton, pose: Pose, scale_joints: IntArray,
+                 inputs: Mapping[str, Any]) -> None:
+    """Turn a driver's status (``kinema._kernels.constants``) into the :class:`SolverInputError` it means.
+
+    ``inputs``: the per-item input arrays by name, searched for the NaN or inf
+    the drivers found (the pose's arrays are searched first).
+    """
+    if status == OK:
+        return
+    if status == NONFINITE_INPUT:
+        check_pose_finite(pose, what)
+        for name, arr in inputs.items():
+            if arr is not None:
+                require_finite(np.asarray(arr, dtype=np.float64), f"{what}: {name}", SolverInputError)
+        raise SolverInputError(f"{what}: an input contains NaN or inf")
+    if status == NONUNIFORM_SCALE:
+        check_uniform_scale(skeleton, pose, scale_joints, what)
+    raise SolverInputError(f"{what}: invalid input (kernel status {status})")
+
+
+def check_pose_finite(pose: Pose, what: str) -> None:
+    """:class:`SolverInputError` when ``pose`` holds NaN or inf, saying in which array and where."""
+    for name in ("translations", "rotations", "scales"):
+        a = getattr(pose, name)
+        if not np.all(np.isfinite(a)):
+            bad = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
+            raise SolverInputError(f"{what}: pose has NaN or inf in its {name} (first at index {bad})")
+
+
+def result(out: Pose, batch: tuple[int, ...], error: FloatArray, reached: NDArray[np.bool_], iterations: IntArray,
+           limits_hit: IntArray, state: dict[str, Any]) -> SolveResult:
+    """The :class:`SolveResult` of ``N = prod(batch)`` flat per-item diagnostics (numpy scalars when unbatched)."""
+    if batch:
+        return SolveResult._trusted(out, reached.reshape(batch), error.reshape(batch), iterations.reshape(batch),
+                                    limits_hit.reshape(batch), state)
+    return SolveResult._trusted(out, reached[0], error[0], iterations[0], limits_hit[0], state)
+
+
+def blend_rotations(r_out: FloatArray, r_in: FloatArray, joints: IntArray, weight: FloatArray) -> None:
+    """``r_out[i, j] = slerp(r_in[i, j], r_out[i, j], weight[i])`` for the ``joints`` (in place).
+
+    ``r_out (N, J, 4)`` the solved rotations, ``r_in (1|N, J, 4)`` the input
+    ones, ``weight (1|N,)`` in [0, 1]: 0 gives the input rotation bit for bit,
+    1 the solved one.  The blend every solver's ``weight`` means.
+    """
+    from .rotation import slerp
+
+    w = np.broadcast_to(weight, (r_out.shape[0],))
+    src = np.broadcast_to(r_in, r_out.shape)[:, joints]
+    mixed = slerp(src, r_out[:, joints], w[:, None])
+    r_out[:, joints] = np.where((w <= 0.0)[:, None, None], src, mixed)
+
+
+# ---------------------------------------------------------------- the solvers
+def freeze(x: Any) -> Hashable:
+    """A hashable snapshot of a solver argument (chains, weights, limits, options); TypeError if there is none."""
+    if x is None or isinstance(x, (str, bool, int, float, np.integer, np.floating, Limit)):
+        return (type(x).__name__, x)
+    if isinstance(x, np.ndarray):
+        return ("nd", x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, Mapping):
+        return ("map",) + tuple((freeze(k), freeze(v)) for k, v in x.items())
+    if isinstance(x, (tuple, list)):
+        return ("seq",) + tuple(freeze(v) for v in x)
+    raise TypeError(type(x).__name__)
+
+
+class Solver:
+    """Base of the prepared solvers (:class:`kinema.TwoBone`, :class:`kinema.CCD`, ...).
+
+    A subclass's constructor validates and packs everything that does not
+    change per frame; :meth:`validate` checks a pose against it and ``solve``
+    runs one frame or a batch.  ``skeleton`` is the skeleton it was built for;
+    ``joints`` the joints it may turn, root first.
+    """
+
+    skeleton: Skeleton
+    joints: IntArray
+    #: The chain's joints and their ancestors: their scales must be uniform.
+    scale_joints: IntArray
+    #: Name used in error messages.
+    what: str = "solve"
+
+    def validate(self, pose: Any) -> Pose:
+        """``pose`` when it can be solved by this solver: a :class:`~kinema.Pose` of the skeleton's joint count,
+        finite, with uniform scale on the solver's joints and their ancestors.  Raises otherwise."""
+        check_pose(self.skeleton, pose, self.what)
+        check_pose_finite(pose, self.what)
+        check_uniform_scale(self.skeleton, pose, self.scale_joints, self.what)
+        return pose
+
+
+S = TypeVar("S", bound=Solver)
+
+#: Prepared solvers kept for the free functions.
+SOLVER_CACHE_MAX = 256
+
+
+class SolverCache:
+    """A bounded, least-recently-used cache of prepared solvers, shared by every free function.
+
+    Keys are ``(solver class, id(skeleton), frozen arguments)``; a hit is
+    used only when its solver's ``skeleton`` is the very skeleton asked for,
+    so an id reused by a new object after the old one was freed never
+    returns a stale solver (a cached solver keeps its skeleton alive, so while
+    it is cached the id cannot be reused anyway).  Arguments with no hashable
+    snapshot (see :func:`freeze`) build a fresh solver, uncached.
+    """
+
+    def __init__(self, maxsize: int = SOLVER_CACHE_MAX) -> None:
+        self.maxsize = maxsize
+        self._items: OrderedDict[Hashable, Solver] = OrderedDict()
+
+    def get(self, cls: type[S], skeleton: Skeleton, args: tuple[Any, ...], build: Callable[[], S]) -> S:
+        """The cached solver of ``cls`` for ``skeleton`` and ``args``, built by ``build()`` when missing."""
+        try:
+            key: Hashable = (cls, id(skeleton), freeze(args))
+        except TypeError:
+            return build()
+        items = self._items
+        hit = items.get(key)
+        if hit is not None and hit.skeleton is skeleton:
+            items.move_to_end(key)
+            return hit  # type: ignore[return-value]
+        solver = build()
+        items[key] = solver
+        if len(items) > self.maxsize:
+            items.popitem(last=False)
+        return solver
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def clear(self) -> None:
+        self._items.clear()
+
+
+#: The one cache of prepared solvers behind the free functions.
+SOLVERS = SolverCache()
+
+
+def reraise_config(exc: Exception, what: str) -> KinemaError:
+    """A configuration error that is not a :class:`KinemaError` yet, as a :class:`SolverInputError`."""
+    if isinstance(exc, KinemaError):
+        return exc
+    return SolverInputError(f"{what}: {exc}")

@@ -23,45 +23,40 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._kernels.constants import ONE_SMALL_SCRATCH
 from ._solve import (
-    ThreadScratch,
+    PARALLEL_MIN_ITEMS,
+    SOLVERS,
+    Solver,
     _rows,
     ancestors_root_first,
     as_target,
-    check_uniform_scale,
-    entry_point,
+    check_pose,
     kernel_loader,
     prepare,
+    raise_status,
     resolve_chain,
-    single_pose_copies,
+    result,
+    run_driver,
 )
 from ._validate import as_float_array, broadcast_batch, require_finite, resolve_joint
 from .errors import ShapeError, SolverInputError
 from .pose import Pose
-from .result import SolveResult, single_result
+from .result import SolveResult
 from .skeleton import Skeleton
 
-__all__ = ["solve_two_bone", "solve_two_bone_2d", "TwoBoneIK", "TwoBone2D"]
+__all__ = ["TwoBone", "solve_two_bone", "solve_two_bone_2d", "TwoBoneIK", "TwoBone2D"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-#: Batches at least this large run the parallel kernel; smaller ones run on
-#: one thread (a thread launch costs more than solving a few hundred arms).
-PARALLEL_MIN_BATCH = 2048
-
-#: ``end_rotation`` quaternions shorter than this carry no orientation.
+#: ``end_rotation`` quaternions shorter than this carry no orientation (as the kernel's ``ZERO_QUAT_EPS``).
 ZERO_QUAT_EPS = 1e-12
 
-_F64 = np.dtype(np.float64)
-_Z3 = np.zeros(3)  # stand-ins for absent per-item inputs (never written)
-_Z4 = np.zeros(4)
-_Z3_ROW = np.zeros((1, 3))
+_Z3_ROW = np.zeros((1, 3))  # stand-ins for absent per-item inputs (never read)
 _Z4_ROW = np.zeros((1, 4))
-_SCALAR = (float, int, np.float64)
-_ITER_ONE = np.int64(1)
-_LIMITS_ZERO = np.int64(0)
+_ONES = np.ones(1)
+_ZEROS = np.zeros(1)
+_NO_MARGIN = np.full(1, -1.0)  # margin < 0: the kernel's default
 
 # Option bits shared with the kernel (kept in sync by test_two_bone.py).
 _HAS_POLE = 1
@@ -69,13 +64,47 @@ _HAS_HINT = 2
 _HAS_END_ROTATION = 4
 _CONTINUITY = 8
 
+#: The kernel module, imported on first use (``import kinema`` must not import numba).
+_kernels = kernel_loader("two_bone")
 
-class _Plan:
-    """A skeleton's chain for one ``joints`` triple, resolved once and cached."""
 
-    __slots__ = ("skeleton", "anc", "joints", "kl", "nj", "checked", "index")
+def _option(x: Any, what: str, lo: float, hi: float, hi_open: bool = False) -> FloatArray:
+    a = as_float_array(x, what, ())
+    require_finite(a, what, SolverInputError)
+    bad = (a < lo) | (a >= hi if hi_open else a > hi)
+    if np.any(bad):
+        v = float(a[bad].flat[0]) if a.ndim else float(a)
+        rng = f"[{lo:g}, {hi:g})" if hi_open else f"[{lo:g}, {hi:g}]"
+        raise SolverInputError(f"{what} must be in {rng}, got {v:g}")
+    return a
 
-    def __init__(self, skeleton: Skeleton, joints: Any) -> None:
+
+def _scalar_option(x: Any, what: str, lo: float, hi: float, hi_open: bool = False) -> float:
+    if np.ndim(x) != 0:
+        raise ShapeError(what, "a scalar", tuple(np.shape(x)))
+    return float(_option(x, what, lo, hi, hi_open))
+
+
+class TwoBone(Solver):
+    """A prepared two-bone solver for one arm or leg: validate once, solve every frame.
+
+    ``TwoBone(skeleton, joints, *, pole=None, soft=0.0, margin=None,
+    twist_spread=0.0, continuity=False, history=False)``: ``joints`` the
+    three joints ``(upper, lower, end)``; the options mean what they mean for
+    :func:`solve_two_bone` (whose docstring has the maths) and are the
+    defaults of every :meth:`solve`.  With ``history=True`` each solve feeds
+    the previous frame's bend direction back as ``bend_hint`` with
+    ``continuity`` on, so the elbow keeps its side frame to frame
+    (:class:`TwoBoneIK` is this mode); :meth:`reset` forgets it.
+    """
+
+    what = "solve_two_bone"
+
+    def __init__(self, skeleton: Skeleton, joints: Any, *, pole: ArrayLike | None = None, soft: float = 0.0,
+                 margin: float | None = None, twist_spread: float = 0.0, continuity: bool = False,
+                 history: bool = False) -> None:
+        if not isinstance(skeleton, Skeleton):
+            raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
         items = list(joints) if not isinstance(joints, (str, int, np.integer)) else [joints]
         if len(items) != 3:
             raise SolverInputError(
@@ -84,84 +113,119 @@ class _Plan:
         path, _ = resolve_chain(skeleton, items)
         lower = resolve_joint(skeleton, items[1])
         self.skeleton = skeleton
-        self.joints: IntArray = np.ascontiguousarray(path, dtype=np.int64)
-        self.kl = int(np.nonzero(path == lower)[0][0])
-        self.anc: IntArray = np.ascontiguousarray(ancestors_root_first(skeleton, int(path[0])), dtype=np.int64)
-        self.nj = skeleton.n_joints
-        self.checked: IntArray = np.concatenate([self.anc, self.joints])
-        #: ``[kl, n_anc, J, anc..., joints...]``: the single-solve kernel's one index argument.
-        self.index: IntArray = np.concatenate([[self.kl, self.anc.size, self.nj], self.anc,
-                                               self.joints]).astype(np.int64)
+        self.joints = np.ascontiguousarray(path, dtype=np.int64)
+        kl = int(np.nonzero(path == lower)[0][0])
+        anc = ancestors_root_first(skeleton, int(path[0]))
+        self.scale_joints = np.concatenate([anc, self.joints]).astype(np.int64)
+        #: ``[kl, n_anc, anc..., joints...]``: the kernel's packed plan.
+        self._plan = np.concatenate([[kl, anc.size], anc, self.joints]).astype(np.int64)
+        self.pole = pole
+        self.soft = _scalar_option(soft, "soft", 0.0, 1.0, hi_open=True)
+        self.margin = None if margin is None else _scalar_option(margin, "margin", 0.0, np.inf)
+        self.twist_spread = _scalar_option(twist_spread, "twist_spread", 0.0, 1.0)
+        self.history = bool(history)
+        self.continuity = bool(continuity) or self.history
+        self.bend_direction: FloatArray | None = None
+
+    @property
+    def pole(self) -> FloatArray | None:
+        """Default world pole point ``(3,)`` or ``(*batch, 3)``, or None (a copy of what was set)."""
+        return self._pole
+
+    @pole.setter
+    def pole(self, value: ArrayLike | None) -> None:
+        self._pole = None if value is None else as_target(value, "pole").copy()
+
+    def reset(self) -> None:
+        """Forget the last bend direction (history mode)."""
+        self.bend_direction = None
+
+    def solve(self, pose: Pose, target: ArrayLike, *, pole: ArrayLike | None = None, weight: ArrayLike = 1.0,
+              end_rotation: ArrayLike | None = None, bend_hint: ArrayLike | None = None,
+              soft: ArrayLike | None = None, margin: ArrayLike | None = None,
+              out: Pose | None = None) -> SolveResult:
+        """Solve one frame or a batch (arguments as in :func:`solve_two_bone`; ``pole``, ``soft`` and
+        ``margin`` default to the solver's own).  In history mode the previous solve's bend direction is
+        the hint unless ``bend_hint`` is given, and this solve's is kept for the next."""
+        pole = self._pole if pole is None else pole
+        hint = bend_hint
+        if hint is None and self.history and self.bend_direction is not None:
+            hint = self.bend_direction
+            if hint.shape[:-1] != _batch_of(pose, target):
+                hint = None  # the batch changed: the old history does not apply
+        res = self._run(pose, target, pole, weight, self.soft if soft is None else soft,
+                        self.margin if margin is None else margin, end_rotation, hint, out)
+        if self.history:
+            self.bend_direction = res.state["bend_direction"]
+        return res
+
+    def _run(self, pose: Pose, target: ArrayLike, pole: ArrayLike | None, weight: ArrayLike, soft: ArrayLike,
+             margin: ArrayLike | None, end_rotation: ArrayLike | None, bend_hint: ArrayLike | None,
+             out: Pose | None) -> SolveResult:
+        check_pose(self.skeleton, pose, self.what)
+        tg = as_float_array(target, "target", (3,))
+        po = None if pole is None else as_float_array(pole, "pole", (3,))
+        hi = None if bend_hint is None else as_float_array(bend_hint, "bend_hint", (3,))
+        er = None if end_rotation is None else as_float_array(end_rotation, "end_rotation", (4,))
+        w = _ONES if type(weight) is float and weight == 1.0 else _option(weight, "weight", 0.0, 1.0)
+        so = _ZEROS if type(soft) is float and soft == 0.0 else _option(soft, "soft", 0.0, 1.0, hi_open=True)
+        m = _NO_MARGIN if margin is None else _option(margin, "margin", 0.0, np.inf)
+        flags = (_HAS_POLE if po is not None else 0) | (_HAS_HINT if hi is not None else 0) \
+            | (_HAS_END_ROTATION if er is not None else 0) | (_CONTINUITY if self.continuity else 0)
+        shapes = [pose.batch_shape, tg.shape[:-1]]
+        shapes += [x.shape for x in (w, so, m) if x.ndim == 0 or x.shape != (1,)]
+        shapes += [x.shape[:-1] for x in (po, hi, er) if x is not None]
+        batch = broadcast_batch(*shapes)
+        prep = prepare(self.skeleton, pose, [(np.broadcast_to(tg, batch + (3,)), (3,))], out, rotations_only=True)
+        n = prep.n
+        po_r = _Z3_ROW if po is None else _rows(po, batch, n, (3,))
+        hi_r = _Z3_ROW if hi is None else _rows(hi, batch, n, (3,))
+        er_r = _Z4_ROW if er is None else _rows(er, batch, n, (4,))
+        err = np.empty(n)
+        reached = np.empty(n, dtype=np.bool_)
+        bend = np.empty((n, 3))
+        status = np.zeros(n, dtype=np.int64)
+        shared = pose.batch_shape == () and out is not pose
+        args = (self._plan, prep.t, prep.r, prep.s, prep.extras[0], po_r, hi_r, er_r, flags,
+                _flat(w, batch, n), _flat(so, batch, n), _flat(m, batch, n), self.twist_spread, shared,
+                err, reached, bend, status)
+        code = run_driver(_kernels(), "solve_serial", "solve_parallel", n, args)
+        raise_status(code, self.what, self.skeleton, pose, self.scale_joints,
+                     {"target": tg, "pole": po, "bend_hint": hi, "end_rotation": er, "weight": w, "soft": so,
+                      "margin": m})
+        if np.any(status):
+            self._raise_item_status(status, batch)
+        ones = np.ones(n, dtype=np.int64)
+        state = {"bend_direction": bend.reshape(batch + (3,)),
+                 "moved": (np.broadcast_to(w, batch) > 0.0) if batch else np.bool_(bool(w.reshape(-1)[0] > 0.0))}
+        return result(prep.out, batch, err, reached, ones, ones * 0, state)
+
+    def _raise_item_status(self, status: IntArray, batch: tuple[int, ...]) -> None:
+        k = _kernels()
+        first = int(np.nonzero(status)[0][0])
+        code = int(status[first])
+        where = f"batch item {np.unravel_index(first, batch) if batch else ()}"
+        names = self.skeleton.names
+        kl = int(self._plan[0])
+        upper, lower, end = names[self.joints[0]], names[self.joints[kl]], names[self.joints[-1]]
+        if code == k.ZERO_BONE:
+            msg = f"bone {upper!r}->{lower!r} or {lower!r}->{end!r} has zero length ({where}): the chain cannot bend"
+        elif code == k.MARGIN_TOO_LARGE:
+            msg = f"margin is larger than the shorter bone of {upper!r}->{lower!r}->{end!r} ({where})"
+        elif code == k.BAD_END_ROTATION:
+            msg = "end_rotation contains a zero quaternion (no orientation)"
+        elif code == k.BAD_POSE:
+            msg = f"the world transforms of the chain {upper!r}->{end!r} overflow ({where}): pose values too large"
+        else:
+            msg = f"invalid input ({where}, kernel status {code})"
+        raise SolverInputError(msg)
 
 
-_PLANS: dict[tuple[int, Any], _Plan] = {}
-_MAX_PLANS = 256
-
-
-#: The last plan looked up, with its skeleton and ``joints`` tuple: an animation loop
-#: passes the very same objects every frame, so identity finds it without hashing.
-_last_plan: tuple[Skeleton, Any, _Plan] | None = None
-
-
-def _plan(skeleton: Skeleton, joints: Any) -> _Plan:
-    global _last_plan
-    last = _last_plan
-    if last is not None and last[0] is skeleton and last[1] is joints:
-        return last[2]
-    plan = _plan_lookup(skeleton, joints)
-    if type(joints) is tuple:  # immutable: safe to recognise by identity next time
-        _last_plan = (skeleton, joints, plan)
-    return plan
-
-
-def _plan_lookup(skeleton: Skeleton, joints: Any) -> _Plan:
-    try:
-        key = (id(skeleton), joints)
-        plan = _PLANS.get(key)
-    except TypeError:  # unhashable joints (a list): key on its items
-        key = (id(skeleton), tuple(joints))
-        plan = _PLANS.get(key)
-    if plan is not None and plan.skeleton is skeleton:
-        return plan
-    plan = _Plan(skeleton, joints)
-    if len(_PLANS) >= _MAX_PLANS:
-        _PLANS.clear()
-    _PLANS[key] = plan
-    return plan
-
-
-#: The kernel module, imported on first use (``import kinema`` must not import numba).
-_kernels = kernel_loader("two_bone")
-
-
-def _vec(x: Any, n: int) -> FloatArray | None:
-    """``x`` as a C-contiguous float64 ``(n,)`` array for the fast path, or None when it is anything else."""
-    if type(x) is not np.ndarray:
-        if type(x) not in (list, tuple) or len(x) != n:
-            return None
-        try:
-            x = np.array(x, dtype=np.float64)
-        except (TypeError, ValueError):
-            return None
-    elif x.dtype is not _F64 or x.ndim != 1 or not x.flags.c_contiguous:
-        return None
-    return x if x.size == n else None  # type: ignore[no-any-return]
-
-
-#: ``kinema._kernels.two_bone.solve_one``'s compiled entry point, once known
-#: (see ``kinema._kernels._jit.entry_point``: the fast path's arguments always
-#: have the same kinds, so numba's per-call type dispatch is skipped).
-_one_entry: Any = None
-
-
-def _scratch(n_k: int) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """``solve_one``'s scratch for chains of up to ``n_k`` joints: ``pos (n_k,3), rot (n_k,4), scl (n_k,),
-    orig (n_k,4)`` (only chains with twist joints use it)."""
-    return np.empty((n_k, 3)), np.empty((n_k, 4)), np.empty(n_k), np.empty((n_k, 4))
-
-
-#: ``solve_one``'s scratch, per thread.
-_SCRATCH = ThreadScratch(_scratch)
+def _flat(a: FloatArray, batch: tuple[int, ...], n: int) -> FloatArray:
+    """A per-item option as ``(1,)`` (one value for all) or ``(N,)``."""
+    if a.shape == (1,) or a.ndim == 0:
+        return np.ascontiguousarray(a, dtype=np.float64).reshape(1)
+    return _rows(a, batch, n, ())
 
 
 def solve_two_bone(
@@ -244,188 +308,13 @@ def solve_two_bone(
     range, a non-uniform scale on the chain or its ancestors, a zero-length
     bone or a margin above the shorter bone.
     """
-    last = _last_plan  # the per-frame call: same skeleton and joints tuple as last time
-    plan = last[2] if last is not None and last[0] is skeleton and last[1] is joints else _plan(skeleton, joints)
-    if out is None and type(pose) is Pose:
-        res = _solve_fast(plan, pose, target, pole, weight, soft, end_rotation, margin, bend_hint, twist_spread,
-                          continuity)
-        if res is not None:
-            return res
-    return _solve_general(plan, pose, target, pole, weight, soft, end_rotation, margin, bend_hint, out,
-                          twist_spread, continuity)
+    solver = SOLVERS.get(TwoBone, skeleton, (joints, twist_spread, continuity),
+                         lambda: TwoBone(skeleton, joints, twist_spread=twist_spread, continuity=continuity))
+    return solver._run(pose, target, pole, weight, soft, margin, end_rotation, bend_hint, out)
 
 
-def _solve_fast(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, soft: Any, end_rotation: Any,
-                margin: Any, bend_hint: Any, twist_spread: Any, continuity: Any) -> SolveResult | None:
-    """One unbatched pose with plain options, without the generic broadcasting.
-
-    Returns None (the caller takes the general path) for anything else, and
-    also when the kernel reports a problem: the general path then validates
-    everything and raises the precise error.  Same kernel, same numbers.
-    """
-    if type(weight) not in _SCALAR or type(soft) not in _SCALAR or type(twist_spread) not in _SCALAR:
-        return None
-    # The plain per-frame call (no hint, no end rotation) goes to the compiled entry point, which takes 1-D
-    # float64 arrays of any strides and whose kernel checks sizes: only the dimensions are checked here.
-    # Other calls go through numba's dispatcher, which would compile a version for any new array kind: they
-    # get C-contiguous float64 arrays.
-    plain = bend_hint is None and end_rotation is None
-    tg = target if (plain and type(target) is np.ndarray and target.ndim == 1) else _vec(target, 3)
-    if tg is None:
-        return None
-    flags = _CONTINUITY if continuity else 0
-    po: FloatArray | None
-    hi: FloatArray | None
-    er: FloatArray | None
-    if pole is None:
-        po = _Z3
-    else:
-        po = pole if (plain and type(pole) is np.ndarray and pole.ndim == 1) else _vec(pole, 3)
-        if po is None:
-            return None
-        flags |= _HAS_POLE
-    if bend_hint is None:
-        hi = None
-    else:
-        hi = _vec(bend_hint, 3)
-        if hi is None:
-            return None
-        flags |= _HAS_HINT
-    if end_rotation is None:
-        er = None
-    else:
-        er = _vec(end_rotation, 4)
-        if er is None:
-            return None
-        flags |= _HAS_END_ROTATION
-    if margin is None:
-        m = -1.0
-    elif type(margin) in _SCALAR and margin >= 0.0:
-        m = float(margin)
-    else:
-        return None
-    global _one_entry
-    copies = single_pose_copies(pose)  # (the kernel checks the joint count)
-    if copies is None:
-        return None
-    t2, r2, s2 = copies
-    bend = np.empty(3)
-    scratch = _SCRATCH.arrays or _SCRATCH.grow(plan.joints.size)
-    args = (plan.index, t2, r2, s2, tg, po, hi, er, flags, float(weight), float(soft), m, float(twist_spread), bend)
-    if plain:
-        # The plain per-frame call: its own compiled version (no hint, no end rotation: two
-        # arguments fewer to convert), called without type dispatch; target and pole (args 4, 5)
-        # compiled for any strides.
-        if _one_entry is None:
-            _one_entry = entry_point(_kernels().solve_one, args + scratch, any_layout=(4, 5))
-        kernel = _one_entry
-    else:
-        kernel = _kernels().solve_one
-    try:
-        status, err, reached = kernel(*args, *scratch)
-    except TypeError:  # an array of another dtype (the entry point converts nothing): the general path
-        return None
-    if status:
-        if status != ONE_SMALL_SCRATCH:
-            return None
-        # Twist joints: a longer chain than this thread has solved before.
-        scratch = _SCRATCH.grow(plan.joints.size)
-        status, err, reached = kernel(*args, *scratch)
-        if status:
-            return None
-    return single_result(t2, r2, s2, reached, err, 1, 0, {"bend_direction": bend})
-
-
-def _option(x: Any, what: str, lo: float, hi: float, hi_open: bool = False) -> FloatArray:
-    a = as_float_array(x, what, ())
-    require_finite(a, what, SolverInputError)
-    bad = (a < lo) | (a >= hi if hi_open else a > hi)
-    if np.any(bad):
-        v = float(a[bad].flat[0]) if a.ndim else float(a)
-        rng = f"[{lo:g}, {hi:g})" if hi_open else f"[{lo:g}, {hi:g}]"
-        raise SolverInputError(f"{what} must be in {rng}, got {v:g}")
-    return a
-
-
-def _solve_general(plan: _Plan, pose: Pose, target: Any, pole: Any, weight: Any, soft: Any, end_rotation: Any,
-                   margin: Any, bend_hint: Any, out: Pose | None, twist_spread: Any, continuity: Any) -> SolveResult:
-    k = _kernels()
-
-    if not isinstance(pose, Pose):
-        raise TypeError(f"pose must be a kinema.Pose, got {type(pose).__name__}")
-    tg = as_target(target, "target")
-    po = None if pole is None else as_target(pole, "pole")
-    hi = None if bend_hint is None else as_target(bend_hint, "bend_hint")
-    er = None
-    if end_rotation is not None:
-        er = as_target(end_rotation, "end_rotation", (4,))
-        norms = np.linalg.norm(er, axis=-1)
-        if np.any(norms <= ZERO_QUAT_EPS):
-            raise SolverInputError("end_rotation contains a zero quaternion (no orientation)")
-    w = _option(weight, "weight", 0.0, 1.0)
-    so = _option(soft, "soft", 0.0, 1.0, hi_open=True)
-    m = np.full((), -1.0) if margin is None else _option(margin, "margin", 0.0, np.inf)
-    if np.ndim(twist_spread) != 0:
-        raise ShapeError("twist_spread", "a scalar", tuple(np.shape(twist_spread)))
-    spread = float(_option(twist_spread, "twist_spread", 0.0, 1.0))
-    flags = (_HAS_POLE if po is not None else 0) | (_HAS_HINT if hi is not None else 0) \
-        | (_HAS_END_ROTATION if er is not None else 0) | (_CONTINUITY if continuity else 0)
-
-    shapes = [pose.batch_shape, tg.shape[:-1], w.shape, so.shape, m.shape]
-    shapes += [x.shape[:-1] for x in (po, hi, er) if x is not None]
-    batch = broadcast_batch(*shapes)
-    prep = prepare(plan.skeleton, pose, [(np.broadcast_to(tg, batch + (3,)), (3,))], out, rotations_only=True)
-    n = prep.n
-    po_r = _Z3_ROW if po is None else _rows(po, batch, n, (3,))
-    hi_r = _Z3_ROW if hi is None else _rows(hi, batch, n, (3,))
-    er_r = _Z4_ROW if er is None else _rows(er, batch, n, (4,))
-    err = np.empty(n)
-    reached = np.empty(n, dtype=np.bool_)
-    bend = np.empty((n, 3))
-    status = np.empty(n, dtype=np.int64)
-    kern = k.solve_batch if n >= PARALLEL_MIN_BATCH else k.solve_serial
-    kern(plan.anc, plan.joints, plan.kl, prep.t, prep.r, prep.s, prep.extras[0], po_r, hi_r, er_r, flags,
-         _rows(w, batch, n, ()), _rows(so, batch, n, ()), _rows(m, batch, n, ()), spread,
-         pose.batch_shape == () and out is not pose, err, reached, bend, status)
-    if np.any(status):
-        _raise_status(plan, pose, status, batch)
-    if batch:
-        return SolveResult(
-            pose=prep.out,
-            reached=reached.reshape(batch),
-            error=err.reshape(batch),
-            iterations=np.ones(batch, dtype=np.int64),
-            limits_hit=np.zeros(batch, dtype=np.int64),
-            state={"bend_direction": bend.reshape(batch + (3,))},
-        )
-    return SolveResult(pose=prep.out, reached=reached[0], error=err[0], iterations=_ITER_ONE,
-                       limits_hit=_LIMITS_ZERO, state={"bend_direction": bend.reshape(3)})
-
-
-def _raise_status(plan: _Plan, pose: Pose, status: IntArray, batch: tuple[int, ...]) -> None:
-    k = _kernels()
-
-    first = int(np.nonzero(status)[0][0])
-    code = int(status[first])
-    where = f"batch item {np.unravel_index(first, batch) if batch else ()}"
-    names = plan.skeleton.names
-    upper, lower, end = names[plan.joints[0]], names[plan.joints[plan.kl]], names[plan.joints[-1]]
-    if code == k.NONUNIFORM_SCALE:
-        check_uniform_scale(plan.skeleton, pose, plan.checked, "solve_two_bone")
-        msg = "a joint on the chain or above it has a non-uniform scale; the chain needs uniform scale"
-    elif code == k.ZERO_BONE:
-        msg = f"bone {upper!r}->{lower!r} or {lower!r}->{end!r} has zero length ({where}): the chain cannot bend"
-    elif code == k.MARGIN_TOO_LARGE:
-        msg = f"margin is larger than the shorter bone of {upper!r}->{lower!r}->{end!r} ({where})"
-    elif code == k.BAD_POSE:
-        msg = f"pose has NaN or inf on the chain {upper!r}->{end!r} or its ancestors ({where})"
-    else:
-        msg = f"invalid input ({where}, kernel status {code})"
-    raise SolverInputError(msg)
-
-
-class TwoBoneIK:
-    """Two-bone IK for animation loops: holds the chain, the pole and the last bend direction.
+class TwoBoneIK(TwoBone):
+    """Two-bone IK for animation loops: :class:`TwoBone` with its history mode on.
 
     Each :meth:`solve` feeds the previous frame's bend direction back as
     ``bend_hint`` with ``continuity=True`` (see :func:`solve_two_bone`), so
@@ -441,57 +330,15 @@ class TwoBoneIK:
             posed = ik.solve(frame_pose, grip).pose
     """
 
-    def __init__(
-        self,
-        skeleton: Skeleton,
-        joints: Any,
-        pole: ArrayLike | None = None,
-        *,
-        soft: float = 0.0,
-        margin: float | None = None,
-        twist_spread: float = 0.0,
-        continuity: bool = True,
-    ) -> None:
-        self.skeleton = skeleton
-        self.joints = tuple(joints)
-        _plan(skeleton, self.joints)  # validate the chain now
-        self.pole = pole
-        self.soft = soft
-        self.margin = margin
-        self.twist_spread = twist_spread
-        self.continuity = continuity
-        self.bend_direction: FloatArray | None = None
-
-    @property
-    def pole(self) -> FloatArray | None:
-        """World pole point ``(3,)`` or ``(*batch, 3)``, or None (a copy of what was set)."""
-        return self._pole
-
-    @pole.setter
-    def pole(self, value: ArrayLike | None) -> None:
-        self._pole = None if value is None else as_target(value, "pole").copy()
-
-    def reset(self) -> None:
-        """Forget the last bend direction."""
-        self.bend_direction = None
-
-    def solve(self, pose: Pose, target: ArrayLike, *, weight: ArrayLike = 1.0,
-              end_rotation: ArrayLike | None = None, out: Pose | None = None) -> SolveResult:
-        """Solve one frame (see :func:`solve_two_bone`) and remember its bend direction."""
-        hint = self.bend_direction
-        if hint is not None and hint.shape[:-1] != _batch_of(pose, target):
-            hint = None  # the batch changed: the old history does not apply
-        res = solve_two_bone(self.skeleton, pose, self.joints, target, self._pole, weight=weight, soft=self.soft,
-                             end_rotation=end_rotation, margin=self.margin, bend_hint=hint, out=out,
-                             twist_spread=self.twist_spread, continuity=self.continuity)
-        self.bend_direction = res.state["bend_direction"]
-        return res
+    def __init__(self, skeleton: Skeleton, joints: Any, pole: ArrayLike | None = None, *, soft: float = 0.0,
+                 margin: float | None = None, twist_spread: float = 0.0, continuity: bool = True) -> None:
+        super().__init__(skeleton, joints, pole=pole, soft=soft, margin=margin, twist_spread=twist_spread,
+                         continuity=continuity, history=True)
+        self.continuity = bool(continuity)
+        self.joints_spec = tuple(joints)
 
 
 def _batch_of(pose: Pose, target: ArrayLike) -> tuple[int, ...]:
-    if (type(target) is np.ndarray and target.ndim == 1 and pose.translations.ndim == 2
-            and pose.rotations.ndim == 2 and pose.scales.ndim == 2):
-        return ()  # one pose, one target: the per-frame case, without broadcasting shapes
     return broadcast_batch(pose.batch_shape, np.shape(target)[:-1])
 
 
@@ -559,7 +406,7 @@ def solve_two_bone_2d(
     angles = np.empty((n, 2))
     err = np.empty(n)
     status = np.empty(n, dtype=np.int64)
-    kern = k.solve_2d_batch if n >= PARALLEL_MIN_BATCH else k.solve_2d_serial
+    kern = k.solve_2d_batch if n >= PARALLEL_MIN_ITEMS else k.solve_2d_serial
     kern(_rows(ro, batch, n, (2,)), _rows(tg, batch, n, (2,)), _rows(a1, batch, n, ()), _rows(a2, batch, n, ()),
          _rows(bd, batch, n, ()), _rows(m, batch, n, ()), _rows(so, batch, n, ()), elbow, end, angles, err, status)
     if np.any(status):

@@ -24,20 +24,63 @@ def _fmt_expected(trailing: tuple[int, ...], batch: bool) -> str:
     return f"({inner},)" if len(trailing) == 1 else f"({inner})"
 
 
-def as_float_array(x: Any, what: str, trailing: tuple[int, ...], *, batch: bool = True) -> FloatArray:
-    """``x`` as a float64 array whose last dims are ``trailing``.
+#: dtype kinds read as the numbers they hold: signed and unsigned ints, floats (any width and byte order).
+_NUMERIC_KINDS = frozenset("iuf")
 
-    Raises :class:`ShapeError` naming ``what`` with expected versus got.
+
+def _numeric_array(x: Any, what: str, expected: str) -> NDArray[Any]:
+    """``x`` as an array of real numbers, without converting anything else.
+
+    Bools, complex numbers, strings, bytes, dates, objects (``None``, mixed
+    lists), sets and dicts are refused with a :class:`ShapeError` naming
+    ``what``: ``numpy.asarray(..., float64)`` would quietly turn ``True`` into
+    1, ``"1.0"`` into 1.0, ``None`` into NaN and a date into a day count.
     """
-    try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ShapeError(what, _fmt_expected(trailing, batch), f"non-numeric input ({exc})") from None
+    if isinstance(x, (set, frozenset, dict, str, bytes)) or x is None:
+        raise ShapeError(what, expected, f"a {type(x).__name__}, not an array of numbers")
+    if isinstance(x, np.ndarray):
+        a = x
+    else:
+        try:
+            a = np.asarray(x)
+        except (TypeError, ValueError) as exc:  # ragged nested lists and the like
+            raise ShapeError(what, expected, f"non-numeric input ({exc})") from None
+    if a.dtype.kind not in _NUMERIC_KINDS:
+        raise ShapeError(what, expected, f"an array of dtype {a.dtype} (real numbers needed)")
+    return a
+
+
+def as_float_array(x: Any, what: str, trailing: tuple[int, ...], *, batch: bool = True) -> FloatArray:
+    """``x`` as a native-byte-order float64 array whose last dims are ``trailing``.
+
+    The one conversion of every array input: ints, float32 and big-endian
+    floats are read as the numbers they hold (a copy); a float64 array in
+    native order is passed as is.  Raises :class:`ShapeError` naming
+    ``what`` with expected versus got, for a wrong shape and for anything
+    that is not real numbers (see :func:`_numeric_array`).
+    """
+    expected = _fmt_expected(trailing, batch)
+    a = _numeric_array(x, what, expected)
+    if a.dtype != np.float64 or not a.dtype.isnative:
+        a = a.astype(np.float64)
     n = len(trailing)
     ok = a.ndim >= n and (batch or a.ndim == n) and tuple(a.shape[a.ndim - n:]) == trailing
     if not ok:
-        raise ShapeError(what, _fmt_expected(trailing, batch), tuple(a.shape))
+        raise ShapeError(what, expected, tuple(a.shape))
     return a
+
+
+def as_float_scalar(x: Any, what: str) -> float:
+    """``x`` as a Python float (a real number or a 0-d array of one); :class:`SolverInputError` otherwise."""
+    if isinstance(x, bool) or isinstance(x, np.bool_):
+        raise SolverInputError(f"{what} must be a number, got {x!r}")
+    try:
+        a = _numeric_array(x, what, "a number")
+    except ShapeError:
+        raise SolverInputError(f"{what} must be a number, got {x!r}") from None
+    if a.ndim != 0:
+        raise SolverInputError(f"{what} must be a single number, got an array of shape {a.shape}")
+    return float(a)
 
 
 def require_finite(a: FloatArray, what: str, error: type[Exception] = SolverInputError) -> None:

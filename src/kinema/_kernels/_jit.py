@@ -51,24 +51,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 prange = numba.prange
 
-#: The only fast-math flag: fused multiply-add (see :func:`njit`).
-_FASTMATH = {"contract"}
-
-
 def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False, borrows: bool = False) -> Any:
-    """``numba.njit`` with the project's defaults (cached, ``fastmath={"contract"}`` only).
+    """``numba.njit`` with the project's defaults: cached, no fast-math, GIL released.
 
-    The one fast-math flag is ``contract``: LLVM may fuse ``a * b + c`` into
-    one fused multiply-add (one rounding instead of two, so results move by
-    at most an ulp per fused pair, and the quaternion and vector chains'
-    latency drops: the 10-bone CCD sweep ran 14% faster).  Every other flag
-    stays off on purpose: the solvers rely on IEEE ``NaN``/``inf``, signed
-    zeros, ``sqrt``, ``atan2`` and comparisons to keep their degenerate
-    branches exact, and on no reassociation.  Fusion is decided per
-    compiled function, so the same item solved by two drivers (a batch and
-    a single-solve kernel) may differ by an ulp or two; and with
-    ``NUMBA_DISABLE_JIT=1`` Python does not fuse.  Tests comparing paths
-    state their tolerance (1e-15 and up).
+    No fast-math flag at all, not even ``contract`` (fused multiply-add): the
+    solvers rely on IEEE ``NaN``/``inf``, signed zeros and no reassociation
+    to keep their degenerate branches exact, and without contraction every
+    compiled function rounds the same operations the same way, so the serial
+    and the parallel driver (and plain Python with ``NUMBA_DISABLE_JIT=1``,
+    up to the last bit of ``sin``/``atan2``-like library calls) give the same
+    numbers for the same item.
 
     ``inline=True`` inlines the function into compiled callers at
     numba-IR level (``inline="always"``), which saves the call.  It does
@@ -95,7 +87,7 @@ def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False,
         _config.CACHE_DIR = _CACHE_DIR
         try:
             options: dict[str, Any] = {"_nrt": False} if borrows else {}
-            return cast(F, numba.njit(cache=True, parallel=parallel, fastmath=_FASTMATH, nogil=True,
+            return cast(F, numba.njit(cache=True, parallel=parallel, nogil=True,
                                       inline="always" if inline else "never", **options)(f))
         finally:
             _config.CACHE_DIR = saved
@@ -105,36 +97,16 @@ def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False,
     return wrap
 
 
-def entry_point(dispatcher: Any, args: tuple[Any, ...], any_layout: tuple[int, ...] = ()) -> Callable[..., Any]:
-    """The compiled code of ``dispatcher`` for the types of ``args``, callable without type dispatch.
+def num_threads() -> int:
+    """numba's thread count for parallel drivers (``NUMBA_NUM_THREADS``, or the cores)."""
+    return int(numba.get_num_threads())
 
-    A numba dispatcher works out the numba type of every argument on every
-    call before it picks the compiled version (about 0.5 us for a kernel of
-    16 arguments, a tenth of a single two-bone solve).  The returned
-    callable is that compiled version's own entry point (it still converts
-    each argument, it only skips the lookup).  It is only for hot paths that
-    pass arguments of the very same kinds every time: ``float64`` / ``int64``
-    arrays of the same number of dimensions, C-contiguous, and Python
-    scalars of the same types.  (A read-only array may stand in for a
-    writable one the kernel does not write: the compiled code sees the same
-    memory layout.)  Compiles the version first when needed.  Without JIT
-    (``NUMBA_DISABLE_JIT=1``) ``dispatcher`` is the plain function and comes
-    back as it is.
 
-    ``any_layout``: positions of array arguments compiled for any strides
-    (numba layout ``"A"``) instead of the layout of the array in ``args``.
-    Code compiled for a C-contiguous array reads it as contiguous whatever
-    its real strides (the entry point does not check), so a caller that
-    passes arrays it did not make itself either checks their layout or
-    names them here.  Number of dimensions and dtype still have to match.
+def parallel_chunksize() -> Any:
+    """A context in which the parallel drivers hand out one chunk at a time (numba's dynamic scheduling).
+
+    numba's default splits a ``prange`` into one equal share per thread; beside
+    a busy process a descheduled thread then holds up its whole share.  With
+    chunk size 1 a free thread takes the next chunk.
     """
-    overloads = getattr(dispatcher, "overloads", None)
-    if overloads is None:
-        return cast(Callable[..., Any], dispatcher)
-    sig = tuple(numba.typeof(a).copy(layout="A") if k in any_layout else numba.typeof(a) for k, a in enumerate(args))
-    cres = overloads.get(sig)
-    if cres is None:
-        dispatcher.compile(sig)
-        cres = overloads[sig]
-    return cast(Callable[..., Any], cres.entry_point)
-
+    return numba.parallel_chunksize(1)

@@ -31,8 +31,8 @@ import numpy as np
 
 from ._jit import njit, prange
 from .chain import chain_world as _chain_world_call
-from .chain import path_world, pose_shapes_ok
-from .constants import ONE_BAD_SHAPE, ONE_SMALL_SCRATCH
+from .chain import input_status, path_world
+from .constants import OK
 from .limits import LIMIT_NONE, LIMIT_PARAMS, apply_limit_local
 from .quat import (
     qangle,
@@ -84,9 +84,7 @@ O_FIXED_ROOT = 2
 O_ADAPTIVE = 3
 O_TOLERANCE = 4
 O_MAX_STEP = 5
-O_SCALE_RTOL = 6
-O_N_JOINTS = 7  # the skeleton's joint count (read by the one-solve kernel's shape check only)
-N_OPTIONS = 8
+N_OPTIONS = 6
 
 # Packed plan (built once per chain by :mod:`kinema._ccd`, so a call passes
 # two arrays instead of eight):
@@ -345,7 +343,10 @@ def _write_locals(n_k, joints, i, r, rot, aux, base_rot):  # type: ignore[no-unt
 @njit(borrows=True)
 def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,  # type: ignore[no-untyped-def]
              options, pos, rot, scl, aux):
-    """Solve batch item ``i``; returns ``(error, sweeps, limit_hits)``.
+    """Solve batch item ``i``; returns ``(error, sweeps, limit_hits, changed)``.
+
+    ``changed``: whether any local rotation (or the sliding root's
+    translation) was written.
 
     ``pos (K,3)``, ``rot (K,4)``, ``scl (K,)`` (world transforms) and
     ``aux (K, AUX_COLS)`` are scratch.
@@ -384,6 +385,7 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
         aux[k, A_DIRTY] = 0.0
     hits = 0
     sweeps = 0
+    changed = False
     while sweeps < iterations and err > tol:
         sweeps += 1
         cap = max_step
@@ -448,6 +450,7 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             aux[k, 2] = d[2]
             aux[k, 3] = d[3]
             aux[k, A_TURNED] = 1.0
+            changed = True
             if hit:
                 hits += 1
                 if qangle(d) >= MIN_TURN_ANGLE:
@@ -472,6 +475,7 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
                                     weights, cap, kinds, params, rest, eps)
                 hits += ph
                 moved = moved or pm
+                changed = changed or pm
             if not fixed_root and weights[0] > 0.0:
                 # Sliding first joint, only while the target is out of reach: it
                 # moves along p_0 -> target by the shortfall (distance - reach),
@@ -491,12 +495,13 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
                     t[it, j0, 1] += loc[1] / base_scl
                     t[it, j0, 2] += loc[2] / base_scl
                     moved = True
+                    changed = True
             chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
             err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
         if not moved:
             break
     _write_locals(n_k, joints, i, r, rot, aux, base_rot)
-    return err, sweeps, hits
+    return err, sweeps, hits, changed
 
 
 @njit(inline=True)  # inlined: in a borrowing caller its views cost no reference counting
@@ -516,7 +521,7 @@ def unpack_plan(index, values):  # type: ignore[no-untyped-def]
 
 @njit
 def ccd_range(c0, c1, index, values, t, r, s, target, pole, options, err_out, counts_out):  # type: ignore[no-untyped-def]
-    """Solve items ``c0 .. c1-1`` with one scratch set; ``counts_out (2, N)``: sweeps, limit hits."""
+    """Solve items ``c0 .. c1-1`` with one scratch set; ``counts_out (3, N)``: sweeps, limit hits, changed (0/1)."""
     joints, base_path, scale_joints, kinds, weights, params, rest = unpack_plan(index, values)
     n_k = joints.shape[0]
     pos = np.empty((n_k, 3))
@@ -524,125 +529,44 @@ def ccd_range(c0, c1, index, values, t, r, s, target, pole, options, err_out, co
     scl = np.empty(n_k)
     aux = np.empty((n_k, AUX_COLS))
     for i in range(c0, c1):
-        e, n, h = ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,
-                           options, pos, rot, scl, aux)
+        e, n, h, c = ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,
+                              options, pos, rot, scl, aux)
         err_out[i] = e
         counts_out[0, i] = n
         counts_out[1, i] = h
-
-
-@njit(borrows=True)
-def first_nonuniform(s, scale_joints, rtol):  # type: ignore[no-untyped-def]
-    """First joint of ``scale_joints`` whose scale is not uniform in some row of ``s``, or -1.
-
-    Uniform: ``|sx - sy| <= rtol |sy|`` and ``|sx - sz| <= rtol |sz|`` (as
-    ``numpy.isclose`` with ``atol=0`` in :func:`kinema._solve.check_uniform_scale`).
-    """
-    for row in range(s.shape[0]):
-        for a in range(scale_joints.shape[0]):
-            j = scale_joints[a]
-            sx = s[row, j, 0]
-            sy = s[row, j, 1]
-            sz = s[row, j, 2]
-            if abs(sx - sy) > rtol * abs(sy) or abs(sx - sz) > rtol * abs(sz):
-                return j
-    return -1
-
-
-#: :func:`ccd_serial`'s return value when a target or pole is NaN or inf.
-NONFINITE_INPUT = -2
-
-
-@njit(borrows=True)
-def all_finite(a):  # type: ignore[no-untyped-def]
-    """Whether every value of the 2-D array ``a`` is finite."""
-    for row in range(a.shape[0]):
-        for c in range(a.shape[1]):
-            if not math.isfinite(a[row, c]):
-                return False
-    return True
-
-
-@njit(borrows=True)
-def input_status(index, s, target, pole, rtol):  # type: ignore[no-untyped-def]
-    """The drivers' input check: :data:`NONFINITE_INPUT` when a ``target`` or ``pole`` row (2-D) is NaN or inf,
-    else the first joint of the chain and its ancestors whose scale in ``s`` is not uniform, else -1."""
-    if not (all_finite(target) and all_finite(pole)):
-        return NONFINITE_INPUT
-    n_k = index[0]
-    n_b = index[1]
-    return first_nonuniform(s, index[2:2 + n_b + n_k], rtol)
+        counts_out[2, i] = 1 if c else 0
 
 
 @njit
 def ccd_serial(index, values, t, r, s, target, pole, options, err_out, counts_out):  # type: ignore[no-untyped-def]
-    """Every item in one thread (small batches: no thread-pool start-up).
+    """Every item on the calling thread (single solves and small batches: no thread start-up).
 
-    First checks the inputs, solving nothing when they fail: returns
-    :data:`NONFINITE_INPUT` when a target or pole is NaN or inf (so the
-    one-solve path needs no NumPy check), else the first joint of the chain
-    and its ancestors whose scale is not uniform; -1 when all is well.
+    Checks the inputs first (:func:`~kinema._kernels.chain.input_status`) and
+    solves nothing when they fail; returns that status (0 = ok).
     """
-    bad = input_status(index, s, target, pole, options[O_SCALE_RTOL])
-    if bad != -1:
-        return bad
+    status = input_status(t, r, s, target, pole, unpack_plan(index, values)[2])
+    if status != OK:
+        return status
     ccd_range(0, err_out.shape[0], index, values, t, r, s, target, pole, options, err_out, counts_out)
-    return -1
-
-
-@njit(borrows=True)
-def ccd_one(index, values, t, r, s, target, pole, options, pos, rot, scl, aux):  # type: ignore[no-untyped-def]
-    """One unbatched pose: ``t, s (J, 3)``, ``r (J, 4)`` C-contiguous (``r`` edited in place, ``t`` too
-    when the root slides), ``target, pole (3,)`` of any strides.
-
-    The public API's single-solve path: the same checks and the same
-    :func:`ccd_item` as :func:`ccd_serial` on a batch of one, with the
-    outputs returned instead of written.  It borrows every argument (no
-    reference counting and no allocation: each array argument of a
-    reference-counting entry point costs a run-time object), so the caller
-    lends the item's scratch ``pos (>=K, 3)``, ``rot (>=K, 4)``, ``scl (>=K,)``,
-    ``aux (>=K, AUX_COLS)``.  Shapes are checked here (``J`` is
-    ``options[O_N_JOINTS]``), so the caller only checks dimensions.
-    Returns ``(status, error, sweeps, limit_hits)``; ``status`` is
-    :func:`ccd_serial`'s return value, or :data:`~kinema._kernels.constants.ONE_BAD_SHAPE` or
-    :data:`~kinema._kernels.constants.ONE_SMALL_SCRATCH` (nothing solved).
-    """
-    nj = int(options[O_N_JOINTS])
-    if not pose_shapes_ok(t, r, s, nj) or target.shape[0] != 3 or pole.shape[0] != 3:
-        return ONE_BAD_SHAPE, math.nan, 0, 0
-    if scl.shape[0] < index[0]:
-        return ONE_SMALL_SCRATCH, math.nan, 0, 0
-    # Batch-of-one views by indexing with None (a reshape calls into numba's helper library).
-    t3 = t[None]
-    r3 = r[None]
-    s3 = s[None]
-    target2 = target[None]
-    pole2 = pole[None]
-    bad = input_status(index, s3, target2, pole2, options[O_SCALE_RTOL])
-    if bad != -1:
-        return bad, math.nan, 0, 0
-    joints, base_path, _, kinds, weights, params, rest = unpack_plan(index, values)
-    e, n, h = ccd_item(0, joints, base_path, t3, r3, s3, target2, pole2, weights, kinds, params, rest, options,
-                       pos, rot, scl, aux)
-    return -1, e, n, h
+    return OK
 
 
 @njit(parallel=True)
-def ccd_parallel(index, values, t, r, s, target, pole, options, err_out, counts_out,  # type: ignore[no-untyped-def]
-                 n_chunks):
+def ccd_parallel(n_chunks, index, values, t, r, s, target, pole, options, err_out,  # type: ignore[no-untyped-def]
+                 counts_out):
     """Items split into ``n_chunks`` chunks, one scratch set per chunk, chunks in parallel.
 
     Each item runs exactly the code of :func:`ccd_serial`, so a batch equals
-    a loop of single solves bit for bit.  Input check and return value as in
+    a loop of single solves bit for bit.  Input check and status as in
     :func:`ccd_serial`.
     """
-    bad = input_status(index, s, target, pole, options[O_SCALE_RTOL])
-    if bad != -1:
-        return bad
+    status = input_status(t, r, s, target, pole, unpack_plan(index, values)[2])
+    if status != OK:
+        return status
     n = err_out.shape[0]
     size = (n + n_chunks - 1) // n_chunks
     for c in prange(n_chunks):
         c0 = c * size
         c1 = min(n, c0 + size)
         ccd_range(c0, c1, index, values, t, r, s, target, pole, options, err_out, counts_out)
-    return -1
+    return OK

@@ -14,7 +14,10 @@ only ``s[..., 0]`` is read.
 
 from __future__ import annotations
 
+import math
+
 from ._jit import njit
+from .constants import NONFINITE_INPUT, NONUNIFORM_SCALE, OK, UNIFORM_SCALE_RTOL
 from .quat import qconj, qmul, qnormalize, qrotate
 
 
@@ -95,11 +98,46 @@ def chain_world(k0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, 
 
 
 @njit(borrows=True)
-def pose_shapes_ok(t, r, s, nj):  # type: ignore[no-untyped-def]
-    """Whether ``t, s`` are ``(nj, 3)`` and ``r`` is ``(nj, 4)``: the single-solve kernels' check of the
-    unbatched pose they are lent (their callers check only the number of dimensions)."""
-    return (t.shape[0] == nj and r.shape[0] == nj and s.shape[0] == nj and t.shape[1] == 3 and r.shape[1] == 4
-            and s.shape[1] == 3)
+def all_finite(a):  # type: ignore[no-untyped-def]
+    """Whether every value of ``a`` (any shape, any strides) is finite."""
+    for v in a.flat:
+        if not math.isfinite(v):
+            return False
+    return True
+
+
+@njit(borrows=True)
+def first_nonuniform(s, scale_joints, rtol):  # type: ignore[no-untyped-def]
+    """First joint of ``scale_joints`` whose scale is not uniform in some row of ``s``, or -1.
+
+    Uniform: ``|sx - sy| <= rtol |sy|`` and ``|sx - sz| <= rtol |sz|`` (as
+    ``numpy.isclose`` with ``atol=0`` in :func:`kinema._solve.check_uniform_scale`;
+    ``rtol`` is :data:`~kinema._kernels.constants.UNIFORM_SCALE_RTOL`).
+    """
+    for row in range(s.shape[0]):
+        for a in range(scale_joints.shape[0]):
+            j = scale_joints[a]
+            sx = s[row, j, 0]
+            sy = s[row, j, 1]
+            sz = s[row, j, 2]
+            if abs(sx - sy) > rtol * abs(sy) or abs(sx - sz) > rtol * abs(sz):
+                return j
+    return -1
+
+
+@njit(borrows=True)
+def input_status(t, r, s, target, pole, scale_joints):  # type: ignore[no-untyped-def]
+    """Every chain driver's input check, before anything is solved (codes in :mod:`.constants`).
+
+    :data:`NONFINITE_INPUT` when a pose array, ``target`` or ``pole`` holds NaN
+    or inf; :data:`NONUNIFORM_SCALE` when a joint of ``scale_joints`` (the
+    chain and its ancestors) has a non-uniform scale; else :data:`OK`.
+    """
+    if not (all_finite(t) and all_finite(r) and all_finite(s) and all_finite(target) and all_finite(pole)):
+        return NONFINITE_INPUT
+    if first_nonuniform(s, scale_joints, UNIFORM_SCALE_RTOL) != -1:
+        return NONUNIFORM_SCALE
+    return OK
 
 
 @njit

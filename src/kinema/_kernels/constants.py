@@ -15,9 +15,11 @@ from __future__ import annotations
 #: error of treating them as uniform is below 1e-5 of a bone's length.
 UNIFORM_SCALE_RTOL = 1e-5
 
-#: Status of a one-solve kernel (``kinema._kernels.ccd.ccd_one``) when an array's shape is not the one it
-#: takes: nothing is solved and the caller's general path reports the problem precisely.
-ONE_BAD_SHAPE = -3
-#: Status of a one-solve kernel when the scratch its caller lent has fewer rows than the chain has joints:
-#: nothing is solved; the caller lends a larger one.
-ONE_SMALL_SCRATCH = -4
+# Status of a kernel driver (one convention for every solver; 0 = ok).  The
+# public API turns the others into SolverInputError messages.
+#: Every input was valid; the items were solved.
+OK = 0
+#: A pose array, a target or a pole held NaN or inf: nothing was solved.
+NONFINITE_INPUT = 1
+#: A joint on the chain or above it has a non-uniform scale: nothing was solved.
+NONUNIFORM_SCALE = 2

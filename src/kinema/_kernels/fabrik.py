@@ -36,8 +36,8 @@ import math
 import numpy as np
 
 from ._jit import njit, prange
-from .chain import path_world, pose_shapes_ok, read_q, write_q
-from .constants import ONE_BAD_SHAPE
+from .chain import input_status, path_world, read_q, write_q
+from .constants import OK
 from .limits import LIMIT_HINGE, apply_limit_local
 from .quat import (
     put3,
@@ -552,6 +552,7 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
     kn = node_j.shape[0]
     use_limits = False
     for n in range(kn):
+        TB[n] = False  # scratch from the chunk's previous item: no item may read another's backward flags
         if lim_kind[n] != 0:
             use_limits = True
     p_root = row3(P, 0)
@@ -634,19 +635,6 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
     moved[i] = n_it > 0 or n_hits > 0
 
 
-@njit(borrows=True)
-def first_nonuniform_scale(s, scale_joints, rtol):  # type: ignore[no-untyped-def]
-    """First joint of ``scale_joints`` whose scale in ``s (Ns,J,3)`` is not uniform (to ``rtol``); -1 if none."""
-    for i in range(s.shape[0]):
-        for a in range(scale_joints.shape[0]):
-            j = scale_joints[a]
-            x = s[i, j, 0]
-            tol = rtol * abs(x)
-            if abs(s[i, j, 1] - x) > tol or abs(s[i, j, 2] - x) > tol:
-                return j
-    return -1
-
-
 @njit
 def _scratch(n_path, kn):  # type: ignore[no-untyped-def]
     return (np.empty((n_path, 3)), np.empty((n_path, 4)), np.empty(n_path), np.empty((kn, 3)), np.empty((kn, 3)),
@@ -661,9 +649,7 @@ O_ITERATIONS = 1
 O_TOLERANCE = 2
 O_FIXED_ROOT = 3
 O_HAS_POLE = 4
-O_SCALE_RTOL = 5
-O_N_JOINTS = 6  # the skeleton's joint count (read by the one-solve kernel's shape check only)
-N_OPTIONS = 7
+N_OPTIONS = 5
 
 # Packed plan (built once per chain or tree by :mod:`kinema._fabrik`, so a
 # call passes two arrays instead of eleven):
@@ -734,86 +720,20 @@ def _solve_items(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t
                    gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
 
 
-#: :func:`solve_serial`'s return value when a target or pole is NaN or inf.
-NONFINITE_INPUT = -2
-
-
-@njit(borrows=True)
-def _all_finite(a):  # type: ignore[no-untyped-def]
-    """Whether every value of ``a`` (any shape and layout) is finite."""
-    for v in a.flat:
-        if not math.isfinite(v):
-            return False
-    return True
-
-
-@njit(borrows=True)
-def input_status(index, weights, s, targets, poles, rtol):  # type: ignore[no-untyped-def]
-    """The drivers' input check: :data:`NONFINITE_INPUT` when a target or pole is NaN or inf, else the first
-    joint of the chain and its ancestors whose scale in ``s`` is not uniform (to ``rtol``), else -1."""
-    if not (_all_finite(targets) and _all_finite(poles)):
-        return NONFINITE_INPUT
-    return first_nonuniform_scale(s, unpack_plan(index, weights)[11], rtol)
-
-
 @njit
 def solve_serial(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
                  poles, gerr, counts, moved):
-    """Items one after another on the calling thread (no thread start-up cost: single solves).
+    """Items one after another on the calling thread (single solves and small batches: no thread start-up).
 
-    First checks the inputs, solving nothing when they fail: returns
-    :data:`NONFINITE_INPUT` when a target or pole is NaN or inf (so the
-    one-solve path needs no NumPy check), else the first joint of the chain
-    and its ancestors whose scale is not uniform; -1 when all is well.
+    Checks the inputs first (:func:`~kinema._kernels.chain.input_status`) and
+    solves nothing when they fail; returns that status (0 = ok).
     """
-    bad = input_status(index, weights, s, targets, poles, options[O_SCALE_RTOL])
-    if bad != -1:
-        return bad
+    status = input_status(t, r, s, targets, poles, unpack_plan(index, weights)[11])
+    if status != OK:
+        return status
     solve_range(0, r.shape[0], index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
                 gerr, counts, moved)
-    return -1
-
-
-@njit
-def solve_one(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, target, pole):  # type: ignore[no-untyped-def]
-    """One unbatched pose and one goal: ``t, s (J, 3)``, ``r (J, 4)`` C-contiguous (edited in place), ``target,
-    pole (3,)`` of any strides.
-
-    The public API's single-solve path: the checks of :func:`solve_serial`
-    and the same :func:`solve_item` on a batch of one, with the outputs
-    returned instead of written (eleven arguments, no output arrays to pass).
-    Shapes are checked here (``J`` is ``options[O_N_JOINTS]``), so the caller
-    only checks dimensions.  Returns ``(status, error, iterations,
-    limit_hits, moved)``; ``status`` is :func:`solve_serial`'s return value,
-    or :data:`~kinema._kernels.constants.ONE_BAD_SHAPE` (nothing solved).
-    """
-    nj = int(options[O_N_JOINTS])
-    if not pose_shapes_ok(t, r, s, nj) or target.shape[0] != 3 or pole.shape[0] != 3:
-        return ONE_BAD_SHAPE, math.nan, 0, 0, False
-    gerr = np.empty((1, 1))
-    counts = np.empty((2, 1), dtype=np.int64)
-    moved = np.empty(1, dtype=np.bool_)
-    pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB = _scratch(index[1], index[2])
-    bad = _one(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, target, pole, gerr, counts, moved,
-               pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
-    if bad != -1:
-        return bad, math.nan, 0, 0, False
-    return -1, gerr[0, 0], counts[0, 0], counts[1, 0], moved[0]
-
-
-@njit(borrows=True)
-def _one(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, target, pole, gerr, counts,  # type: ignore[no-untyped-def]
-         moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB):
-    """:func:`solve_one` after its allocations: :func:`solve_serial`'s check and :func:`_solve_items` on
-    batch-of-one views, made here where they cost no reference counting."""
-    # Batch-of-one views by indexing with None (a reshape calls into numba's helper library).
-    s3 = s[None]
-    bad = input_status(index, weights, s3, target, pole, options[O_SCALE_RTOL])
-    if bad != -1:
-        return bad
-    _solve_items(0, 1, index, weights, options, lim_kind, lim_par, lim_rest, t[None], r[None], s3,
-                 target[None, None], pole[None], gerr, counts, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
-    return -1
+    return OK
 
 
 @njit(parallel=True)
@@ -821,14 +741,14 @@ def solve_parallel(n_chunks, index, weights, options, lim_kind, lim_par, lim_res
                    targets, poles, gerr, counts, moved):
     """Items split into ``n_chunks`` contiguous chunks over threads; scratch allocated once per chunk.
 
-    Input checks and return value as in :func:`solve_serial`.
+    Each item runs exactly the code of :func:`solve_serial`.  Input check and status as in :func:`solve_serial`.
     """
-    bad = input_status(index, weights, s, targets, poles, options[O_SCALE_RTOL])
-    if bad != -1:
-        return bad
+    status = input_status(t, r, s, targets, poles, unpack_plan(index, weights)[11])
+    if status != OK:
+        return status
     n = r.shape[0]
     size = (n + n_chunks - 1) // n_chunks
     for ch in prange(n_chunks):
         solve_range(ch * size, min(n, (ch + 1) * size), index, weights, options, lim_kind, lim_par, lim_rest,
                     t, r, s, targets, poles, gerr, counts, moved)
-    return -1
+    return OK

@@ -1,14 +1,11 @@
 """Analytic two-bone IK kernels (3D chains and the 2D arm).
 
-One per-item solve, :func:`_solve_item`, is shared by every driver:
-:func:`solve_batch` (``prange`` over chunks of the batch),
-:func:`solve_serial` (small batches, no thread launch) and
-:func:`solve_one` (the public API's single-pose fast path).  Its two pure
-steps, :func:`_arm_lengths` and :func:`_arm_geometry` (reach, bend plane,
-law of cosines), are also the core of :func:`_solve_arm3`, the same solve
-held in registers for the commonest large batch (one pose, a plain
-three-joint arm, weight 1, no end rotation).  With ``NUMBA_DISABLE_JIT=1``
-the same functions run as plain Python.
+One per-item solve, :func:`_solve_item` (its pure steps
+:func:`_arm_lengths` and :func:`_arm_geometry`: reach, bend plane, law of
+cosines), is the only implementation of the maths and is shared by both
+drivers: :func:`solve_parallel` (chunks of the batch over threads) and
+:func:`solve_serial` (single solves and small batches).  With
+``NUMBA_DISABLE_JIT=1`` the same functions run as plain Python.
 
 Array conventions follow :mod:`kinema._kernels.chain`: ``t (Nt,J,3)``,
 ``r (N,J,4)`` (the output rotations, edited in place), ``s (Ns,J,3)``;
@@ -27,16 +24,14 @@ import math
 import numpy as np
 
 from ._jit import njit, prange
-from .chain import chain_world, joint_world, path_world, pose_shapes_ok, rotate_world, set_world_rot
-from .constants import ONE_BAD_SHAPE, ONE_SMALL_SCRATCH, UNIFORM_SCALE_RTOL
+from .chain import all_finite, chain_world, input_status, path_world, rotate_world, set_world_rot
+from .constants import NONFINITE_INPUT, OK
 from .quat import (
-    put4,
     qconj,
     qfrom_axis_angle,
     qfrom_two_vectors,
     qmul,
     qnormalize,
-    qrotate,
     qslerp,
     qswing_twist,
     twist_angle,
@@ -94,42 +89,19 @@ HAS_HINT = 2
 HAS_END_ROTATION = 4
 CONTINUITY = 8
 
-# Status codes, one per item (0 = solved).  The public API turns them into
-# SolverInputError messages.
-OK = 0
-BAD_TARGET = 1
-BAD_POLE = 2
-BAD_HINT = 3
-BAD_END_ROTATION = 4
-NONUNIFORM_SCALE = 5
-ZERO_BONE = 6
-MARGIN_TOO_LARGE = 7
-BAD_POSE = 8
-BAD_OPTION = 9
+# Status codes, one per item, after the shared ones of :mod:`.constants` (0 = solved,
+# NONFINITE_INPUT, NONUNIFORM_SCALE).  The public API turns them into SolverInputError messages.
+BAD_END_ROTATION = 3  # a zero quaternion
+ZERO_BONE = 4
+MARGIN_TOO_LARGE = 5
+BAD_POSE = 6  # the chain's world transforms overflow (finite inputs, e.g. a scale of 1e300)
+BAD_OPTION = 7
 
 
 # ------------------------------------------------------------------ helpers
 @njit
 def _finite3(v):  # type: ignore[no-untyped-def]
     return math.isfinite(v[0]) and math.isfinite(v[1]) and math.isfinite(v[2])
-
-
-@njit
-def _uniform(s, row, j):  # type: ignore[no-untyped-def]
-    x = s[row, j, 0]
-    tol = UNIFORM_SCALE_RTOL * abs(x)
-    return abs(s[row, j, 1] - x) <= tol and abs(s[row, j, 2] - x) <= tol
-
-
-@njit
-def _scales_uniform(anc, joints, s, row):  # type: ignore[no-untyped-def]
-    for a in range(anc.shape[0]):
-        if not _uniform(s, row, anc[a]):
-            return False
-    for k in range(joints.shape[0]):
-        if not _uniform(s, row, joints[k]):
-            return False
-    return True
 
 
 @njit
@@ -189,21 +161,13 @@ def reach_distance(d, lo, hi, soft):  # type: ignore[no-untyped-def]
 
 # --------------------------------------------------------------- the solve
 @njit
-def _check_item(tgt, pole, hint, erot, flags, weight, soft, margin, spread):  # type: ignore[no-untyped-def]
-    """Status of one item's inputs: ``OK``, or which of them is NaN/inf, a zero quaternion or out of range."""
-    if not _finite3(tgt):
-        return BAD_TARGET
-    if (flags & HAS_POLE) and not _finite3(pole):
-        return BAD_POLE
-    if (flags & HAS_HINT) and not _finite3(hint):
-        return BAD_HINT
+def _check_item(erot, flags, weight, soft, margin, spread):  # type: ignore[no-untyped-def]
+    """Status of one item's options (their finiteness was checked by the driver): ``OK``, a zero
+    ``end_rotation`` quaternion, or an option out of range."""
     if flags & HAS_END_ROTATION:
-        if not (_finite3(erot) and math.isfinite(erot[3])):
-            return BAD_END_ROTATION
         if math.sqrt(erot[0] ** 2 + erot[1] ** 2 + erot[2] ** 2 + erot[3] ** 2) <= ZERO_QUAT_EPS:
             return BAD_END_ROTATION
-    if not (0.0 <= weight <= 1.0 and 0.0 <= soft < 1.0 and 0.0 <= spread <= 1.0 and not math.isnan(margin)
-            and math.isfinite(margin)):
+    if not (0.0 <= weight <= 1.0 and 0.0 <= soft < 1.0 and 0.0 <= spread <= 1.0 and math.isfinite(margin)):
         return BAD_OPTION
     return OK
 
@@ -332,15 +296,9 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
     zero3 = (0.0, 0.0, 0.0)
     nk = joints.shape[0]
     ke = nk - 1
-    st = _check_item(tgt, pole, hint, erot, flags, weight, soft, margin, spread)
+    st = _check_item(erot, flags, weight, soft, margin, spread)
     if st != OK:
         return st, math.nan, False, zero3
-
-    # Uniform scale on the chain and its ancestors (rotations then compose
-    # without shear and world corrections convert through the parent inverse).
-    # A shared pose was checked once by the caller.
-    if not shared and not _scales_uniform(anc, joints, s, i % s.shape[0]):
-        return NONUNIFORM_SCALE, math.nan, False, zero3
 
     if weight < 1.0:
         for k in range(nk):
@@ -435,70 +393,11 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
 
 
 @njit
-def _solve_arm3(tgt, pole, hint, flags, soft, margin, lengths, base_rot, pa, pb, pc, rot_a, rl, t_l, t_e, s_a, s_l):  # type: ignore[no-untyped-def]
-    """:func:`_solve_item` for a plain arm on a shared pose, in registers.
-
-    The case a large batch usually is: one input pose for every item, the
-    chain exactly upper -> lower -> end (no twist bones), weight 1, no
-    ``end_rotation``.  The world state is the chunk's constants (shoulder,
-    elbow and end positions ``pa, pb, pc``, the upper joint's world rotation
-    ``rot_a`` and parent rotation ``base_rot``, the lower joint's normalised
-    local rotation ``rl``, the lower and end joints' local translations
-    ``t_l, t_e`` and world scales ``s_a, s_l``; ``lengths`` is
-    :func:`_arm_lengths` of the arm for this item's ``margin``), so there are no arrays to
-    read or write per item: the same operations as :func:`_solve_item`
-    (``rotate_world`` then ``chain_world``, twice), on tuples.  Returns
-    ``(status, local_upper, local_lower, error, reached, bend_direction)``.
-    """
-    zero3 = (0.0, 0.0, 0.0)
-    ident = (0.0, 0.0, 0.0, 1.0)
-    st = _check_item(tgt, pole, hint, ident, flags, 1.0, soft, margin, 0.0)
-    if st != OK:
-        return st, ident, ident, math.nan, False, zero3
-    st, a, b, lo, hi = lengths
-    if st != OK:
-        return st, ident, ident, math.nan, False, zero3
-    v, elbow, end = _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft)
-    length = a + b
-    ab = (pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2])
-    # Upper bone (rotate_world(0, dq)): Q_a' = base * normalize(base^-1 dq Q_a).
-    dq = qfrom_two_vectors(ab, (elbow[0] - pa[0], elbow[1] - pa[1], elbow[2] - pa[2]))
-    la = qnormalize(qmul(qconj(base_rot), qmul(dq, rot_a)))
-    qa = qmul(base_rot, la)
-    # Refresh (chain_world(1)): the lower joint and the end ride on the new upper bone.
-    d = qrotate(qa, t_l)
-    pb = (pa[0] + s_a * d[0], pa[1] + s_a * d[1], pa[2] + s_a * d[2])
-    ql = qmul(qa, rl)
-    d = qrotate(ql, t_e)
-    pc = (pb[0] + s_l * d[0], pb[1] + s_l * d[1], pb[2] + s_l * d[2])
-    # Lower bone (rotate_world(1, dq)), then the end's final position (chain_world(2)).
-    dq = qfrom_two_vectors((pc[0] - pb[0], pc[1] - pb[1], pc[2] - pb[2]),
-                           (end[0] - pb[0], end[1] - pb[1], end[2] - pb[2]))
-    lb = qnormalize(qmul(qconj(qa), qmul(dq, ql)))
-    d = qrotate(qmul(qa, lb), t_e)
-    ex = pb[0] + s_l * d[0] - tgt[0]
-    ey = pb[1] + s_l * d[1] - tgt[1]
-    ez = pb[2] + s_l * d[2] - tgt[2]
-    err = math.sqrt(ex * ex + ey * ey + ez * ez)
-    return OK, la, lb, err, err <= REACH_RTOL * length, v
-
-
-@njit
-def _arm3_state(joints, t, r, row, pos, rot, scl):  # type: ignore[no-untyped-def]
-    """:func:`_solve_arm3`'s world-state tuples from a three-joint chain's world transforms ``pos, rot, scl``
-    (:func:`~kinema._kernels.chain.chain_world`) and row ``row`` of the pose arrays."""
-    j1 = joints[1]
-    je = joints[2]
-    it = row % t.shape[0]
-    return ((pos[0, 0], pos[0, 1], pos[0, 2]), (pos[1, 0], pos[1, 1], pos[1, 2]), (pos[2, 0], pos[2, 1], pos[2, 2]),
-            (rot[0, 0], rot[0, 1], rot[0, 2], rot[0, 3]),
-            qnormalize((r[row, j1, 0], r[row, j1, 1], r[row, j1, 2], r[row, j1, 3])),
-            (t[it, j1, 0], t[it, j1, 1], t[it, j1, 2]), (t[it, je, 0], t[it, je, 1], t[it, je, 2]), scl[0], scl[1])
-
-
-@njit
-def _solve_range(lo, hi, anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,  # type: ignore[no-untyped-def]
+def _solve_range(lo, hi, plan, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,  # type: ignore[no-untyped-def]
                  spread, shared, err, reached, bend, status):
+    kl = plan[0]
+    anc = plan[2:2 + plan[1]]
+    joints = plan[2 + plan[1]:]
     nk = joints.shape[0]
     pos = np.empty((nk, 3))
     rot = np.empty((nk, 4))
@@ -511,12 +410,8 @@ def _solve_range(lo, hi, anc, joints, kl, t, r, s, target, pole, hint, erot, fla
     base_rot = (0.0, 0.0, 0.0, 1.0)
     base_scl = 1.0
     if shared and hi > lo:
-        # Every item starts from the same pose: check it and find its world
-        # transforms once per chunk.
-        if not _scales_uniform(anc, joints, s, lo % s.shape[0]):
-            for i in range(lo, hi):
-                status[i] = NONUNIFORM_SCALE
-            return
+        # Every item starts from the same pose: find its world transforms once
+        # per chunk (the same operations each item would run, so the same numbers).
         base_pos, base_rot, base_scl = path_world(anc, lo, t, r, s)
         chain_world(0, base_pos, base_rot, base_scl, joints, lo, t, r, s, pos0, rot0, scl0)
     ntg = target.shape[0]
@@ -526,53 +421,20 @@ def _solve_range(lo, hi, anc, joints, kl, t, r, s, target, pole, hint, erot, fla
     nw = weight.shape[0]
     nso = soft.shape[0]
     nm = margin.shape[0]
-    # A shared pose and a plain arm (three joints, no end rotation): items of
-    # weight 1 take the register-only solve (same operations, no per-item
-    # array traffic; about 1.7x faster).
-    arm3 = shared and nk == 3 and (flags & HAS_END_ROTATION) == 0 and hi > lo
-    j0 = joints[0]
-    j1 = joints[nk - 2]
-    if arm3:
-        pa3, pb3, pc3, rot_a, rl, t_l, t_e, s_a, s_l = _arm3_state(joints, t, r, lo, pos0, rot0, scl0)
-        lengths = _arm_lengths(pa3, pb3, pc3, margin[0])  # one margin for all items: once per chunk
     for i in range(lo, hi):
         # Per-item inputs have 1 or N rows (row i, or row 0 for all).
         it = i if ntg > 1 else 0
         ip = i if npo > 1 else 0
         ih = i if nh > 1 else 0
-        tgt = (target[it, 0], target[it, 1], target[it, 2])
-        po = (pole[ip, 0], pole[ip, 1], pole[ip, 2])
-        hn = (hint[ih, 0], hint[ih, 1], hint[ih, 2])
-        w = weight[i if nw > 1 else 0]
-        so = soft[i if nso > 1 else 0]
-        mg = margin[i if nm > 1 else 0]
-        if arm3 and w == 1.0:
-            if nm > 1:
-                lengths = _arm_lengths(pa3, pb3, pc3, mg)
-            st, la, lb, e, ok, v = _solve_arm3(tgt, po, hn, flags, so, mg, lengths, base_rot, pa3, pb3, pc3, rot_a,
-                                               rl, t_l, t_e, s_a, s_l)
-            if st == OK:
-                r[i, j0, 0] = la[0]
-                r[i, j0, 1] = la[1]
-                r[i, j0, 2] = la[2]
-                r[i, j0, 3] = la[3]
-                r[i, j1, 0] = lb[0]
-                r[i, j1, 1] = lb[1]
-                r[i, j1, 2] = lb[2]
-                r[i, j1, 3] = lb[3]
-            status[i] = st
-            err[i] = e
-            reached[i] = ok
-            bend[i, 0] = v[0]
-            bend[i, 1] = v[1]
-            bend[i, 2] = v[2]
-            continue
         ie = i if ne > 1 else 0
         res = _solve_item(
-            i, anc, joints, kl, t, r, s, tgt, po, hn,
+            i, anc, joints, kl, t, r, s,
+            (target[it, 0], target[it, 1], target[it, 2]),
+            (pole[ip, 0], pole[ip, 1], pole[ip, 2]),
+            (hint[ih, 0], hint[ih, 1], hint[ih, 2]),
             (erot[ie, 0], erot[ie, 1], erot[ie, 2], erot[ie, 3]),
-            flags, w, so, mg, spread, pos, rot, scl, orig,
-            shared, base_pos, base_rot, base_scl, pos0, rot0, scl0,
+            flags, weight[i if nw > 1 else 0], soft[i if nso > 1 else 0], margin[i if nm > 1 else 0], spread,
+            pos, rot, scl, orig, shared, base_pos, base_rot, base_scl, pos0, rot0, scl0,
         )
         status[i] = res[0]
         err[i] = res[1]
@@ -582,105 +444,53 @@ def _solve_range(lo, hi, anc, joints, kl, t, r, s, target, pole, hint, erot, fla
         bend[i, 2] = res[3][2]
 
 
-@njit(parallel=True)
-def solve_batch(anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
-                shared, err, reached, bend, status):
-    """Solve ``N = r.shape[0]`` items, ``CHUNK`` per parallel task.
+@njit
+def _input_status(plan, t, r, s, target, pole, hint, erot, weight, soft, margin):  # type: ignore[no-untyped-def]
+    """The drivers' check of every input before anything is solved (codes in :mod:`.constants`)."""
+    status = input_status(t, r, s, target, pole, plan[2:])
+    if status != OK:
+        return status
+    if not (all_finite(hint) and all_finite(erot) and all_finite(weight) and all_finite(soft)
+            and all_finite(margin)):
+        return NONFINITE_INPUT
+    return OK
 
-    Per-item inputs: ``target, pole, hint (1|N, 3)``, ``erot (1|N, 4)``,
-    ``weight, soft, margin (1|N,)`` (margin < 0: the default).  ``shared``:
-    all items start from the same pose (the input pose had no batch dims), so
-    its world transforms are computed once per chunk.  Outputs
-    ``err (N,)``, ``reached (N,)``, ``bend (N, 3)``, ``status (N,)``.
+
+@njit(parallel=True)
+def solve_parallel(n_chunks, plan, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,  # type: ignore[no-untyped-def]
+                   spread, shared, err, reached, bend, status):
+    """Solve ``N = r.shape[0]`` items in ``n_chunks`` chunks over threads; returns the input status (0 = ok).
+
+    ``plan = [kl, n_anc, anc..., joints...]`` (the chain: the upper joint's
+    ancestors root first, then upper ... lower ... end, ``joints[kl]`` the
+    lower one).  Per-item inputs: ``target, pole, hint (1|N, 3)``,
+    ``erot (1|N, 4)``, ``weight, soft, margin (1|N,)`` (margin < 0: the
+    default).  ``shared``: all items start from the same pose (the input pose
+    had no batch dims), so its world transforms are computed once per chunk.
+    Outputs ``err (N,)``, ``reached (N,)``, ``bend (N, 3)``, ``status (N,)``
+    (per item: 0, or why it could not be solved).
     """
+    bad = _input_status(plan, t, r, s, target, pole, hint, erot, weight, soft, margin)
+    if bad != OK:
+        return bad
     n = r.shape[0]
-    nchunks = (n + CHUNK - 1) // CHUNK
-    for c in prange(nchunks):
-        _solve_range(c * CHUNK, min(n, (c + 1) * CHUNK), anc, joints, kl, t, r, s, target, pole, hint, erot, flags,
+    size = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        _solve_range(c * size, min(n, (c + 1) * size), plan, t, r, s, target, pole, hint, erot, flags,
                      weight, soft, margin, spread, shared, err, reached, bend, status)
+    return OK
 
 
 @njit
-def solve_serial(anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
+def solve_serial(plan, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
                  shared, err, reached, bend, status):
-    """:func:`solve_batch` on one thread (small batches: no thread launch)."""
-    _solve_range(0, r.shape[0], anc, joints, kl, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,
+    """:func:`solve_parallel` on the calling thread (single solves and small batches: no thread launch)."""
+    bad = _input_status(plan, t, r, s, target, pole, hint, erot, weight, soft, margin)
+    if bad != OK:
+        return bad
+    _solve_range(0, r.shape[0], plan, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,
                  spread, shared, err, reached, bend, status)
-
-
-@njit(borrows=True)
-def solve_one(index, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread, bend,  # type: ignore[no-untyped-def]
-              pos, rot, scl, orig):
-    """One unbatched pose: ``t, s (J, 3)``, ``r (J, 4)`` C-contiguous (``r`` edited in place).
-
-    ``index = [kl, n_anc, J, anc..., joints...]`` (the chain in one
-    argument), ``target, pole, hint (3,)``, ``erot (4,)`` of any strides,
-    scalar options; writes ``bend (3,)`` and returns ``(status, error,
-    reached)``.  Shapes are checked here (status
-    :data:`~kinema._kernels.constants.ONE_BAD_SHAPE`), so the caller only
-    checks numbers of dimensions.  It borrows
-    every argument (no reference counting, no allocation), so the caller
-    lends the scratch of a chain with twist joints: ``pos (>=K, 3)``,
-    ``rot (>=K, 4)``, ``scl (>=K,)``, ``orig (>=K, 4)``; status
-    :data:`~kinema._kernels.constants.ONE_SMALL_SCRATCH` when they are
-    shorter than the chain (nothing solved).
-    """
-    kl = index[0]
-    na = index[1]
-    nj = index[2]
-    anc = index[3:3 + na]
-    joints = index[3 + na:]
-    if (not pose_shapes_ok(t, r, s, nj) or target.shape[0] != 3 or pole.shape[0] != 3 or bend.shape[0] != 3
-            or (hint is not None and hint.shape[0] != 3) or (erot is not None and erot.shape[0] != 4)):
-        return ONE_BAD_SHAPE, math.nan, False
-    if hint is None:
-        hn = (0.0, 0.0, 0.0)
-    else:
-        hn = (hint[0], hint[1], hint[2])
-    if erot is None:
-        eq = (0.0, 0.0, 0.0, 1.0)
-    else:
-        eq = (erot[0], erot[1], erot[2], erot[3])
-    # Batch-of-one views by indexing with None (a reshape calls into numba's helper library).
-    t3 = t[None]
-    r3 = r[None]
-    s3 = s[None]
-    nk = joints.shape[0]
-    if nk == 3 and (flags & HAS_END_ROTATION) == 0 and weight == 1.0:
-        # A plain arm: the register-only solve of large batches, on this pose's world state
-        # (its three joints' FK steps on tuples: no scratch arrays).
-        if not _scales_uniform(anc, joints, s3, 0):
-            return NONUNIFORM_SCALE, math.nan, False
-        base_pos, base_rot, base_scl = path_world(anc, 0, t3, r3, s3)
-        j1 = joints[1]
-        je = joints[2]
-        j0 = joints[0]
-        t_l = (t[j1, 0], t[j1, 1], t[j1, 2])
-        t_e = (t[je, 0], t[je, 1], t[je, 2])
-        r_l = (r[j1, 0], r[j1, 1], r[j1, 2], r[j1, 3])
-        pa, rot_a, s_a = joint_world(base_pos, base_rot, base_scl, (t[j0, 0], t[j0, 1], t[j0, 2]),
-                                     (r[j0, 0], r[j0, 1], r[j0, 2], r[j0, 3]), s[j0, 0])
-        pb, rot_b, s_l = joint_world(pa, rot_a, s_a, t_l, r_l, s[j1, 0])
-        pc = joint_world(pb, rot_b, s_l, t_e, (r[je, 0], r[je, 1], r[je, 2], r[je, 3]), s[je, 0])[0]
-        st, la, lb, e, ok, v = _solve_arm3((target[0], target[1], target[2]), (pole[0], pole[1], pole[2]),
-                                           hn, flags, soft, margin, _arm_lengths(pa, pb, pc, margin), base_rot, pa,
-                                           pb, pc, rot_a, qnormalize(r_l), t_l, t_e, s_a, s_l)
-        if st == OK:
-            put4(r, j0, la)
-            put4(r, j1, lb)
-        bend[0] = v[0]
-        bend[1] = v[1]
-        bend[2] = v[2]
-        return st, e, ok
-    if scl.shape[0] < nk:
-        return ONE_SMALL_SCRATCH, math.nan, False
-    res = _solve_item(0, anc, joints, kl, t3, r3, s3, (target[0], target[1], target[2]),
-                      (pole[0], pole[1], pole[2]), hn, eq, flags, weight, soft, margin, spread, pos, rot, scl, orig,
-                      False, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), 1.0, pos, rot, scl)
-    bend[0] = res[3][0]
-    bend[1] = res[3][1]
-    bend[2] = res[3][2]
-    return res[0], res[1], res[2]
+    return OK
 
 
 # ------------------------------------------------------------------------ 2D
@@ -689,7 +499,7 @@ def _solve_2d_item(rx, ry, tx, ty, l1, l2, bend, margin, soft):  # type: ignore[
     """``(status, elbow_x, elbow_y, end_x, end_y, angle1, angle2, error)`` for one 2D arm."""
     nan = math.nan
     if not (math.isfinite(rx) and math.isfinite(ry) and math.isfinite(tx) and math.isfinite(ty)):
-        return BAD_TARGET, nan, nan, nan, nan, nan, nan, nan
+        return NONFINITE_INPUT, nan, nan, nan, nan, nan, nan, nan
     length = l1 + l2
     if not (math.isfinite(length) and l1 > DEGENERATE_BONE_RTOL * length and l2 > DEGENERATE_BONE_RTOL * length):
         return ZERO_BONE, nan, nan, nan, nan, nan, nan, nan

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._kernels.constants import NONFINITE_INPUT, NONUNIFORM_SCALE, OK, UNIFORM_SCALE_RTOL
+from ._kernels.constants import NONFINITE_INPUT, NONFINITE_RESULT, NONUNIFORM_SCALE, OK, UNIFORM_SCALE_RTOL
 from ._validate import as_float_array, as_float_scalar, broadcast_batch, require_finite, resolve_joint
 from .errors import KinemaError, ShapeError, SolverInputError
 from .limits import Limit
@@ -315,6 +315,9 @@ def raise_status(status: int, what: str, skeleton: Skeleton, pose: Pose, scale_j
         raise SolverInputError(f"{what}: an input contains NaN or inf")
     if status == NONUNIFORM_SCALE:
         check_uniform_scale(skeleton, pose, scale_joints, what)
+    if status == NONFINITE_RESULT:
+        raise SolverInputError(f"{what}: the solve overflowed float64: the pose's or the targets' values are "
+                               "too large (coordinates or scales near 1e150 or beyond)")
     raise SolverInputError(f"{what}: invalid input (kernel status {status})")
 
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from ._jit import njit, prange
 from .chain import chain_world as _chain_world_call
-from .chain import input_status, path_world
+from .chain import input_status, output_status, path_world
 from .constants import OK
 from .limits import LIMIT_NONE, LIMIT_PARAMS, apply_limit_local
 from .quat import (
@@ -548,7 +548,7 @@ def ccd_serial(index, values, t, r, s, target, pole, options, err_out, counts_ou
     if status != OK:
         return status
     ccd_range(0, err_out.shape[0], index, values, t, r, s, target, pole, options, err_out, counts_out)
-    return OK
+    return output_status(t, r, err_out)
 
 
 @njit(parallel=True)
@@ -569,4 +569,4 @@ def ccd_parallel(n_chunks, index, values, t, r, s, target, pole, options, err_ou
         c0 = c * size
         c1 = min(n, c0 + size)
         ccd_range(c0, c1, index, values, t, r, s, target, pole, options, err_out, counts_out)
-    return OK
+    return output_status(t, r, err_out)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from ._jit import njit
-from .constants import NONFINITE_INPUT, NONUNIFORM_SCALE, OK, UNIFORM_SCALE_RTOL
+from .constants import NONFINITE_INPUT, NONFINITE_RESULT, NONUNIFORM_SCALE, OK, UNIFORM_SCALE_RTOL
 from .quat import qconj, qmul, qnormalize, qrotate
 
 
@@ -123,6 +123,15 @@ def first_nonuniform(s, scale_joints, rtol):  # type: ignore[no-untyped-def]
             if abs(sx - sy) > rtol * abs(sy) or abs(sx - sz) > rtol * abs(sz):
                 return j
     return -1
+
+
+@njit(borrows=True)
+def output_status(t, r, err):  # type: ignore[no-untyped-def]
+    """Every driver's check of what it wrote: :data:`NONFINITE_RESULT` when a rotation, a translation or an
+    error overflowed (finite inputs of absurd size), else :data:`OK`; the caller then returns nothing."""
+    if all_finite(t) and all_finite(r) and all_finite(err):
+        return OK
+    return NONFINITE_RESULT
 
 
 @njit(borrows=True)

@@ -23,3 +23,6 @@ OK = 0
 NONFINITE_INPUT = 1
 #: A joint on the chain or above it has a non-uniform scale: nothing was solved.
 NONUNIFORM_SCALE = 2
+#: The inputs were finite but the solve overflowed float64 (coordinates or scales near 1e154 and beyond):
+#: the outputs are not returned.
+NONFINITE_RESULT = 3

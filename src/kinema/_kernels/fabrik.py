@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from ._jit import njit, prange
-from .chain import input_status, path_world, read_q, write_q
+from .chain import input_status, output_status, path_world, read_q, write_q
 from .constants import OK
 from .limits import LIMIT_HINGE, apply_limit_local
 from .quat import (
@@ -733,7 +733,7 @@ def solve_serial(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, 
         return status
     solve_range(0, r.shape[0], index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
                 gerr, counts, moved)
-    return OK
+    return output_status(t, r, gerr)
 
 
 @njit(parallel=True)
@@ -751,4 +751,4 @@ def solve_parallel(n_chunks, index, weights, options, lim_kind, lim_par, lim_res
     for ch in prange(n_chunks):
         solve_range(ch * size, min(n, (ch + 1) * size), index, weights, options, lim_kind, lim_par, lim_rest,
                     t, r, s, targets, poles, gerr, counts, moved)
-    return OK
+    return output_status(t, r, gerr)

@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from ._jit import njit, prange
-from .chain import all_finite, chain_world, input_status, path_world, rotate_world, set_world_rot
+from .chain import all_finite, chain_world, input_status, output_status, path_world, rotate_world, set_world_rot
 from .constants import NONFINITE_INPUT, OK
 from .quat import (
     qconj,
@@ -91,11 +91,11 @@ CONTINUITY = 8
 
 # Status codes, one per item, after the shared ones of :mod:`.constants` (0 = solved,
 # NONFINITE_INPUT, NONUNIFORM_SCALE).  The public API turns them into SolverInputError messages.
-BAD_END_ROTATION = 3  # a zero quaternion
-ZERO_BONE = 4
-MARGIN_TOO_LARGE = 5
-BAD_POSE = 6  # the chain's world transforms overflow (finite inputs, e.g. a scale of 1e300)
-BAD_OPTION = 7
+BAD_END_ROTATION = 4  # a zero quaternion
+ZERO_BONE = 5
+MARGIN_TOO_LARGE = 6
+BAD_POSE = 7  # the chain's world transforms overflow (finite inputs, e.g. a scale of 1e300)
+BAD_OPTION = 8
 
 
 # ------------------------------------------------------------------ helpers
@@ -478,7 +478,7 @@ def solve_parallel(n_chunks, plan, t, r, s, target, pole, hint, erot, flags, wei
     for c in prange(n_chunks):
         _solve_range(c * size, min(n, (c + 1) * size), plan, t, r, s, target, pole, hint, erot, flags,
                      weight, soft, margin, spread, shared, err, reached, bend, status)
-    return OK
+    return _result_status(t, r, err, status)
 
 
 @njit
@@ -490,7 +490,17 @@ def solve_serial(plan, t, r, s, target, pole, hint, erot, flags, weight, soft, m
         return bad
     _solve_range(0, r.shape[0], plan, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,
                  spread, shared, err, reached, bend, status)
-    return OK
+    return _result_status(t, r, err, status)
+
+
+@njit
+def _result_status(t, r, err, status):  # type: ignore[no-untyped-def]
+    """:func:`~kinema._kernels.chain.output_status` once every item was solved (an item that could not be
+    solved reports its own status and leaves NaN in ``err``)."""
+    for i in range(status.shape[0]):
+        if status[i] != OK:
+            return OK
+    return output_status(t, r, err)
 
 
 # ------------------------------------------------------------------------ 2D

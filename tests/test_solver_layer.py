@@ -1,0 +1,411 @@
+"""The solver layer: prepared solvers, one route per item, one input contract, one cache.
+
+Every solver is a prepared object (``TwoBone``, ``CCD``, ``FABRIK``, ``FABRIKTree``) and its free function
+is that object through a bounded cache.  Whatever the route (object or function, single or batch, the
+serial or the parallel driver, whichever kernel compiled first), an item gives the same numbers bit for
+bit.  Inputs are read as the numbers they hold or refused with a KinemaError naming them.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import kinema
+from kinema import rotation as R
+from kinema._solve import PARALLEL_MIN_ITEMS, SOLVER_CACHE_MAX, SOLVERS
+from kinema.limits import EulerRange, Hinge, SwingTwist
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAIN = ("c0", "c1", "c2", "c3", "c4", "c5")
+ARM = ("c1", "c2", "c3")
+N_BATCH = 2 * PARALLEL_MIN_ITEMS  # large enough for the parallel driver
+
+
+def make_rig(seed: int = 3) -> kinema.Skeleton:
+    """A parent "world" joint (rotated, translated, scaled 1.7) above a 6-joint chain c0..c5 and a branch b0 off c2."""
+    rng = np.random.default_rng(seed)
+    names = ["world", *CHAIN, "b0"]
+    parents = [-1, 0, 1, 2, 3, 4, 5, 3]
+    t = rng.normal(size=(8, 3)) * 0.15 + [0.0, 0.8, 0.0]
+    t[0] = [0.4, -0.2, 1.0]
+    rot = R.from_rotvec(rng.normal(size=(8, 3)) * 0.3)
+    scl = np.ones((8, 3))
+    scl[0] = 1.7
+    return kinema.Skeleton(names, parents, t, rot, scl)
+
+
+def targets_for(sk: kinema.Skeleton, n: int, end: str, seed: int = 0) -> np.ndarray:
+    """Reachable targets (FK of random poses) with a third pushed out of reach."""
+    rng = np.random.default_rng(seed)
+    pose = sk.rest_pose((n,))
+    pose.rotations[:, 1:] = R.multiply(pose.rotations[:, 1:], R.from_rotvec(rng.normal(size=(n, 7, 3)) * 0.4))
+    tg = kinema.forward_kinematics(sk, pose).positions[:, sk.index(end)]
+    tg[::3] += rng.normal(size=(len(tg[::3]), 3)) * 3.0
+    return np.ascontiguousarray(tg)
+
+
+LIMITS = {"c1": Hinge((1, 0, 0), -1.0, 1.2), "c2": SwingTwist((0, 1, 0), 0.6, -0.3, 0.3),
+          "c3": EulerRange("XYZ", (-0.6, -0.6, -0.6), (0.6, 0.6, 0.6))}
+
+
+def cases(sk: kinema.Skeleton) -> list[tuple[str, Any, dict[str, Any]]]:
+    """``(name, solver, per-call keyword arrays)`` for every solver with the option sets that matter."""
+    pole = np.array([1.5, 0.5, -2.0])
+    return [
+        ("two-bone", kinema.TwoBone(sk, ARM), {}),
+        ("two-bone pole+end", kinema.TwoBone(sk, ARM, pole=pole, soft=0.2), {"end_rotation": R.from_rotvec(
+            [0.3, 0.2, 0.1])}),
+        ("ccd", kinema.CCD(sk, CHAIN), {}),
+        ("ccd limits+pole+weights", kinema.CCD(sk, CHAIN, limits=LIMITS, weights={"c0": 0.5}, max_step=0.3),
+         {"pole": pole}),
+        ("ccd free root", kinema.CCD(sk, CHAIN, fixed_root=False, tolerance=0.0), {}),
+        ("fabrik", kinema.FABRIK(sk, CHAIN), {}),
+        ("fabrik limits+pole", kinema.FABRIK(sk, CHAIN, limits=LIMITS), {"pole": pole}),
+    ]
+
+
+def solve_batch(solver: Any, pose: kinema.Pose, tg: np.ndarray, kw: dict[str, Any]) -> kinema.SolveResult:
+    return solver.solve(pose, tg, **kw)
+
+
+def rows_equal(one: kinema.SolveResult, batch: kinema.SolveResult, i: int) -> bool:
+    return (np.array_equal(one.pose.rotations, np.broadcast_to(batch.pose.rotations, batch.pose.rotations.shape)[i])
+            and np.array_equal(one.pose.translations,
+                               np.broadcast_to(batch.pose.translations, batch.pose.rotations.shape[:-1] + (3,))[i])
+            and float(one.error) == float(batch.error[i]) and int(one.iterations) == int(batch.iterations[i])
+            and bool(one.reached) == bool(batch.reached[i]))
+
+
+# ------------------------------------------------------------------ one route per item
+@pytest.mark.parametrize("per_item_pose", [False, True])
+def test_batch_equals_loop_of_singles_bit_for_bit(per_item_pose: bool) -> None:
+    """The parallel driver (a batch), the serial one (single solves) and the free functions agree to the bit."""
+    sk = make_rig()
+    rng = np.random.default_rng(1)
+    for name, solver, kw in cases(sk):
+        end = sk.names[int(solver.joints[-1])]
+        tg = targets_for(sk, N_BATCH, end)
+        pose = sk.rest_pose((N_BATCH,)) if per_item_pose else sk.rest_pose()
+        if per_item_pose:
+            pose.rotations[:] = R.multiply(pose.rotations, R.from_rotvec(rng.normal(size=(N_BATCH, 8, 3)) * 0.1))
+        batch = solve_batch(solver, pose, tg, kw)
+        for i in range(0, N_BATCH, 7):
+            single_pose = pose[i] if per_item_pose else pose
+            one = solver.solve(single_pose, tg[i], **kw)
+            assert rows_equal(one, batch, i), f"{name}: item {i} differs between a batch and a single solve"
+        small = solver.solve(pose[:5] if per_item_pose else pose, tg[:5], **kw)  # the serial driver, batched
+        for i in range(5):
+            assert rows_equal(solver.solve(pose[i] if per_item_pose else pose, tg[i], **kw), small, i), name
+
+
+def test_tree_batch_equals_singles_and_reports_goal_errors() -> None:
+    sk = make_rig()
+    tree = kinema.FABRIKTree(sk, ["c5", "b0"], limits=LIMITS)
+    goals = np.stack([targets_for(sk, N_BATCH, "c5"), targets_for(sk, N_BATCH, "b0", seed=4)], axis=1)
+    batch = tree.solve(sk.rest_pose(), goals)
+    assert batch.state["goal_errors"].shape == (N_BATCH, 2)
+    np.testing.assert_array_equal(batch.error, batch.state["goal_errors"].max(axis=1))
+    for i in range(0, N_BATCH, 11):
+        one = tree.solve(sk.rest_pose(), {"c5": goals[i, 0], "b0": goals[i, 1]})
+        assert rows_equal(one, batch, i)
+        np.testing.assert_array_equal(one.state["goal_errors"], batch.state["goal_errors"][i])
+        free = kinema.solve_fabrik_tree(sk, sk.rest_pose(), {"c5": goals[i, 0], "b0": goals[i, 1]}, limits=LIMITS)
+        assert rows_equal(free, batch, i)
+    # the reported goal errors are the FK distances
+    fk = kinema.forward_kinematics(sk, batch.pose).positions
+    want = np.linalg.norm(fk[:, [sk.index("c5"), sk.index("b0")]] - goals, axis=-1)
+    np.testing.assert_allclose(batch.state["goal_errors"], want, rtol=0, atol=1e-12)
+
+
+def test_free_functions_are_the_prepared_solvers() -> None:
+    sk = make_rig()
+    pose = sk.rest_pose()
+    tg = targets_for(sk, 20, "c5")
+    pole = np.array([1.0, 0.0, -1.0])
+    pairs = [
+        (kinema.solve_ccd(sk, pose, CHAIN, tg, limits=LIMITS, pole=pole),
+         kinema.CCD(sk, CHAIN, limits=LIMITS).solve(pose, tg, pole=pole)),
+        (kinema.solve_fabrik(sk, pose, CHAIN, tg, pole=pole), kinema.FABRIK(sk, CHAIN).solve(pose, tg, pole=pole)),
+        (kinema.solve_two_bone(sk, pose, ARM, tg, pole, soft=0.1), kinema.TwoBone(sk, ARM, soft=0.1).solve(
+            pose, tg, pole=pole)),
+    ]
+    for a, b in pairs:
+        np.testing.assert_array_equal(a.pose.rotations, b.pose.rotations)
+        np.testing.assert_array_equal(a.error, b.error)
+
+
+def test_two_bone_ik_is_two_bone_with_history() -> None:
+    sk = make_rig()
+    tg = targets_for(sk, 30, "c3")
+    pole = np.array([1.0, 0.0, -1.0])
+    a = kinema.TwoBoneIK(sk, ARM, pole=pole)
+    b = kinema.TwoBone(sk, ARM, pole=pole, history=True)
+    for t in tg:
+        ra, rb = a.solve(sk.rest_pose(), t), b.solve(sk.rest_pose(), t)
+        np.testing.assert_array_equal(ra.pose.rotations, rb.pose.rotations)
+    assert isinstance(a, kinema.TwoBone)
+
+
+FRESH_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    sys.path.insert(0, sys.argv[3])
+    import test_solver_layer as T
+    sk = T.make_rig()
+    order = sys.argv[1]
+    out = {}
+    items = [0, 5, 9]
+    for name, solver, kw in T.cases(sk):
+        end = sk.names[int(solver.joints[-1])]
+        tg = T.targets_for(sk, T.N_BATCH, end)
+        pose = sk.rest_pose()
+        if order == "singles-first":
+            singles = [solver.solve(pose, tg[i], **kw) for i in items]
+            batch = solver.solve(pose, tg, **kw)
+        else:
+            batch = solver.solve(pose, tg, **kw)
+            singles = [solver.solve(pose, tg[i], **kw) for i in items]
+        assert all(T.rows_equal(s, batch, i) for s, i in zip(singles, items)), name
+        out[name] = np.asarray(batch.pose.rotations).tobytes().hex()
+    json.dump(out, open(sys.argv[2], "w"))
+""")
+
+
+def test_fresh_processes_and_compile_orders_agree(tmp_path: Path) -> None:
+    """Two fresh processes with fresh numba caches, compiling the single-solve route first in one and the
+    batch route first in the other, give bit-identical batches (and each its singles equal to its batch)."""
+    script = tmp_path / "fresh.py"
+    script.write_text(FRESH_SCRIPT)
+    results = []
+    for order in ("singles-first", "batch-first"):
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / f"cache-{order}"))
+        env.pop("NUMBA_DISABLE_JIT", None)
+        out = tmp_path / f"{order}.json"
+        proc = subprocess.run([sys.executable, str(script), order, str(out), str(ROOT / "tests")], env=env,
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        results.append(json.loads(out.read_text()))
+    assert results[0] == results[1]
+
+
+# ------------------------------------------------------------------ the input contract
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.float32, ">f8", ">i8", np.uint16])
+def test_targets_are_read_as_the_numbers_they_hold(dtype: Any) -> None:
+    sk = make_rig()
+    pose = sk.rest_pose()
+    target = np.array([1, 2, 0])
+    for solver in (kinema.TwoBone(sk, ARM), kinema.CCD(sk, CHAIN), kinema.FABRIK(sk, CHAIN)):
+        want = solver.solve(pose, target.astype(np.float64))
+        got = solver.solve(pose, target.astype(dtype))
+        np.testing.assert_array_equal(got.pose.rotations, want.pose.rotations)
+        again = solver.solve(pose, target.astype(np.float64))  # nothing was typed by the odd call
+        np.testing.assert_array_equal(again.pose.rotations, want.pose.rotations)
+    f32 = kinema.forward_kinematics(sk, kinema.Pose(pose.translations.astype(np.float32),
+                                                    pose.rotations.astype(np.float32)))
+    f64 = kinema.forward_kinematics(sk, kinema.Pose(pose.translations.astype(np.float32).astype(np.float64),
+                                                    pose.rotations.astype(np.float32).astype(np.float64)))
+    np.testing.assert_array_equal(f32.positions, f64.positions)
+
+
+@pytest.mark.parametrize("bad", [np.array([True, False, True]), np.array([1 + 2j, 0, 0]), np.array(["1", "2", "3"]),
+                                 np.array([1.0, 2.0, 3.0], dtype=object), np.array(["2020-01-01"] * 3,
+                                                                                  dtype="datetime64[D]"),
+                                 {1.0, 2.0, 3.0}, {"x": 1.0}, "1,2,3", None, [1.0, None, 2.0]])
+def test_non_numeric_inputs_are_refused_naming_the_argument(bad: Any) -> None:
+    sk = make_rig()
+    pose = sk.rest_pose()
+    for call in (lambda: kinema.solve_ccd(sk, pose, CHAIN, bad), lambda: kinema.solve_fabrik(sk, pose, CHAIN, bad),
+                 lambda: kinema.solve_two_bone(sk, pose, ARM, bad)):
+        with pytest.raises((kinema.ShapeError, kinema.SolverInputError), match="target"):
+            call()
+    if bad is None:
+        return  # no pole, no translations: both mean something else
+    with pytest.raises((kinema.ShapeError, kinema.SolverInputError), match="pole"):
+        kinema.solve_ccd(sk, pose, CHAIN, [0.0, 1.0, 0.0], pole=bad)
+    with pytest.raises(kinema.ShapeError, match="translations"):
+        kinema.Pose(np.broadcast_to(bad, (8, 3)) if isinstance(bad, np.ndarray) else bad, pose.rotations)
+
+
+def test_nan_and_inf_are_refused_by_every_solver() -> None:
+    sk = make_rig()
+    good = np.array([0.5, 1.5, 0.2])
+    pole = np.array([1.0, 0.0, 0.0])
+    nan_pose = sk.rest_pose()
+    nan_pose.translations[4, 1] = np.nan
+    inf_pose = sk.rest_pose()
+    inf_pose.rotations[2, 0] = np.inf
+    calls = {
+        "two-bone": lambda p, t, q: kinema.solve_two_bone(sk, p, ARM, t, q),
+        "ccd": lambda p, t, q: kinema.solve_ccd(sk, p, CHAIN, t, pole=q),
+        "fabrik": lambda p, t, q: kinema.solve_fabrik(sk, p, CHAIN, t, pole=q),
+        "tree": lambda p, t, q: kinema.solve_fabrik_tree(sk, p, {"c5": t, "b0": good}),
+        "chains": lambda p, t, q: kinema.solve_chains(sk, p, [kinema.Goal(CHAIN, t, pole=q)]),
+    }
+    for name, call in calls.items():
+        for p, t, q in ((nan_pose, good, pole), (inf_pose, good, pole), (sk.rest_pose(), [np.nan, 0, 0], pole),
+                        (sk.rest_pose(), [[0, 1, 0], [0, np.inf, 0]], pole)):
+            with pytest.raises(kinema.SolverInputError, match="NaN or inf"):
+                call(p, t, q)
+        if name not in ("tree",):
+            with pytest.raises(kinema.SolverInputError, match="pole"):
+                call(sk.rest_pose(), good, [np.nan, 0.0, 0.0])
+
+
+def test_bad_options_and_arguments_raise_kinema_errors() -> None:
+    sk = make_rig()
+    pose = sk.rest_pose()
+    tg = [0.5, 1.5, 0.2]
+    bad_calls = [
+        lambda: kinema.solve_ccd(sk, pose, CHAIN, tg, tolerance=None),
+        lambda: kinema.solve_ccd(sk, pose, CHAIN, tg, iterations=2.5),
+        lambda: kinema.solve_ccd(sk, pose, CHAIN, tg, iterations=True),
+        lambda: kinema.solve_fabrik(sk, pose, CHAIN, tg, tolerance="x"),
+        lambda: kinema.solve_fabrik(sk, pose, CHAIN, tg, tolerance=[1e-3, 1e-3]),
+        lambda: kinema.solve_ccd(sk, "pose", CHAIN, tg),
+        lambda: kinema.solve_fabrik(sk, None, CHAIN, tg),
+        lambda: kinema.solve_two_bone(sk, object(), ARM, tg),
+        lambda: kinema.solve_ccd(None, pose, CHAIN, tg),
+        lambda: kinema.solve_ccd(sk, pose, CHAIN, tg, weight=2.0),
+        lambda: kinema.solve_fabrik(sk, pose, CHAIN, tg, weight=-0.1),
+        lambda: kinema.solve_ccd(sk, pose, CHAIN, tg, max_step="big"),
+        lambda: kinema.solve_fabrik_tree(sk, pose, {"c5": tg}, weights={"c5": None}),
+        lambda: kinema.CCD(sk, ["c0", "nope"]),
+        lambda: kinema.FABRIKTree(sk, []),
+        lambda: kinema.FABRIKTree(sk, ["c5", "b0"]).solve(pose, {"c5": tg}),
+    ]
+    for call in bad_calls:
+        with pytest.raises(kinema.KinemaError):
+            call()
+
+
+def test_finite_extremes_solve_or_raise_never_nan() -> None:
+    sk = make_rig()
+    pose = sk.rest_pose()
+    huge_scale = sk.rest_pose()
+    huge_scale.scales[0] = 1e300
+    for p, t in ((pose, [1e154, 0.0, 0.0]), (pose, [1e-300, 0.0, 0.0]), (huge_scale, [1.0, 1.0, 1.0]),
+                 (pose, [-1e300, 1e300, 0.0])):
+        for call in (lambda: kinema.solve_two_bone(sk, p, ARM, t), lambda: kinema.solve_ccd(sk, p, CHAIN, t),
+                     lambda: kinema.solve_fabrik(sk, p, CHAIN, t),
+                     lambda: kinema.solve_fabrik_tree(sk, p, {"c5": t, "b0": t})):
+            try:
+                res = call()
+            except kinema.KinemaError:
+                continue
+            assert np.all(np.isfinite(res.pose.rotations)) and np.all(np.isfinite(res.pose.translations))
+            assert np.all(np.isfinite(res.error))
+
+
+# ------------------------------------------------------------------ weight, out, moved
+def test_weight_zero_keeps_the_input_and_weight_blends() -> None:
+    sk = make_rig()
+    pose = sk.rest_pose()
+    tg = targets_for(sk, 6, "c5")
+    fk0 = kinema.forward_kinematics(sk, pose).positions
+    for solve in (lambda w: kinema.solve_ccd(sk, pose, CHAIN, tg, weight=w),
+                  lambda w: kinema.solve_fabrik(sk, pose, CHAIN, tg, weight=w),
+                  lambda w: kinema.solve_fabrik_tree(sk, pose, {"c5": tg}, weight=w),
+                  lambda w: kinema.solve_chains(sk, pose, [kinema.Goal(CHAIN, tg)], weight=w)):
+        zero = solve(0.0)
+        np.testing.assert_array_equal(zero.pose.rotations, np.broadcast_to(pose.rotations, zero.pose.rotations.shape))
+        assert not np.any(zero.state["moved"])
+        want = np.linalg.norm(fk0[sk.index("c5")] - tg, axis=-1)
+        np.testing.assert_allclose(np.asarray(zero.error).reshape(-1), want, rtol=0, atol=1e-12)
+        full, half = solve(1.0), solve(np.full(6, 0.5))
+        j = sk.indices(CHAIN[:-1])
+        ang_full = R.angle_between(pose.rotations[j], full.pose.rotations[:, j])
+        ang_half = R.angle_between(pose.rotations[j], half.pose.rotations[:, j])
+        np.testing.assert_allclose(ang_half, 0.5 * ang_full, rtol=1e-9, atol=1e-12)
+        fk = kinema.forward_kinematics(sk, half.pose).positions[:, sk.index("c5")]  # the error is truthful
+        np.testing.assert_allclose(np.asarray(half.error).reshape(-1), np.linalg.norm(fk - tg, axis=-1), atol=1e-12)
+
+
+def test_out_is_written_and_moved_means_the_pose_changed() -> None:
+    sk = make_rig()
+    tg = targets_for(sk, 4, "c5")
+    for solver in (kinema.TwoBone(sk, ARM), kinema.CCD(sk, CHAIN), kinema.FABRIK(sk, CHAIN)):
+        out = sk.rest_pose((4,))
+        res = solver.solve(sk.rest_pose(), tg, out=out)
+        assert res.pose is out
+        changed = np.any(out.rotations != sk.rest_pose().rotations, axis=(-1, -2))
+        np.testing.assert_array_equal(res.state["moved"], changed)
+        # a solved pose solved again from itself does not move
+        again = solver.solve(res.pose, kinema.forward_kinematics(sk, res.pose).positions[:, int(solver.joints[-1])])
+        if not isinstance(solver, kinema.TwoBone):
+            assert not np.any(again.state["moved"])
+
+
+# ------------------------------------------------------------------ the cache
+def test_solver_cache_is_bounded_and_never_returns_a_stale_skeleton() -> None:
+    SOLVERS.clear()
+    sk = make_rig()
+    pose = sk.rest_pose()
+    for k in range(SOLVER_CACHE_MAX + 40):
+        kinema.solve_ccd(sk, pose, CHAIN, [0.5, 1.5, 0.2], iterations=k % 300 + 1)
+    assert len(SOLVERS) <= SOLVER_CACHE_MAX
+    # A skeleton freed and a new one made (often at the same address): the new one's own chain is solved.
+    for seed in range(20):
+        a = make_rig(seed)
+        kinema.solve_fabrik(a, a.rest_pose(), CHAIN, [0.5, 1.5, 0.2])
+        del a
+        gc.collect()
+        b = make_rig(seed + 100)
+        got = kinema.solve_fabrik(b, b.rest_pose(), CHAIN, [0.5, 1.5, 0.2])
+        want = kinema.FABRIK(b, CHAIN).solve(b.rest_pose(), [0.5, 1.5, 0.2])
+        np.testing.assert_array_equal(got.pose.rotations, want.pose.rotations)
+
+
+def test_validate_checks_a_pose_against_the_solver() -> None:
+    sk = make_rig()
+    solver = kinema.CCD(sk, CHAIN)
+    pose = sk.rest_pose()
+    assert solver.validate(pose) is pose
+    with pytest.raises(kinema.ShapeError):
+        solver.validate(kinema.Pose(np.zeros((3, 3)), np.tile([0.0, 0, 0, 1], (3, 1))))
+    bad = sk.rest_pose()
+    bad.scales[2] = [1.0, 2.0, 1.0]
+    with pytest.raises(kinema.SolverInputError, match="non-uniform"):
+        solver.validate(bad)
+    bad = sk.rest_pose()
+    bad.rotations[5, 0] = np.nan
+    with pytest.raises(kinema.SolverInputError, match="NaN"):
+        solver.validate(bad)
+    with pytest.raises(kinema.SolverInputError, match="Pose"):
+        solver.validate("not a pose")
+
+
+# ------------------------------------------------------------------ numba
+def test_numba_is_a_tested_minor_and_the_hooks_we_use_exist() -> None:
+    """numba is pinned to the minors tested (pyproject.toml); the parts of numba kinema relies on beyond
+    ``njit`` fail here first if a release changes them: the ``_nrt`` option (``njit(borrows=True)``) and
+    ``numba.parallel_chunksize``."""
+    import tomllib
+
+    import numba
+
+    pins = [d for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+            if d.startswith("numba")]
+    assert pins == ["numba>=0.68,<0.69"]
+    assert numba.__version__.startswith("0.68.")
+    assert callable(numba.set_parallel_chunksize)
+    with numba.parallel_chunksize(1):
+        assert numba.get_parallel_chunksize() == 1
+    from kinema._kernels._jit import njit
+
+    @njit(borrows=True)
+    def total(a):  # type: ignore[no-untyped-def]
+        return a.sum()
+
+    assert total(np.arange(4.0)) == 6.0
+    if hasattr(total, "targetoptions"):
+        assert total.targetoptions.get("_nrt") is False

@@ -295,11 +295,11 @@ def test_finite_extremes_solve_or_raise_never_nan() -> None:
     huge_scale.scales[0] = 1e300
     for p, t in ((pose, [1e154, 0.0, 0.0]), (pose, [1e-300, 0.0, 0.0]), (huge_scale, [1.0, 1.0, 1.0]),
                  (pose, [-1e300, 1e300, 0.0])):
-        for call in (lambda: kinema.solve_two_bone(sk, p, ARM, t), lambda: kinema.solve_ccd(sk, p, CHAIN, t),
-                     lambda: kinema.solve_fabrik(sk, p, CHAIN, t),
-                     lambda: kinema.solve_fabrik_tree(sk, p, {"c5": t, "b0": t})):
+        for call in (lambda p, t: kinema.solve_two_bone(sk, p, ARM, t),
+                     lambda p, t: kinema.solve_ccd(sk, p, CHAIN, t), lambda p, t: kinema.solve_fabrik(sk, p, CHAIN, t),
+                     lambda p, t: kinema.solve_fabrik_tree(sk, p, {"c5": t, "b0": t})):
             try:
-                res = call()
+                res = call(p, t)
             except kinema.KinemaError:
                 continue
             assert np.all(np.isfinite(res.pose.rotations)) and np.all(np.isfinite(res.pose.translations))
@@ -389,9 +389,8 @@ def test_numba_is_a_tested_minor_and_the_hooks_we_use_exist() -> None:
     """numba is pinned to the minors tested (pyproject.toml); the parts of numba kinema relies on beyond
     ``njit`` fail here first if a release changes them: the ``_nrt`` option (``njit(borrows=True)``) and
     ``numba.parallel_chunksize``."""
-    import tomllib
-
     import numba
+    import tomllib
 
     pins = [d for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
             if d.startswith("numba")]

@@ -133,7 +133,7 @@ class CCD(Solver):
                values: FloatArray) -> SolveResult:
         check_pose(self.skeleton, pose, self.what)
         tgt = as_float_array(target, "target", (3,))
-        extras = [(tgt, (3,))]
+        extras: list[tuple[FloatArray, tuple[int, ...]]] = [(tgt, (3,))]
         pol = None
         if pole is not None:
             pol = as_float_array(pole, "pole", (3,))
@@ -313,6 +313,15 @@ def _as_goal(g: Any, i: int) -> Goal:
     raise SolverInputError(f"goal {i} must be a kinema.Goal or a dict, got {type(g).__name__}")
 
 
+def _goal_solver(skeleton: Skeleton, g: Goal) -> CCD:
+    """The cached :class:`CCD` solver of one goal's chain and options."""
+    return SOLVERS.get(CCD, skeleton, (g.chain, g.iterations, g.tolerance, g.weights, g.max_step, g.adaptive_step,
+                                       g.limits, g.fixed_root),
+                       lambda: CCD(skeleton, g.chain, iterations=g.iterations, tolerance=g.tolerance,
+                                   weights=g.weights, max_step=g.max_step, adaptive_step=g.adaptive_step,
+                                   limits=g.limits, fixed_root=g.fixed_root))
+
+
 def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[str, Any]], *,
                  weight: ArrayLike = 1.0, out: Pose | None = None) -> SolveResult:
     """Solve several CCD goals on one skeleton, in priority order.
@@ -354,14 +363,7 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
         raise SolverInputError("solve_chains needs at least one goal")
     names = [g.name if g.name is not None else f"goal{i}" for i, g in enumerate(gl)]
     order = sorted(range(len(gl)), key=lambda i: -int(gl[i].priority))
-    solvers = [
-        SOLVERS.get(CCD, skeleton, (g.chain, g.iterations, g.tolerance, g.weights, g.max_step, g.adaptive_step,
-                                    g.limits, g.fixed_root),
-                    lambda g=g: CCD(skeleton, g.chain, iterations=g.iterations, tolerance=g.tolerance,
-                                    weights=g.weights, max_step=g.max_step, adaptive_step=g.adaptive_step,
-                                    limits=g.limits, fixed_root=g.fixed_root))
-        for g in gl
-    ]
+    solvers = [_goal_solver(skeleton, g) for g in gl]
     targets = [as_target(g.target, f"goal {names[i]!r} target") for i, g in enumerate(gl)]
     w = None if (type(weight) is float or type(weight) is int) and weight == 1 else check_weight(weight)
     batch = broadcast_batch(pose.batch_shape, *[t.shape[:-1] for t in targets], *(() if w is None else (w.shape,)))

@@ -190,7 +190,7 @@ class _FabrikSolver(Solver):
         """Solve; returns ``(pose, batch, goal errors (N, G), counts (2, N): iterations, limit hits, moved (N,))``."""
         check_pose(self.skeleton, pose, self.what)
         g = len(targets)
-        extras = [(tg, (3,)) for tg in targets]
+        extras: list[tuple[FloatArray, tuple[int, ...]]] = [(tg, (3,)) for tg in targets]
         if pole is not None:
             extras.append((pole, (3,)))
         w = None if (type(weight) is float or type(weight) is int) and weight == 1 else check_weight(weight)

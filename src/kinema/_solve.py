@@ -29,8 +29,8 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._kernels.constants import NONFINITE_INPUT, NONFINITE_RESULT, NONUNIFORM_SCALE, OK, UNIFORM_SCALE_RTOL
-from ._validate import as_float_array, as_float_scalar, broadcast_batch, require_finite, resolve_joint
+from ._kernels.constants import NONFINITE_INPUT, NONFINITE_RESULT, NONUNIFORM_SCALE, OK
+from ._validate import as_float_array, as_float_scalar, broadcast_batch, require_finite, resolve_joint, uniform_scale
 from .errors import KinemaError, ShapeError, SolverInputError
 from .limits import Limit
 from .pose import Pose
@@ -45,8 +45,8 @@ def kernel_loader(name: str) -> Callable[[], Any]:
     """A loader for ``kinema._kernels.<name>``: imported on its first call, then kept.
 
     ``import kinema`` must not import numba, so solver modules load their
-    kernels lazily; an ``import`` statement in a single-solve hot path costs
-    about 0.4 us per call, this closure's check a few tens of ns.
+    kernels lazily; an ``import`` statement on every call costs more than
+    this closure's check.
     """
     module: Any = None
 
@@ -98,9 +98,7 @@ def check_uniform_scale(skeleton: Skeleton, pose: Pose, joints: Sequence[int] | 
     if j.size == 0:
         return
     s = pose.scales[..., j, :]
-    ok = np.isclose(s[..., 0], s[..., 1], rtol=UNIFORM_SCALE_RTOL, atol=0.0) & np.isclose(
-        s[..., 0], s[..., 2], rtol=UNIFORM_SCALE_RTOL, atol=0.0
-    )
+    ok = uniform_scale(s)
     if not np.all(ok):
         bad = int(j[np.nonzero(~np.all(ok.reshape(-1, j.size), axis=0))[0][0]])
         raise SolverInputError(
@@ -143,19 +141,6 @@ class Prepared:
     extras: list[FloatArray]
 
 
-def single_pose_rows(pose: Pose) -> tuple[FloatArray, FloatArray, FloatArray, Pose]:
-    """Copies of an unbatched pose with a leading batch axis of 1, and the output pose.
-
-    The one-solve fast path of the chain solvers: ``(t (1,J,3), r (1,J,4),
-    s (1,J,3), out)`` where the kernel edits the copies and ``out`` holds
-    their ``[0]`` views, skipping :func:`prepare`'s broadcasting.
-    """
-    t3 = pose.translations[None].astype(np.float64)  # always a copy; float64 whatever the pose holds
-    r3 = pose.rotations[None].astype(np.float64)
-    s3 = pose.scales[None].astype(np.float64)
-    return t3, r3, s3, Pose._trusted(t3[0], r3[0], s3[0])
-
-
 def _rows(a: FloatArray, batch: tuple[int, ...], n: int, tail: tuple[int, ...]) -> FloatArray:
     if a.ndim == len(tail):
         return np.ascontiguousarray(a).reshape((1,) + tail)
@@ -167,8 +152,8 @@ def fill_broadcast(dst: FloatArray, src: FloatArray) -> FloatArray:
 
     One pose copied into a whole batch (``src`` without the leading
     dimensions) is written by repeated doubling, ``dst[k:2k] = dst[:k]``:
-    large contiguous copies, about 2.5x faster than ``numpy.copyto``'s
-    broadcast loop over rows of a few numbers.  Anything else is
+    large contiguous copies instead of ``numpy.copyto``'s broadcast loop over
+    rows of a few numbers.  Anything else is
     ``numpy.copyto``.
     """
     if src.ndim < dst.ndim and src.shape == dst.shape[dst.ndim - src.ndim:] and dst.flags.c_contiguous:

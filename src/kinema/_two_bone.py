@@ -49,8 +49,6 @@ __all__ = ["TwoBone", "solve_two_bone", "solve_two_bone_2d", "TwoBoneIK", "TwoBo
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-#: ``end_rotation`` quaternions shorter than this carry no orientation (as the kernel's ``ZERO_QUAT_EPS``).
-ZERO_QUAT_EPS = 1e-12
 
 _Z3_ROW = np.zeros((1, 3))  # stand-ins for absent per-item inputs (never read)
 _Z4_ROW = np.zeros((1, 4))

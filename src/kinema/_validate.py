@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ._kernels.constants import UNIFORM_SCALE_RTOL
 from .errors import BoneNotFoundError, ShapeError, SolverInputError
 
 if TYPE_CHECKING:
@@ -110,3 +111,14 @@ def broadcast_batch(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     except ValueError:
         got = " vs ".join(str(s) for s in shapes)
         raise ShapeError("batch dimensions", "broadcastable batch shapes", got) from None
+
+
+def uniform_scale(s: NDArray[np.float64], rtol: float = UNIFORM_SCALE_RTOL) -> NDArray[np.bool_]:
+    """Whether each scale ``s (..., 3)`` is uniform: ``|sx - sy| <= rtol |sy|`` and ``|sx - sz| <= rtol |sz|``.
+
+    The one uniform-scale test (the kernels' :func:`kinema._kernels.chain.first_nonuniform` is the same
+    formula).  Solvers use :data:`~kinema._kernels.constants.UNIFORM_SCALE_RTOL`; forward kinematics asks
+    for ``rtol=0`` (exactly uniform), since it has an exact path for every other scale.
+    """
+    x, y, z = s[..., 0], s[..., 1], s[..., 2]
+    return np.asarray((np.abs(x - y) <= rtol * np.abs(y)) & (np.abs(x - z) <= rtol * np.abs(z)))

@@ -7,12 +7,16 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validate import as_float_array, broadcast_batch
+from ._validate import as_float_array, broadcast_batch, uniform_scale
 from .errors import ShapeError
 from .pose import Pose
 from .skeleton import Skeleton
 
 __all__ = ["FKResult", "forward_kinematics", "world_to_local"]
+
+#: Joint transforms (frames x joints) from which FK runs its parallel driver: below it a parallel region's
+#: start and its wait for every thread cost more than they save (and beside a busy process much more).
+FK_PARALLEL_MIN_JOINTS = 16384
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,7 @@ class FKResult:
 
 
 def _is_uniform(s: NDArray[np.float64]) -> bool:
-    return bool(np.all(s[..., 0] == s[..., 1]) and np.all(s[..., 0] == s[..., 2]))
+    return bool(np.all(uniform_scale(s, rtol=0.0)))  # exactly uniform: any other scale takes the exact path
 
 
 def _batch_view(a: NDArray[np.float64], batch: tuple[int, ...], n: int, tail: tuple[int, ...]) -> NDArray[np.float64]:
@@ -76,7 +80,15 @@ def forward_kinematics(skeleton: Skeleton, pose: Pose, *, matrices: bool = False
     scl = np.empty((n, nj))
     need_mat = matrices or not uniform
     mat = np.empty((n, nj, 4, 4)) if need_mat else np.empty((1, 1, 4, 4))
-    kfk.fk(skeleton.parents, t, r, s, uniform, matrices, pos, rot, scl, mat)
+    args = (skeleton.parents, t, r, s, uniform, matrices, pos, rot, scl, mat)
+    if n * nj >= FK_PARALLEL_MIN_JOINTS:
+        from ._kernels._jit import parallel_chunksize
+        from ._solve import n_chunks
+
+        with parallel_chunksize():
+            kfk.fk_parallel(n_chunks(n), *args)
+    else:
+        kfk.fk_serial(*args)
     return FKResult(
         positions=pos.reshape(batch + (nj, 3)),
         rotations=rot.reshape(batch + (nj, 4)),

@@ -16,11 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Skeleton"]
 
-#: Quaternions shorter than this are rejected as "zero" (no rotation defined).
-ZERO_QUAT_EPS = 1e-8
-
-#: Scales are uniform when their three components agree to this relative tolerance.
-UNIFORM_SCALE_RTOL = 1e-12
+from ._kernels.constants import ZERO_QUAT_EPS
 
 
 def _readonly(a: NDArray[Any]) -> NDArray[Any]:
@@ -289,9 +285,10 @@ class Skeleton:
     # ------------------------------------------------------------------ poses
     @property
     def has_uniform_scale(self) -> bool:
-        """True when every rest scale is uniform (sx == sy == sz)."""
-        s = self._scales
-        return bool(np.allclose(s, s[:, :1], rtol=UNIFORM_SCALE_RTOL, atol=0.0))
+        """True when every rest scale is uniform (:func:`kinema._validate.uniform_scale`)."""
+        from ._validate import uniform_scale
+
+        return bool(np.all(uniform_scale(self._scales)))
 
     def rest_pose(self, batch_shape: tuple[int, ...] = ()) -> Pose:
         """The rest pose as a :class:`~kinema.Pose` (copies, broadcast to ``batch_shape``)."""

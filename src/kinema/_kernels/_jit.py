@@ -67,13 +67,12 @@ def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False,
     not save reference counting: every array argument of a helper (inlined
     or called) is increfed and decrefed, atomically, each time it runs, so
     in hot loops helpers should take tuples and the loop itself should
-    index the arrays (a CCD sweep ran 12% faster written that way).
+    index the arrays.
 
     ``borrows=True`` compiles the function without numba's reference
     counting (numba's ``_nrt=False``): its array arguments are borrowed from
     the caller, which keeps them alive for the call, so the atomic incref
-    and decref of each one are skipped (a call passing 20 arrays took
-    330 ns with them, 7 ns without).  For the per-item solver functions
+    and decref of each one are skipped.  For the per-item solver functions
     that only index arrays their caller owns.  Such a function cannot
     allocate arrays or take a new one from a call (numba refuses to compile
     either: nothing would release it); it may slice its arguments and lend

@@ -15,6 +15,10 @@ from __future__ import annotations
 #: error of treating them as uniform is below 1e-5 of a bone's length.
 UNIFORM_SCALE_RTOL = 1e-5
 
+#: A quaternion shorter than this carries no orientation (a zero rotation in a
+#: skeleton, a file or an ``end_rotation``): refused rather than normalised.
+ZERO_QUAT_EPS = 1e-8
+
 # Status of a kernel driver (one convention for every solver; 0 = ok).  The
 # public API turns the others into SolverInputError messages.
 #: Every input was valid; the items were solved.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import njit, prange
+from .chain import joint_world
 from .quat import qconj, qmul, qnormalize, qrotate, qto_matrix
 
 
@@ -65,82 +66,93 @@ def _write_linear(out: np.ndarray, lin: tuple, p: tuple) -> None:  # type: ignor
     out[3, 3] = 1.0
 
 
-@njit(parallel=True)
-def fk(parents, t_local, r_local, s_local, uniform, want_matrices, pos_world, rot_world, scale_world, mat_world):  # type: ignore[no-untyped-def]
-    """World transforms of every joint.
+@njit
+def fk_item(i, parents, t_local, r_local, s_local, uniform, want_matrices, pos_world, rot_world, scale_world,  # type: ignore[no-untyped-def]
+            mat_world):
+    """World transforms of every joint of item ``i`` (see :func:`fk_serial` for the arrays).
+
+    Uniform scales: the one FK step, :func:`~kinema._kernels.chain.joint_world`
+    (``p = p_parent + s_parent * rotate(q_parent, t)``, ``q = q_parent *
+    normalize(q)``, ``s = s_parent * s``).  Non-uniform scales carry the 3x3
+    linear part ``L = L_parent R(q) diag(s)`` and ``p = p_parent + L_parent t``
+    (exact, shear included); ``rot_world`` is then the product of the local
+    rotations.
+    """
+    nj = parents.shape[0]
+    it = i % t_local.shape[0]
+    ir = i % r_local.shape[0]
+    is_ = i % s_local.shape[0]
+    for j in range(nj):
+        t = (t_local[it, j, 0], t_local[it, j, 1], t_local[it, j, 2])
+        rq = (r_local[ir, j, 0], r_local[ir, j, 1], r_local[ir, j, 2], r_local[ir, j, 3])
+        p = parents[j]
+        if uniform:
+            if p < 0:
+                wp, wq, ws = joint_world((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), 1.0, t, rq, s_local[is_, j, 0])
+            else:
+                pq = (rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3])
+                pp = (pos_world[i, p, 0], pos_world[i, p, 1], pos_world[i, p, 2])
+                wp, wq, ws = joint_world(pp, pq, scale_world[i, p], t, rq, s_local[is_, j, 0])
+            scale_world[i, j] = ws
+            if want_matrices:
+                m = qto_matrix(wq)
+                lin = (m[0] * ws, m[1] * ws, m[2] * ws, m[3] * ws, m[4] * ws, m[5] * ws,
+                       m[6] * ws, m[7] * ws, m[8] * ws)
+                _write_linear(mat_world[i, j], lin, wp)
+        else:
+            q = qnormalize(rq)
+            m = qto_matrix(q)
+            sx = s_local[is_, j, 0]
+            sy = s_local[is_, j, 1]
+            sz = s_local[is_, j, 2]
+            rs = (m[0] * sx, m[1] * sy, m[2] * sz, m[3] * sx, m[4] * sy, m[5] * sz, m[6] * sx, m[7] * sy, m[8] * sz)
+            if p < 0:
+                wp = t
+                wq = q
+                lin = rs
+            else:
+                pl = _read_mat3(mat_world[i, p])
+                lt = _mat3_vec(pl, t)
+                wp = (pos_world[i, p, 0] + lt[0], pos_world[i, p, 1] + lt[1], pos_world[i, p, 2] + lt[2])
+                wq = qmul((rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3]), q)
+                lin = _mat3_mul(pl, rs)
+            scale_world[i, j] = 1.0
+            _write_linear(mat_world[i, j], lin, wp)
+        pos_world[i, j, 0] = wp[0]
+        pos_world[i, j, 1] = wp[1]
+        pos_world[i, j, 2] = wp[2]
+        rot_world[i, j, 0] = wq[0]
+        rot_world[i, j, 1] = wq[1]
+        rot_world[i, j, 2] = wq[2]
+        rot_world[i, j, 3] = wq[3]
+
+
+@njit
+def fk_serial(parents, t_local, r_local, s_local, uniform, want_matrices, pos_world, rot_world, scale_world,  # type: ignore[no-untyped-def]
+              mat_world):
+    """World transforms of every joint, items on the calling thread.
 
     ``t_local (Nt,J,3)``, ``r_local (Nr,J,4)``, ``s_local (Ns,J,3)`` with
     ``Nx`` in {1, N}; outputs ``pos_world (N,J,3)``, ``rot_world (N,J,4)``,
     ``scale_world (N,J)`` (uniform world scale, meaningful when ``uniform``)
     and ``mat_world (N,J,4,4)`` (written when ``want_matrices`` or not
     ``uniform``; may be a dummy ``(1,1,4,4)`` otherwise).
-
-    Uniform scales: ``p = p_parent + s_parent * rotate(q_parent, t)``,
-    ``q = q_parent * q``, ``s = s_parent * s``.  Non-uniform scales carry
-    the 3x3 linear part ``L = L_parent R(q) diag(s)`` and
-    ``p = p_parent + L_parent t`` (exact, shear included); ``rot_world`` is
-    then the product of the local rotations.
     """
+    for i in range(pos_world.shape[0]):
+        fk_item(i, parents, t_local, r_local, s_local, uniform, want_matrices, pos_world, rot_world, scale_world,
+                mat_world)
+
+
+@njit(parallel=True)
+def fk_parallel(n_chunks, parents, t_local, r_local, s_local, uniform, want_matrices, pos_world,  # type: ignore[no-untyped-def]
+                rot_world, scale_world, mat_world):
+    """:func:`fk_serial` with the items split into ``n_chunks`` chunks over threads (same per-item code)."""
     n = pos_world.shape[0]
-    nj = parents.shape[0]
-    nt = t_local.shape[0]
-    nr = r_local.shape[0]
-    ns = s_local.shape[0]
-    for i in prange(n):
-        # Shared inputs have a batch axis of 1: i % 1 == 0 (a ternary would
-        # mix the parfor index type with a literal and fail to type).
-        it = i % nt
-        ir = i % nr
-        is_ = i % ns
-        for j in range(nj):
-            t = (t_local[it, j, 0], t_local[it, j, 1], t_local[it, j, 2])
-            q = qnormalize((r_local[ir, j, 0], r_local[ir, j, 1], r_local[ir, j, 2], r_local[ir, j, 3]))
-            p = parents[j]
-            if uniform:
-                s = s_local[is_, j, 0]
-                if p < 0:
-                    wp = t
-                    wq = q
-                    ws = s
-                else:
-                    pq = (rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3])
-                    ps = scale_world[i, p]
-                    rt = qrotate(pq, t)
-                    wp = (pos_world[i, p, 0] + ps * rt[0], pos_world[i, p, 1] + ps * rt[1],
-                          pos_world[i, p, 2] + ps * rt[2])
-                    wq = qmul(pq, q)
-                    ws = ps * s
-                scale_world[i, j] = ws
-                if want_matrices:
-                    m = qto_matrix(wq)
-                    lin = (m[0] * ws, m[1] * ws, m[2] * ws, m[3] * ws, m[4] * ws, m[5] * ws,
-                           m[6] * ws, m[7] * ws, m[8] * ws)
-                    _write_linear(mat_world[i, j], lin, wp)
-            else:
-                m = qto_matrix(q)
-                sx = s_local[is_, j, 0]
-                sy = s_local[is_, j, 1]
-                sz = s_local[is_, j, 2]
-                rs = (m[0] * sx, m[1] * sy, m[2] * sz, m[3] * sx, m[4] * sy, m[5] * sz, m[6] * sx, m[7] * sy, m[8] * sz)
-                if p < 0:
-                    wp = t
-                    wq = q
-                    lin = rs
-                else:
-                    pl = _read_mat3(mat_world[i, p])
-                    lt = _mat3_vec(pl, t)
-                    wp = (pos_world[i, p, 0] + lt[0], pos_world[i, p, 1] + lt[1], pos_world[i, p, 2] + lt[2])
-                    wq = qmul((rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3]), q)
-                    lin = _mat3_mul(pl, rs)
-                scale_world[i, j] = 1.0
-                _write_linear(mat_world[i, j], lin, wp)
-            pos_world[i, j, 0] = wp[0]
-            pos_world[i, j, 1] = wp[1]
-            pos_world[i, j, 2] = wp[2]
-            rot_world[i, j, 0] = wq[0]
-            rot_world[i, j, 1] = wq[1]
-            rot_world[i, j, 2] = wq[2]
-            rot_world[i, j, 3] = wq[3]
+    size = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        for i in range(c * size, min(n, (c + 1) * size)):
+            fk_item(i, parents, t_local, r_local, s_local, uniform, want_matrices, pos_world, rot_world,
+                    scale_world, mat_world)
 
 
 @njit(parallel=True)

@@ -25,7 +25,7 @@ import numpy as np
 
 from ._jit import njit, prange
 from .chain import all_finite, chain_world, input_status, output_status, path_world, rotate_world, set_world_rot
-from .constants import NONFINITE_INPUT, OK
+from .constants import NONFINITE_INPUT, OK, ZERO_QUAT_EPS
 from .quat import (
     qconj,
     qfrom_axis_angle,
@@ -76,9 +76,6 @@ POLE_FADE_SINE = 0.4
 #: the requested target.
 REACH_RTOL = 1e-9
 
-#: A quaternion shorter than this is "zero" (no orientation): an error for
-#: ``end_rotation``.
-ZERO_QUAT_EPS = 1e-12
 
 #: Batch items per parallel task (scratch is allocated once per chunk).
 CHUNK = 512

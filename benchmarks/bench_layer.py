@@ -1,0 +1,144 @@
+"""The solver layer side by side with its baselines, quiet and beside a busy process.
+
+Run ``python benchmarks/bench_layer.py`` (``--quick`` for fewer repeats).  It prints, in one run:
+
+* single calls: each prepared solver's ``solve`` and its free function, median microseconds;
+* batches: two-bone 100,000 targets (vs the vectorised NumPy solve), CCD and FABRIK 1000 targets on the
+  10-bone chain (solves/s), FK 1000 frames x 60 joints (vs vectorised NumPy);
+* every batch row again beside one busy process (a Python loop pinned to no core in particular), and the
+  busy / quiet ratio.
+
+Machines are noisy: each figure is a median of repeats, printed with its spread.  No time is asserted
+anywhere (the history of figures is in ``benchmarks/NOTES.md``).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import kinema
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _targets import chain_rig, reachable_targets  # noqa: E402
+from bench_fk import _setup as fk_setup  # noqa: E402
+from bench_fk import numpy_fk  # noqa: E402
+from bench_two_bone import CHAIN as ARM  # noqa: E402
+from bench_two_bone import _rig as arm_rig  # noqa: E402
+from bench_two_bone import _targets as arm_targets  # noqa: E402
+from bench_two_bone import numpy_two_bone  # noqa: E402
+
+
+def _busy(stop: Any) -> None:
+    x = 0
+    while not stop.is_set():
+        x = (x * 1103515245 + 12345) % 2147483648
+
+
+def median_spread(fn: Callable[[], Any], repeats: int) -> tuple[float, float, float]:
+    """``(median, min, max)`` seconds of ``fn()`` over ``repeats`` runs (after one warm-up run)."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), min(times), max(times)
+
+
+def per_call_us(fn: Callable[[int], Any], n: int, repeats: int) -> float:
+    """Median microseconds of ``fn(i)`` over blocks of ``n`` calls."""
+    for i in range(n):
+        fn(i)
+    blocks = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for i in range(n):
+            fn(i)
+        blocks.append((time.perf_counter() - t0) / n * 1e6)
+    return statistics.median(blocks)
+
+
+def single_rows(repeats: int) -> list[tuple[str, float]]:
+    sk, chain = chain_rig()
+    pose = sk.rest_pose()
+    tg = reachable_targets(sk, chain)
+    arm_sk, arm_pose = arm_rig()
+    arm_tg, arm_pole = arm_targets(arm_sk, arm_pose)
+    arm = ARM
+    two = kinema.TwoBone(arm_sk, arm)
+    ccd = kinema.CCD(sk, chain)
+    fab = kinema.FABRIK(sk, chain)
+    n = 300
+    return [
+        ("TwoBone.solve", per_call_us(lambda i: two.solve(arm_pose, arm_tg[i], pole=arm_pole), n, repeats)),
+        ("solve_two_bone", per_call_us(lambda i: kinema.solve_two_bone(arm_sk, arm_pose, arm, arm_tg[i],
+                                                                       arm_pole), n, repeats)),
+        ("CCD.solve (10 bones)", per_call_us(lambda i: ccd.solve(pose, tg[i]), n, repeats)),
+        ("solve_ccd (10 bones)", per_call_us(lambda i: kinema.solve_ccd(sk, pose, chain, tg[i]), n, repeats)),
+        ("FABRIK.solve (10 bones)", per_call_us(lambda i: fab.solve(pose, tg[i]), n, repeats)),
+        ("solve_fabrik (10 bones)", per_call_us(lambda i: kinema.solve_fabrik(sk, pose, chain, tg[i]), n, repeats)),
+    ]
+
+
+def batch_rows(repeats: int) -> list[tuple[str, Callable[[], Any], int, Callable[[], Any] | None]]:
+    """``(name, kinema call, items, baseline call or None)``."""
+    sk, chain = chain_rig()
+    pose = sk.rest_pose()
+    tg = reachable_targets(sk, chain)
+    arm_sk, arm_pose = arm_rig()
+    arm_tg, arm_pole = arm_targets(arm_sk, arm_pose)
+    arm = ARM
+    two = kinema.TwoBone(arm_sk, arm)
+    fk_sk, fk_pose = fk_setup()
+    ccd = kinema.CCD(sk, chain)
+    fab = kinema.FABRIK(sk, chain)
+    rows: list[tuple[str, Callable[[], Any], int, Callable[[], Any] | None]] = [
+        ("two-bone batch", lambda: two.solve(arm_pose, arm_tg, pole=arm_pole), len(arm_tg),
+         lambda: numpy_two_bone(arm_sk.parents, arm_pose.translations, arm_pose.rotations, arm_pose.scales,
+                                arm_tg, arm_pole)),
+        ("CCD batch 1000", lambda: ccd.solve(pose, tg), len(tg), None),
+        ("FABRIK batch 1000", lambda: fab.solve(pose, tg), len(tg), None),
+        ("FK 1000x60", lambda: kinema.forward_kinematics(fk_sk, fk_pose), fk_pose.rotations.shape[0],
+         lambda: numpy_fk(fk_sk.parents, fk_pose.translations, fk_pose.rotations, fk_pose.scales)),
+    ]
+    return rows
+
+
+def main(argv: list[str]) -> None:
+    repeats = 5 if "--quick" in argv else 15
+    print("single calls (median us per call)")
+    for name, us in single_rows(repeats):
+        print(f"  {name:28s} {us:8.2f}")
+    rows = batch_rows(repeats)
+    quiet: dict[str, float] = {}
+    print("\nbatches, quiet machine (median s, [min, max]; items/s; ratio to the baseline in the same run)")
+    for name, call, n, base in rows:
+        med, lo, hi = median_spread(call, repeats)
+        quiet[name] = med
+        line = f"  {name:20s} {med * 1e3:9.2f} ms [{lo * 1e3:.2f}, {hi * 1e3:.2f}]  {n / med:12,.0f}/s"
+        if base is not None:
+            bmed = median_spread(base, max(3, repeats // 3))[0]
+            line += f"  baseline {bmed * 1e3:9.2f} ms  ratio {bmed / med:6.1f}x"
+        print(line)
+    stop = mp.Event()
+    proc = mp.Process(target=_busy, args=(stop,), daemon=True)
+    proc.start()
+    try:
+        time.sleep(0.5)
+        print("\nbatches beside one busy process (median s; busy / quiet)")
+        for name, call, _n, _base in rows:
+            med, lo, hi = median_spread(call, repeats)
+            print(f"  {name:20s} {med * 1e3:9.2f} ms [{lo * 1e3:.2f}, {hi * 1e3:.2f}]  x{med / quiet[name]:5.2f}")
+    finally:
+        stop.set()
+        proc.join(5)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -26,6 +26,7 @@ from .errors import (
 from .fk import FKResult, forward_kinematics, world_to_local
 from .pose import Clip, Pose
 from .result import SolveResult
+from .rig import Rig, RigResult, Step
 from .skeleton import Skeleton
 
 if TYPE_CHECKING:  # lazy at run time, see __getattr__
@@ -67,6 +68,9 @@ __all__ = [
     "forward_kinematics",
     "world_to_local",
     "SolveResult",
+    "Rig",
+    "Step",
+    "RigResult",
     "KinemaError",
     "SkeletonError",
     "BoneNotFoundError",

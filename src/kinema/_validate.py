@@ -38,7 +38,7 @@ def _numeric_array(x: Any, what: str, expected: str) -> NDArray[Any]:
     1, ``"1.0"`` into 1.0, ``None`` into NaN and a date into a day count.
     """
     if isinstance(x, (set, frozenset, dict, str, bytes)) or x is None:
-        raise ShapeError(what, expected, f"a {type(x).__name__}, not an array of numbers")
+        raise ShapeError(what, expected, f"non-numeric input (a {type(x).__name__}, not an array of numbers)")
     if isinstance(x, np.ndarray):
         a = x
     else:
@@ -47,7 +47,7 @@ def _numeric_array(x: Any, what: str, expected: str) -> NDArray[Any]:
         except (TypeError, ValueError) as exc:  # ragged nested lists and the like
             raise ShapeError(what, expected, f"non-numeric input ({exc})") from None
     if a.dtype.kind not in _NUMERIC_KINDS:
-        raise ShapeError(what, expected, f"an array of dtype {a.dtype} (real numbers needed)")
+        raise ShapeError(what, expected, f"non-numeric input (an array of dtype {a.dtype}; real numbers needed)")
     return a
 
 

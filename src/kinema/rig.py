@@ -1,0 +1,164 @@
+"""A rig: prepared solvers layered, in order, over an animated pose.
+
+A :class:`Rig` holds a list of :class:`Step` objects, each a named prepared
+solver (:class:`~kinema.TwoBone`, :class:`~kinema.CCD`, :class:`~kinema.FABRIK`,
+:class:`~kinema.FABRIKTree`, or any object with the same ``solve`` call) with
+the joints it may move and a blend weight.  :meth:`Rig.solve` runs the steps
+in their listed order, each on the pose the previous ones left, for one frame
+or a batch of frames::
+
+    rig = kinema.Rig(skeleton, [
+        kinema.Step("left_leg", kinema.TwoBone(skeleton, ("left_hip", "left_knee", "left_ankle"))),
+        kinema.Step("right_leg", kinema.TwoBone(skeleton, ("right_hip", "right_knee", "right_ankle"))),
+        kinema.Step("spine", kinema.CCD(skeleton, ("chest", "neck")), weight=0.5),
+    ])
+    res = rig.solve(animated_pose, {"left_leg": foot_l, "right_leg": foot_r, "spine": look})
+    res.pose, res.steps["spine"].error
+
+**Ownership.**  A step *claims* the joints it may move.  A later step may not
+move a joint an earlier step claims, nor an ancestor of an earlier step's
+joints (that would carry the earlier step's end away from its target), unless
+it says ``layer=True`` (it deliberately works on top of the earlier result).
+Conflicts are refused when the rig is built, naming the steps and the joint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._validate import resolve_joint
+from .errors import SolverInputError
+from .pose import Pose
+from .result import SolveResult
+from .skeleton import Skeleton
+
+__all__ = ["Step", "Rig", "RigResult"]
+
+
+def _default_moved(solver: Any) -> tuple[int, ...]:
+    """The joints a prepared solver may turn: its chain or tree without the end joint(s) it aims."""
+    joints = [int(j) for j in np.asarray(solver.joints).reshape(-1)]
+    ends = {int(j) for j in getattr(solver, "goal_joints", ())} or {joints[-1]}
+    leaves = ends - {int(j) for j in joints if any(solver.skeleton.parents[k] == j for k in joints)}
+    return tuple(j for j in joints if j not in leaves)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a :class:`Rig`.
+
+    * ``name``: the key of its target in :meth:`Rig.solve` and of its result.
+    * ``solver``: a prepared solver (``solve(pose, target, *, weight=..., out=...)``).
+    * ``weight``: blend of this step's result with the pose it started from, in [0, 1].
+    * ``joints``: the joints it may move (names or indices); default: the
+      solver's joints without the end joint(s) it aims.
+    * ``layer``: it may move joints claimed by earlier steps (it layers on top).
+    * ``options``: extra keyword arguments for every ``solve`` call of this
+      step (``{"pole": ...}``, ``{"end_rotation": ...}``).
+    """
+
+    name: str
+    solver: Any
+    weight: float = 1.0
+    joints: Sequence[Any] | None = None
+    layer: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RigResult:
+    """What :meth:`Rig.solve` returns: the final ``pose`` and each step's :class:`~kinema.SolveResult` by name."""
+
+    pose: Pose
+    steps: dict[str, SolveResult]
+
+    @property
+    def reached(self) -> NDArray[np.bool_]:
+        """``(*batch,)`` whether every step reached its target."""
+        flags = [np.asarray(r.reached) for r in self.steps.values()]
+        out = flags[0].copy()
+        for f in flags[1:]:
+            out = out & (f if f.shape == out.shape else f.all(axis=-1))
+        return out
+
+
+class Rig:
+    """Prepared solvers composed in order over an input pose (see the module docstring)."""
+
+    def __init__(self, skeleton: Skeleton, steps: Sequence[Step]) -> None:
+        if not isinstance(skeleton, Skeleton):
+            raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+        self.skeleton = skeleton
+        self.steps = tuple(steps)
+        if not self.steps:
+            raise SolverInputError("a rig needs at least one step")
+        names = [s.name for s in self.steps]
+        if len(set(names)) != len(names):
+            raise SolverInputError(f"step names must be unique, got {names}")
+        claimed: dict[int, str] = {}  # joint -> the step that claims it
+        above: dict[int, str] = {}  # ancestors of claimed joints -> the step they would disturb
+        self.moved: dict[str, tuple[int, ...]] = {}
+        for step in self.steps:
+            if not isinstance(step, Step):
+                raise SolverInputError(f"rig steps must be kinema.Step objects, got {type(step).__name__}")
+            if getattr(step.solver, "skeleton", skeleton) is not skeleton:
+                raise SolverInputError(f"step {step.name!r}: its solver was built for another skeleton")
+            w = float(step.weight)
+            if not 0.0 <= w <= 1.0:
+                raise SolverInputError(f"step {step.name!r}: weight must be in [0, 1], got {step.weight!r}")
+            moved = (tuple(resolve_joint(skeleton, j) for j in step.joints) if step.joints is not None
+                     else _default_moved(step.solver))
+            if not step.layer:
+                for j in moved:
+                    owner = claimed.get(j) or above.get(j)
+                    if owner is not None:
+                        raise SolverInputError(
+                            f"steps {owner!r} and {step.name!r} both move joint {skeleton.names[j]!r} "
+                            f"(or {step.name!r} moves an ancestor of {owner!r}'s joints); order them "
+                            f"differently or give {step.name!r} layer=True")
+            for j in moved:
+                claimed.setdefault(j, step.name)
+                for a in skeleton.ancestors(j):
+                    above.setdefault(int(a), step.name)
+            self.moved[step.name] = moved
+
+    def solve(self, pose: Pose, targets: Mapping[str, ArrayLike], *, weights: Mapping[str, ArrayLike] | None = None,
+              out: Pose | None = None) -> RigResult:
+        """Run every step in order on ``pose`` (one frame or a batch).
+
+        ``targets``: ``{step name: target}`` (each in the form its solver's
+        ``solve`` takes, with any batch dimensions); a step without a target is
+        skipped.  ``weights``: per-call blend weights ``{step name: (*batch,)}``
+        that multiply the steps' own.  The input pose is never written; the
+        result is a new pose, or ``out``.
+        """
+        unknown = set(targets) - {s.name for s in self.steps}
+        if unknown:
+            raise SolverInputError(f"targets name unknown steps {sorted(unknown)}; steps: "
+                                   f"{[s.name for s in self.steps]}")
+        unknown = set(weights or {}) - {s.name for s in self.steps}
+        if unknown:
+            raise SolverInputError(f"weights name unknown steps {sorted(unknown)}")
+        cur = pose
+        results: dict[str, SolveResult] = {}
+        for step in self.steps:
+            if step.name not in targets:
+                continue
+            w: Any = step.weight
+            if weights is not None and step.name in weights:
+                w = np.asarray(weights[step.name], dtype=np.float64) * step.weight
+            res = step.solver.solve(cur, targets[step.name], weight=w, **dict(step.options))
+            results[step.name] = res
+            cur = res.pose
+        if out is not None:
+            from ._solve import prepare
+
+            cur = prepare(self.skeleton, cur, (), out).out
+        elif cur is pose:
+            cur = pose.copy()
+        return RigResult(pose=cur, steps=results)

@@ -1,0 +1,111 @@
+"""kinema.Rig: prepared solvers layered in order over an animated pose."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kinema
+from kinema import rotation as R
+
+
+@pytest.fixture(scope="module")
+def body() -> kinema.Skeleton:
+    return kinema.samples.humanoid()
+
+
+def _animated(sk: kinema.Skeleton, n: int, seed: int = 0) -> kinema.Pose:
+    rng = np.random.default_rng(seed)
+    pose = sk.rest_pose((n,))
+    pose.rotations[:] = R.multiply(pose.rotations, R.from_rotvec(rng.normal(size=(n, sk.n_joints, 3)) * 0.1))
+    return pose
+
+
+def _steps(sk: kinema.Skeleton) -> list[kinema.Step]:
+    return [
+        kinema.Step("left_leg", kinema.TwoBone(sk, ("left_hip", "left_knee", "left_ankle"))),
+        kinema.Step("right_leg", kinema.TwoBone(sk, ("right_hip", "right_knee", "right_ankle")),
+                    options={"pole": [0.0, 0.0, 1.0]}),
+        kinema.Step("spine", kinema.CCD(sk, ("chest", "neck")), weight=0.5),
+        kinema.Step("right_arm", kinema.FABRIK(sk, ("right_shoulder", "right_wrist"))),
+        kinema.Step("left_arm", kinema.TwoBone(sk, ("left_shoulder", "left_elbow", "left_wrist"))),
+    ]
+
+
+def _targets(sk: kinema.Skeleton, pose: kinema.Pose) -> dict[str, np.ndarray]:
+    """Reachable targets: each end drawn a third of the way toward its chain's root, and the neck nudged."""
+    p = kinema.forward_kinematics(sk, pose).positions
+
+    def toward(end: str, root: str, side: list[float]) -> np.ndarray:
+        e, r = p[..., sk.index(end), :], p[..., sk.index(root), :]
+        return e + 0.3 * (r - e) + np.asarray(side)
+
+    return {"left_leg": toward("left_ankle", "left_hip", [0.0, 0.0, 0.05]),
+            "right_leg": toward("right_ankle", "right_hip", [0.0, 0.0, 0.05]),
+            "spine": p[..., sk.index("neck"), :] + [0.05, 0.0, 0.03],
+            "right_arm": toward("right_wrist", "right_shoulder", [0.0, 0.0, 0.08]),
+            "left_arm": toward("left_wrist", "left_shoulder", [0.0, 0.0, 0.08])}
+
+
+def test_rig_equals_running_the_steps_by_hand(body: kinema.Skeleton) -> None:
+    pose = _animated(body, 12)
+    targets = _targets(body, pose)
+    rig = kinema.Rig(body, _steps(body))
+    res = rig.solve(pose, targets)
+    cur = pose
+    for step in _steps(body):
+        one = step.solver.solve(cur, targets[step.name], weight=step.weight, **dict(step.options))
+        np.testing.assert_array_equal(one.error, res.steps[step.name].error)
+        cur = one.pose
+    np.testing.assert_array_equal(res.pose.rotations, cur.rotations)
+    # the input was not written, and every step's reported error is the final pose's (later steps never move
+    # an earlier step's joints or their ancestors)
+    np.testing.assert_array_equal(pose.rotations, _animated(body, 12).rotations)
+    fk = kinema.forward_kinematics(body, res.pose).positions
+    for name, end in (("left_leg", "left_ankle"), ("right_leg", "right_ankle"), ("left_arm", "left_wrist"),
+                      ("right_arm", "right_wrist")):
+        err = np.linalg.norm(fk[:, body.index(end)] - targets[name], axis=-1)
+        np.testing.assert_allclose(res.steps[name].error, err, rtol=0, atol=1e-12)
+        assert np.all(err < 1e-3)
+    assert res.reached.shape == (12,)
+
+
+def test_rig_batch_equals_frames_one_by_one(body: kinema.Skeleton) -> None:
+    pose = _animated(body, 70, seed=3)  # past the parallel threshold
+    targets = _targets(body, pose)
+    rig = kinema.Rig(body, _steps(body))
+    batch = rig.solve(pose, targets)
+    for i in (0, 33, 69):
+        one = rig.solve(pose[i], {k: v[i] for k, v in targets.items()})
+        np.testing.assert_array_equal(one.pose.rotations, batch.pose.rotations[i])
+
+
+def test_conflicting_steps_are_refused_unless_layered(body: kinema.Skeleton) -> None:
+    arm = ("right_shoulder", "right_elbow", "right_wrist")
+    with pytest.raises(kinema.SolverInputError, match="both move joint 'right_shoulder'"):
+        kinema.Rig(body, [kinema.Step("a", kinema.TwoBone(body, arm)), kinema.Step("b", kinema.CCD(body, arm))])
+    # the spine after an arm would carry the arm's hand away: refused too
+    with pytest.raises(kinema.SolverInputError, match="ancestor"):
+        kinema.Rig(body, [kinema.Step("arm", kinema.TwoBone(body, arm)),
+                          kinema.Step("spine", kinema.CCD(body, ("root", "chest", "neck")))])
+    rig = kinema.Rig(body, [kinema.Step("a", kinema.TwoBone(body, arm)),
+                            kinema.Step("b", kinema.CCD(body, arm), layer=True)])
+    assert rig.moved["b"] == (body.index("right_shoulder"), body.index("right_elbow"))
+    with pytest.raises(kinema.SolverInputError, match="unknown steps"):
+        rig.solve(body.rest_pose(), {"c": [0.0, 1.0, 0.0]})
+    with pytest.raises(kinema.SolverInputError, match="unique"):
+        kinema.Rig(body, [kinema.Step("a", kinema.TwoBone(body, arm)), kinema.Step("a", kinema.TwoBone(body, arm))])
+    other = kinema.Skeleton(body.names, body.parents, body.translations, body.rotations, body.scales)
+    with pytest.raises(kinema.SolverInputError, match="another skeleton"):
+        kinema.Rig(body, [kinema.Step("a", kinema.TwoBone(other, arm))])
+
+
+def test_missing_targets_skip_their_step_and_weights_blend(body: kinema.Skeleton) -> None:
+    pose = _animated(body, 4)
+    targets = _targets(body, pose)
+    rig = kinema.Rig(body, _steps(body))
+    res = rig.solve(pose, {"left_arm": targets["left_arm"]}, weights={"left_arm": [0.0, 1.0, 1.0, 0.0]})
+    assert set(res.steps) == {"left_arm"}
+    np.testing.assert_array_equal(res.pose.rotations[0], pose.rotations[0])
+    np.testing.assert_array_equal(res.pose.rotations[3], pose.rotations[3])
+    assert np.all(res.steps["left_arm"].error[1:3] < 1e-9)

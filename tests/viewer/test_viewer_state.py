@@ -858,3 +858,18 @@ def test_app_export_is_confined_and_asks_before_overwriting(toy, folders: dict[s
         assert not list(out.glob(".*.tmp"))
     finally:
         v.close()
+
+
+def test_names_from_files_cannot_format_the_page() -> None:
+    """Joint and file names reach Markdown panels escaped: no links, images, HTML or broken tables."""
+    from kinema.viewer._state import markdown_escape
+
+    evil = "arm|![x](http://example.invalid/i.png)<b>_*"
+    assert markdown_escape(evil) == r"arm\|\!\[x\]\(http://example.invalid/i.png\)\<b\>\_\*"
+    assert markdown_escape("a\x1b[2Jb\nc") == r"a \[2Jb c"
+    skel = kinema.Skeleton(["root", "mid", evil], [-1, 0, 1], [[0, 0, 0], [0, 1, 0], [0.3, 1, 0]])
+    st = ViewerState(skel)
+    st.add_chain(evil, 2)
+    table = st.status_markdown().splitlines()[2]
+    assert table.count("|") - table.count("\\|") == 7  # the row's own 7 cell bars, the name's bar escaped
+    assert "![x](" not in table and "<b>" not in table

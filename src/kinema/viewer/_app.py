@@ -30,7 +30,7 @@ from ._geometry import (
     unit_bone_mesh,
     xyzw_to_wxyz,
 )
-from ._state import ChainGoal, ViewerState, available_solvers
+from ._state import ChainGoal, ViewerState, available_solvers, markdown_escape
 
 __all__ = ["ViewerApp"]
 
@@ -146,7 +146,7 @@ class ViewerApp:
         self.state.note(message)
         _log(message)
         shown = self.files.public(message)
-        self._set_message(f"**Error:** {shown}")
+        self._set_message(f"**Error:** {markdown_escape(shown)}")
         for client in self.server.get_clients().values():
             with contextlib.suppress(Exception):
                 client.add_notification(title="kinema", body=shown, color="red", auto_close_seconds=8.0)
@@ -233,7 +233,7 @@ class ViewerApp:
         st = self.state
         src = "bundled sample" if st.source is None else os.path.basename(st.source)
         frames = f"{st.n_frames} frames at {st.fps:.4g} fps" if st.clip is not None else "no animation"
-        return f"**{src}**: {st.skeleton.n_joints} joints, {frames}"
+        return f"**{markdown_escape(src)}**: {st.skeleton.n_joints} joints, {frames}"
 
     def _sync_timeline_gui(self) -> None:
         st = self.state
@@ -507,7 +507,8 @@ class ViewerApp:
     def _on_add(self, _: Any) -> None:
         solver = self._new_solver.value if self._new_solver.value in available_solvers() else None
         goal = self.add_chain(self._new_end.value, int(self._new_len.value), solver)
-        self._set_message(f"added chain {goal.id}: {self.state.skeleton.names[goal.end]} ({goal.solver})")
+        self._set_message(f"added chain {goal.id}: {markdown_escape(self.state.skeleton.names[goal.end])} "
+                          f"({goal.solver})")
 
     def open_file(self, rel: str) -> str | None:
         """Open ``rel`` (a path under the root, as the file list gives it) as the **Open** button does.
@@ -551,7 +552,8 @@ class ViewerApp:
             self._pending_overwrite = name
             self._overwrite.label = f"Overwrite {name}"
             self._overwrite.visible = True
-            self._set_message(f"**{name}** already exists in the output folder: press **Overwrite {name}** "
+            shown = markdown_escape(name)
+            self._set_message(f"**{shown}** already exists in the output folder: press **Overwrite {shown}** "
                               "to replace it, or change the name")
             return
         self._write_export(target, name)
@@ -568,7 +570,7 @@ class ViewerApp:
         self._cancel_overwrite()
         self.state.export(target)
         _log(f"exported {target}")
-        self._set_message(f"exported **{name}** into the output folder")
+        self._set_message(f"exported **{markdown_escape(name)}** into the output folder")
         self._refresh_file_list()  # the output folder may be (under) the root
 
     def _on_frame(self, event: Any) -> None:

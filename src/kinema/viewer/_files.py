@@ -50,7 +50,7 @@ MAX_WALKED_ENTRIES = 20_000
 MAX_NAME_BYTES = 255
 
 #: What a page message shows instead of a path outside the root and the output folder.
-HIDDEN_PATH = "<path outside the viewer's folders>"
+HIDDEN_PATH = "(a path outside the viewer's folders)"
 
 #: An absolute POSIX path inside a message: a ``/`` not preceded by a word character, dot or
 #: another path character, up to whitespace, a quote or a separator that cannot end a path.

@@ -813,12 +813,25 @@ class ViewerState:
         for r in rows:
             err = "-" if not math.isfinite(r["error"]) else f"{r['error']:.4g}"
             reached = "yes" if r["reached"] else "no"
-            lines.append(f"| {r['chain']} | {r['solver']} | {err} | {reached} | {r['iterations']} "
+            lines.append(f"| {markdown_escape(r['chain'])} | {r['solver']} | {err} | {reached} | {r['iterations']} "
                          f"| {r['limits_hit']} |")
         for r in rows:
             if r["message"] and r["message"] != "off":
-                lines.append(f"\n**{r['chain']}**: {r['message']}")
+                lines.append(f"\n**{markdown_escape(r['chain'])}**: {markdown_escape(r['message'])}")
         return "\n".join(lines)
+
+
+#: Characters with an inline meaning in Markdown (and HTML), escaped in names and messages the page
+#: shows.  ``#``, ``+``, ``-`` and ``.`` only mean something at the start of a line, which an escaped
+#: text never is (control characters, newlines included, become spaces).
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()!|<>~&])")
+
+
+def markdown_escape(text: str) -> str:
+    """``text`` shown literally in a Markdown panel: names from files and clients cannot format, link or
+    inject HTML (every Markdown special character is backslash-escaped; control characters become spaces)."""
+    clean = "".join(" " if ord(c) < 32 or ord(c) == 127 else c for c in str(text))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", clean)
 
 
 def _vec3(x: ArrayLike, what: str) -> FloatArray:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _viewer_files import tree
 
 pytestmark = pytest.mark.browser
 
@@ -432,16 +433,6 @@ def rig_extent(img: np.ndarray) -> tuple[int, float, float]:
     return int(mask.sum()), (xs.max() - xs.min() + 1) / w, (ys.max() - ys.min() + 1) / h
 
 
-def _tree(folder: Path) -> dict[str, bytes | None]:
-    """Every entry under ``folder`` (not following symlinks): relative path -> file bytes (None: other)."""
-    out: dict[str, bytes | None] = {}
-    for dirpath, dirnames, filenames in os.walk(folder):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            out[p.relative_to(folder).as_posix()] = p.read_bytes() if p.is_file() and not p.is_symlink() else None
-    return out
-
-
 def test_open_lists_only_the_root_and_frames_each_rig(browser: Any, files_viewer: Any, tmp_path: Path) -> None:
     """The page starts on the sample's four limb chains; its file list holds only the root's files; opening the
     centimetre mocap and then the metre glTF, without a reload, shows each rig large on screen with its grid."""
@@ -500,7 +491,7 @@ def test_export_from_the_page_is_confined_and_asks_before_overwriting(browser: A
     folders = v.folders
     out = folders["out"]
     (out / "taken.bvh").write_text("original")
-    before = _tree(folders["base"])
+    before = tree(folders["base"])
     page, client = open_page(browser, v)
     try:
         box = gui_input(page, app._export_name)
@@ -519,14 +510,14 @@ def test_export_from_the_page_is_confined_and_asks_before_overwriting(browser: A
             assert "give a plain file name" in st.messages[-1]
             page.get_by_text("give a plain file name").first.wait_for(timeout=PAGE_TIMEOUT_MS)
             assert str(folders["base"]) not in app._message.content
-        assert _tree(folders["base"]) == before
+        assert tree(folders["base"]) == before
 
         # an existing file: the page asks, and nothing is written until it is confirmed
         export("taken.bvh")
         confirm = page.get_by_role("button", name="Overwrite taken.bvh")
         confirm.wait_for(timeout=PAGE_TIMEOUT_MS)
         page.get_by_text("already exists in the output folder").first.wait_for(timeout=PAGE_TIMEOUT_MS)
-        assert _tree(folders["base"]) == before
+        assert tree(folders["base"]) == before
         confirm.click()
         wait_for(lambda: (out / "taken.bvh").read_bytes() != b"original", "the confirmed overwrite")
         page.get_by_text("exported taken.bvh into the output folder").first.wait_for(timeout=PAGE_TIMEOUT_MS)
@@ -537,7 +528,7 @@ def test_export_from_the_page_is_confined_and_asks_before_overwriting(browser: A
         # a new name is written at once, into the output folder only
         export("fresh.bvh")
         wait_for(lambda: (out / "fresh.bvh").exists(), "the new export")
-        after = _tree(folders["base"])
+        after = tree(folders["base"])
         changed = {k for k in set(before) | set(after) if before.get(k, b"") != after.get(k, b"")}
         assert changed == {"out/taken.bvh", "out/fresh.bvh"}
         assert not list(out.glob(".*.tmp"))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _viewer_files import tree
 
 import kinema
 from kinema import FileFormatError, SolverInputError, forward_kinematics, rotation
@@ -618,17 +619,6 @@ def folders(tmp_path: Path) -> dict[str, Path]:
     return {"base": base, "root": root, "outside": outside, "out": out}
 
 
-def _tree(folder: Path) -> dict[str, bytes | None]:
-    """Every entry under ``folder`` (not following symlinks): relative path -> file bytes (None: other)."""
-    out: dict[str, bytes | None] = {}
-    for dirpath, dirnames, filenames in os.walk(folder):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            rel = p.relative_to(folder).as_posix()
-            out[rel] = p.read_bytes() if p.is_file() and not p.is_symlink() else None
-    return out
-
-
 def test_open_lists_only_loadable_files_under_the_root(folders: dict[str, Path]) -> None:
     from kinema.viewer import FileAccess
 
@@ -649,6 +639,8 @@ def test_open_path_refuses_everything_outside_the_root(folders: dict[str, Path])
         p = files.open_path(rel)
         assert p.is_file() and os.path.commonpath([files.root, p]) == str(files.root)
     assert files.open_path("link_in.bvh") == files.root / "a.bvh"  # resolved
+    assert files.relative(root / "sub" / "b.gltf") == "sub/b.gltf"
+    assert files.relative(root / "link_out.bvh") is None and files.relative(outside / "secret.bvh") is None
     refused = [
         "../outside/secret.bvh", str(outside / "secret.bvh"), "/etc/passwd", "link_out.bvh", "linkdir/secret.bvh",
         "linkdir/inner/deeper.bvh", "sub/../a.bvh", "./a.bvh", "sub//b.gltf", "pipe.bvh", "dir.bvh", "notes.txt",
@@ -670,7 +662,7 @@ def test_export_names_are_confined_to_the_output_folder(folders: dict[str, Path]
     (out / "taken.bvh").write_text("original")
     os.symlink(outside / "secret.bvh", out / "link.bvh")
     (out / "folder.bvh").mkdir()
-    before = _tree(folders["base"])
+    before = tree(folders["base"])
     files = FileAccess(folders["root"], out)
     assert files.export_target("new.bvh") == files.out_dir / "new.bvh"
     assert files.export_target("  spaced name.GLB ") == files.out_dir / "spaced name.GLB"
@@ -688,7 +680,7 @@ def test_export_names_are_confined_to_the_output_folder(folders: dict[str, Path]
     with pytest.raises(ExportExistsError, match="taken.bvh already exists"):
         files.export_target("taken.bvh")
     assert files.export_target("taken.bvh", overwrite=True) == files.out_dir / "taken.bvh"
-    assert _tree(folders["base"]) == before  # checking writes nothing anywhere
+    assert tree(folders["base"]) == before  # checking writes nothing anywhere
 
 
 def test_page_messages_hide_paths_outside_the_folders(folders: dict[str, Path]) -> None:
@@ -830,12 +822,12 @@ def test_app_export_is_confined_and_asks_before_overwriting(toy, folders: dict[s
               verbose=False)
     try:
         app = v.app
-        before = _tree(folders["base"])
+        before = tree(folders["base"])
         for name in ("../escape.bvh", str(folders["outside"] / "abs.bvh"), "sub/x.bvh"):
             app._export_name.value = name
             with pytest.raises(ViewerPathError):
                 app._on_export(None)
-        assert _tree(folders["base"]) == before  # nothing written anywhere
+        assert tree(folders["base"]) == before  # nothing written anywhere
         # an existing name: nothing written until Overwrite is pressed
         app._export_name.value = "taken.bvh"
         app._on_export(None)

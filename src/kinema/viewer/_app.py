@@ -211,13 +211,7 @@ class ViewerApp:
     def _relative_source(self) -> str | None:
         """The viewed file relative to the root (None for the sample or a file outside the root)."""
         src = self.state.source
-        if src is None:
-            return None
-        real = os.path.realpath(src)
-        root = str(self.files.root)
-        if os.path.commonpath([root, real]) != root:
-            return None
-        return Path(os.path.relpath(real, root)).as_posix()
+        return None if src is None else self.files.relative(src)
 
     def _refresh_file_list(self, select: str | None = None) -> None:
         """Walk the root again (the dropdown then offers what is there now), showing ``select`` when listed."""
@@ -340,7 +334,8 @@ class ViewerApp:
         cam.position = pos_t
         for client in self.server.get_clients().values():
             # viser moves only new tabs to the initial camera; the open ones are moved here.  A tab
-            # whose camera has not reported yet (it is still loading) gets the initial one.
+            # whose camera has not reported yet (still loading; viser asserts on reading it) gets the
+            # initial one.
             with contextlib.suppress(AssertionError):
                 c = client.camera
                 c.near, c.far = near, far

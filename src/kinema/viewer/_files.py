@@ -78,7 +78,7 @@ def _loadable(name: str) -> bool:
     return name.lower().endswith(LOADABLE_EXTENSIONS)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class FileAccess:
     """The viewer's two folders: ``root`` (what Open may read) and ``out_dir`` (where export writes).
 
@@ -168,6 +168,14 @@ class FileAccess:
         if not stat.S_ISREG(mode):
             raise ViewerPathError(f"{text!r} is not a regular file")
         return Path(real)
+
+    def relative(self, path: str | os.PathLike[str]) -> str | None:
+        """``path`` as the file list names it (``/``-separated, relative to the root), None when it resolves
+        outside the root."""
+        real = os.path.realpath(path)
+        if not _inside(str(self.root), real):
+            return None
+        return Path(os.path.relpath(real, self.root)).as_posix()
 
     # ---------------------------------------------------------------- export
     def export_target(self, name: str, *, overwrite: bool = False) -> Path:

@@ -808,6 +808,11 @@ def test_app_opens_with_the_limb_chains_and_frames_each_opened_rig(folders: dict
         assert msg is not None and msg.startswith("could not open broken.bvh") and str(folders["base"]) not in msg
         assert str(folders["base"]) not in app._message.content and "broken.bvh" in app._message.content
         assert st.skeleton is skel
+        # the list is walked again on request (and after each export): a new file shows, the choice stays
+        assert "broken.bvh" not in app._file.options  # walked at start and after each successful open or export
+        (root / "sub" / "new.glb").write_text("x")
+        app._refresh_file_list()
+        assert {"broken.bvh", "sub/new.glb"} <= set(app._file.options) and app._file.value == "sub/mocap.bvh"
     finally:
         v.close()
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _viewer_files import tree
 
 pytestmark = pytest.mark.browser
 
@@ -72,14 +73,41 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
+BROKEN_BVH = "HIERARCHY\nROOT hips\n{\n  OFFSET 0 0\n"
+
+
 @pytest.fixture(scope="module")
 def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The sample, served with a root holding one broken file; the tests never open another rig in it."""
     from kinema.viewer import ViewerState, available_solvers, serve
 
     state = ViewerState.from_sample()
     # compile every solver's kernels before a browser waits on them (numba caches them afterwards)
     assert state.warm_up() == available_solvers()
-    v = serve(state=state, port=0, block=False, export_dir=tmp_path_factory.mktemp("exports"), verbose=False)
+    root = tmp_path_factory.mktemp("root")
+    (root / "broken.bvh").write_text(BROKEN_BVH)
+    v = serve(state=state, port=0, block=False, root=root, export_dir=tmp_path_factory.mktemp("exports"),
+              verbose=False)
+    yield v
+    v.close()
+
+
+@pytest.fixture
+def files_viewer(tmp_path: Path, shared_data: Path) -> Iterator[Any]:
+    """A fresh viewer of the sample whose root holds the cm mocap BVH, the metre RiggedFigure glTF and a
+    symlink out of the root; ``viewer.folders`` names ``base``, ``root``, ``outside`` and ``out``."""
+    from kinema.viewer import serve
+
+    root, outside, out = tmp_path / "root", tmp_path / "outside", tmp_path / "out"
+    for d in (root / "mocap", outside, out):
+        d.mkdir(parents=True)
+    shutil.copy(shared_data / "bvh" / "test_mocapbank.bvh", root / "mocap" / "test_mocapbank.bvh")
+    shutil.copy(shared_data / "gltf" / "RiggedFigure.gltf", root / "RiggedFigure.gltf")
+    (outside / "secret.bvh").write_text(BROKEN_BVH)
+    os.symlink(outside / "secret.bvh", root / "link_out.bvh")
+    os.symlink(outside, root / "outside_link")
+    v = serve(port=0, block=False, root=root, export_dir=out, verbose=False)
+    v.folders = {"base": tmp_path, "root": root, "outside": outside, "out": out}  # type: ignore[attr-defined]
     yield v
     v.close()
 
@@ -306,17 +334,14 @@ def test_tabs_disconnects_and_bad_files(browser: Any, viewer: Any, tmp_path: Pat
         wait_for(lambda: len(st.goals) == 1, "a chain added from the remaining tab")
         page3, c3 = open_page(browser, viewer)
         page3.close()
-        # a bad file: a message in the page and in the state's log, nothing replaced
-        bad = tmp_path / "broken.bvh"
-        bad.write_text("HIERARCHY\nROOT hips\n{\n  OFFSET 0 0\n")
+        # a bad file, picked from the file list: a message in the page and in the state's log, nothing replaced
         skeleton = st.skeleton
-        box = gui_input(page2, app._path)
-        box.fill(str(bad))
-        box.press("Enter")
-        wait_for(lambda: app._path.value == str(bad), "the path to reach the server")
+        _pick(page2, app._file, "broken.bvh")
+        wait_for(lambda: app._file.value == "broken.bvh", "the choice to reach the server")
         page2.get_by_role("button", name="Open").click()
-        page2.get_by_text("could not open").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+        page2.get_by_text("could not open broken.bvh").first.wait_for(timeout=PAGE_TIMEOUT_MS)
         assert any("broken.bvh" in m for m in st.messages)
+        assert str(app.files.root) not in app._message.content  # the page is told the name, not the folder
         assert st.skeleton is skeleton and len(st.goals) == 1
     finally:
         page2.close()
@@ -367,5 +392,145 @@ def test_screenshot_of_the_sample_posed_by_ik(browser: Any, viewer: Any, tmp_pat
         if docs:
             page.screenshot(path=str(Path(docs) / "viewer.png"))
             screenshot(page, Path(docs) / "viewer_ik.png")
+    finally:
+        page.close()
+
+
+# --------------------------------------------------------------------------------------------- files
+#: A rig on screen covers at least this fraction of the canvas height and width (framed, it covers about
+#: half the height; a rig framed for another size is a dot or fills nothing).
+RIG_MIN_EXTENT = 0.15
+#: ... and at least this many of the rig's own pixels.
+RIG_MIN_PIXELS = 1500
+#: A visible grid: at least this many grid-gray pixels.
+GRID_MIN_PIXELS = 3000
+
+
+def mesh_pixels(img: np.ndarray) -> np.ndarray:
+    """The skinned mesh's warm tone (MESH_COLOR, shaded, over the white floor): clearly redder than blue."""
+    r, g, b = img[..., 0], img[..., 1], img[..., 2]
+    return (r - b > 20) & (g - b > 5) & (r > 80) & (r < 250)
+
+
+def rig_mask(img: np.ndarray) -> np.ndarray:
+    """Pixels of the rig: its blue bones or its mesh."""
+    return ((img[..., 2] - img[..., 0] > 40) & (img[..., 2] > 120)) | mesh_pixels(img)
+
+
+def grid_pixels(img: np.ndarray) -> int:
+    """Gray pixels (the grid lines), neither white nor coloured."""
+    spread = img.max(axis=2) - img.min(axis=2)
+    return int(np.count_nonzero((spread < 10) & (img.max(axis=2) < 225) & (img.min(axis=2) > 100)))
+
+
+def rig_extent(img: np.ndarray) -> tuple[int, float, float]:
+    """``(pixels, width fraction, height fraction)`` of the rig's bounding box in the canvas."""
+    mask = rig_mask(img)
+    ys, xs = np.nonzero(mask)
+    if not len(xs):
+        return 0, 0.0, 0.0
+    h, w = mask.shape
+    return int(mask.sum()), (xs.max() - xs.min() + 1) / w, (ys.max() - ys.min() + 1) / h
+
+
+def test_open_lists_only_the_root_and_frames_each_rig(browser: Any, files_viewer: Any, tmp_path: Path) -> None:
+    """The page starts on the sample's four limb chains; its file list holds only the root's files; opening the
+    centimetre mocap and then the metre glTF, without a reload, shows each rig large on screen with its grid."""
+    v = files_viewer
+    st, app = v.state, v.app
+    page, client = open_page(browser, v)
+    hide_notices(page)
+    try:
+        names = st.skeleton.names
+        assert [names[g.end] for g in st.goals] == ["right_wrist", "left_wrist", "right_ankle", "left_ankle"]
+        for g in st.goals:
+            page.get_by_text(f"chain {g.id}: {names[g.end]}").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+        # the file list: only the loadable files under the root (no symlink out of it, nothing outside)
+        gui_input(page, app._file).click()
+        options = [o.inner_text().strip() for o in page.get_by_role("option").all()]
+        assert options == ["RiggedFigure.gltf", "mocap/test_mocapbank.bvh"]
+        page.keyboard.press("Escape")
+
+        sizes = {}
+        for rel, ends in (("mocap/test_mocapbank.bvh", ["RightWrist", "LeftWrist", "RightAnkle", "LeftAnkle"]),
+                          ("RiggedFigure.gltf", [])):
+            _pick(page, app._file, rel)
+            wait_for(lambda rel=rel: app._file.value == rel, f"{rel} to be chosen")
+            page.get_by_role("button", name="Open", exact=True).click()
+            wait_for(lambda rel=rel: st.source == str(app.files.root / rel), f"{rel} to open")
+            page.get_by_text(f"{Path(rel).name}: {st.skeleton.n_joints} joints").first.wait_for(
+                timeout=PAGE_TIMEOUT_MS)
+            assert [st.skeleton.names[g.end] for g in st.goals] == ends
+            p = st.positions
+            sizes[rel] = float(np.max(p.max(axis=0) - p.min(axis=0)))
+            position, look_at, _, _ = app.camera_framing()
+            # the open tab's camera was moved (viser itself only moves new tabs)
+            wait_for(lambda position=position, look_at=look_at: np.allclose(client.camera.position, position)
+                     and np.allclose(client.camera.look_at, look_at), "the tab's camera to frame the rig")
+
+            def framed() -> np.ndarray | None:
+                img = screenshot(page)
+                n, fw, fh = rig_extent(img)
+                ok = n >= RIG_MIN_PIXELS and fh >= RIG_MIN_EXTENT and fw >= RIG_MIN_EXTENT / 3
+                return img if ok and grid_pixels(img) >= GRID_MIN_PIXELS else None
+
+            img = wait_for(framed, f"{rel} to show large, with its grid")
+            screenshot(page, tmp_path / f"open_{Path(rel).stem}.png")
+            n, fw, fh = rig_extent(img)
+            assert fh < 0.95, "the rig fills the whole view: framed too close"
+        assert sizes["mocap/test_mocapbank.bvh"] > 50 * sizes["RiggedFigure.gltf"]  # cm and m, both framed
+    finally:
+        page.close()
+
+
+def test_export_from_the_page_is_confined_and_asks_before_overwriting(browser: Any, files_viewer: Any) -> None:
+    import kinema
+
+    v = files_viewer
+    st, app = v.state, v.app
+    folders = v.folders
+    out = folders["out"]
+    (out / "taken.bvh").write_text("original")
+    before = tree(folders["base"])
+    page, client = open_page(browser, v)
+    try:
+        box = gui_input(page, app._export_name)
+
+        def export(name: str) -> None:
+            box.fill(name)
+            box.press("Enter")
+            wait_for(lambda: app._export_name.value == name, f"the name {name!r} to reach the server")
+            page.get_by_role("button", name="Export clip with IK").click()
+
+        # ../ and absolute paths are refused with a message, and nothing is written anywhere
+        for name in ("../escape.bvh", "../../escape.bvh", str(folders["outside"] / "abs.bvh"), "mocap/x.bvh"):
+            count = len(st.messages)
+            export(name)
+            wait_for(lambda count=count: len(st.messages) > count, f"{name!r} to be refused")
+            assert "give a plain file name" in st.messages[-1]
+            page.get_by_text("give a plain file name").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+            assert str(folders["base"]) not in app._message.content
+        assert tree(folders["base"]) == before
+
+        # an existing file: the page asks, and nothing is written until it is confirmed
+        export("taken.bvh")
+        confirm = page.get_by_role("button", name="Overwrite taken.bvh")
+        confirm.wait_for(timeout=PAGE_TIMEOUT_MS)
+        page.get_by_text("already exists in the output folder").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+        assert tree(folders["base"]) == before
+        confirm.click()
+        wait_for(lambda: (out / "taken.bvh").read_bytes() != b"original", "the confirmed overwrite")
+        page.get_by_text("exported taken.bvh into the output folder").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+        wait_for(lambda: not app._overwrite.visible, "the Overwrite button to go")
+        _, clip = kinema.io.load_bvh(out / "taken.bvh")
+        assert clip.n_frames == st.n_frames
+
+        # a new name is written at once, into the output folder only
+        export("fresh.bvh")
+        wait_for(lambda: (out / "fresh.bvh").exists(), "the new export")
+        after = tree(folders["base"])
+        changed = {k for k in set(before) | set(after) if before.get(k, b"") != after.get(k, b"")}
+        assert changed == {"out/taken.bvh", "out/fresh.bvh"}
+        assert not list(out.glob(".*.tmp"))
     finally:
         page.close()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _viewer_files import tree
 
 import kinema
 from kinema import FileFormatError, SolverInputError, forward_kinematics, rotation
@@ -418,9 +419,10 @@ def test_view_subcommand_defaults_to_loopback() -> None:
     p = argparse.ArgumentParser(prog="kinema")
     add_view_parser(p.add_subparsers(dest="command"))
     args = p.parse_args(["view"])
-    assert (args.file, args.host, args.port) == (None, "127.0.0.1", 8080)
-    args = p.parse_args(["view", "walk.bvh", "--port", "9000"])
-    assert (args.file, args.port, args.func.__name__) == ("walk.bvh", 9000, "run_view")
+    assert (args.file, args.host, args.port, args.root, args.out) == (None, "127.0.0.1", 8080, None, None)
+    args = p.parse_args(["view", "walk.bvh", "--port", "9000", "--root", "clips", "--out", "done"])
+    assert (args.file, args.port, args.root, args.out, args.func.__name__) == ("walk.bvh", 9000, "clips", "done",
+                                                                               "run_view")
 
 
 def test_warm_up_changes_nothing(toy) -> None:
@@ -436,21 +438,28 @@ def test_warm_up_changes_nothing(toy) -> None:
     assert ViewerState(kinema.Skeleton(["a", "b"], [-1, 0], [[0, 0, 0], [0, 1, 0]])).warm_up() == []
 
 
-def test_kinema_view_command(tmp_path: Path) -> None:
-    """``kinema view BAD_FILE --port P``: prints a loopback URL, says why the file failed, serves the page
-    (the sample instead), and stops cleanly on Ctrl-C."""
-    import signal
+def _free_port() -> int:
     import socket
-    import time
-    import urllib.request
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    bad = tmp_path / "bad.bvh"
-    bad.write_text("not a bvh file\n")
-    proc = subprocess.Popen([sys.executable, "-m", "kinema.cli", "view", str(bad), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        return int(s.getsockname()[1])
+
+
+def _kinema(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kinema.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+
+
+def test_kinema_view_serves_the_sample_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    """``kinema view --port P``: prints a loopback URL and its two folders, serves the page, stops on Ctrl-C."""
+    import signal
+    import time
+    import urllib.request
+
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "kinema.cli", "view", "--port", str(port), "--root", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     try:
         deadline = time.monotonic() + 240
@@ -472,7 +481,88 @@ def test_kinema_view_command(tmp_path: Path) -> None:
             proc.communicate()
     assert proc.returncode == 0, err
     assert f"http://127.0.0.1:{port}" in out and "0.0.0.0" not in out
-    assert "could not open" in err and "bad.bvh" in err
+    assert f"files under {os.path.realpath(tmp_path)}" in out and f"writes into {os.path.realpath(tmp_path)}" in out
+    assert "warning" not in err  # loopback: nothing to warn about
+
+
+def test_kinema_view_on_a_bad_file_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    """No fallback to the sample: a missing, broken or special file, or a bad --root/--out, ends at once."""
+    broken = tmp_path / "broken.bvh"
+    broken.write_text("HIERARCHY\nROOT hips\n{\n  OFFSET 0 0\n")
+    fifo = tmp_path / "pipe.bvh"
+    os.mkfifo(fifo)
+    (tmp_path / "folder.bvh").mkdir()
+    port = str(_free_port())
+    cases = [
+        (["view", "missing.bvh"], "missing.bvh"),
+        (["view", str(broken)], "broken.bvh:"),  # the loader's file and line
+        (["view", str(fifo)], "not a regular file"),  # refused before it is opened (it would block)
+        (["view", str(tmp_path / "folder.bvh")], "not a regular file"),
+        (["view", "--root", str(tmp_path / "nowhere")], "is not a folder"),
+        (["view", "--out", str(broken)], "is not a folder"),
+    ]
+    for args, words in cases:
+        r = _kinema(*args, "--port", port, cwd=tmp_path, timeout=60)
+        assert r.returncode == 1, (args, r.stdout, r.stderr)
+        lines = r.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("kinema: error: ") and words in lines[0], (args, r.stderr)
+        assert "Traceback" not in r.stderr and "http://" not in r.stdout
+    # python -m kinema.viewer is the same command
+    r = subprocess.run([sys.executable, "-m", "kinema.viewer", "missing.bvh", "--port", port], capture_output=True,
+                       text=True, timeout=60, cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert r.returncode == 1 and r.stderr.splitlines() == ["kinema: error: no such file: missing.bvh"]
+
+
+def test_serve_raises_for_a_bad_file_before_listening(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import viser
+
+    from kinema.viewer import serve
+
+    started = []
+    monkeypatch.setattr(viser, "ViserServer", lambda *a, **k: started.append((a, k)))
+    with pytest.raises(FileNotFoundError, match="missing.bvh"):
+        serve(tmp_path / "missing.bvh", port=0, block=False, root=tmp_path, export_dir=tmp_path, verbose=False)
+    assert started == []
+
+
+class _NoServer(Exception):
+    """Raised by a stand-in for viser.ViserServer: the test stops before anything listens."""
+
+
+def test_host_other_than_loopback_warns(toy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import viser
+
+    from kinema.viewer import FileAccess, serve
+    from kinema.viewer._serve import host_warning, is_loopback
+
+    for host in ("127.0.0.1", "127.4.5.6", "localhost", "LocalHost", "::1", "[::1]"):
+        assert is_loopback(host), host
+    for host in ("0.0.0.0", "::", "", "192.168.1.20", "10.0.0.1", "example.org", "127.0.0.1.example.org"):
+        assert not is_loopback(host), host
+    files = FileAccess(tmp_path, tmp_path)
+    assert host_warning("127.0.0.1", files) is None
+    text = host_warning("0.0.0.0", files)
+    assert text is not None and "anyone" in text and "network" in text and str(files.root) in text
+
+    # serve() prints it before it starts the server (the stand-in stops there: nothing listens in tests)
+    hosts = []
+
+    def fake_server(*, host: str, port: int, verbose: bool) -> None:
+        hosts.append(host)
+        raise _NoServer
+
+    monkeypatch.setattr(viser, "ViserServer", fake_server)
+    with pytest.raises(_NoServer):
+        serve(state=ViewerState(*toy), host="0.0.0.0", port=8123, block=False, root=tmp_path,
+              export_dir=tmp_path, verbose=False)
+    assert hosts == ["0.0.0.0"]
+    err = capsys.readouterr().err
+    assert "warning: listening on 0.0.0.0" in err and "anyone" in err
+    with pytest.raises(_NoServer):
+        serve(state=ViewerState(*toy), host="127.0.0.1", port=8123, block=False, root=tmp_path,
+              export_dir=tmp_path, verbose=False)
+    assert "warning" not in capsys.readouterr().err
 
 
 def test_server_plays_the_clip_under_the_goals_and_exports(toy, tmp_path: Path) -> None:
@@ -482,7 +572,7 @@ def test_server_plays_the_clip_under_the_goals_and_exports(toy, tmp_path: Path) 
     from kinema.viewer import serve
 
     skel, clip = toy
-    v = serve(state=ViewerState(skel, clip), port=0, block=False, export_dir=tmp_path, verbose=False)
+    v = serve(state=ViewerState(skel, clip), port=0, block=False, root=tmp_path, export_dir=tmp_path, verbose=False)
     try:
         assert v.url.startswith("http://127.0.0.1:")
         st, app = v.state, v.app
@@ -506,3 +596,277 @@ def test_server_plays_the_clip_under_the_goals_and_exports(toy, tmp_path: Path) 
         assert clip2.n_frames == clip.n_frames
     finally:
         v.close()
+
+
+# ------------------------------------------------------------------ file confinement
+@pytest.fixture
+def folders(tmp_path: Path) -> dict[str, Path]:
+    """``base/root`` with loadable files, decoys and symlinks; ``base/outside`` beside it; ``base/out``."""
+    base = tmp_path
+    root, outside, out = base / "root", base / "outside", base / "out"
+    for d in (root / "sub" / "deep", root / ".hidden", outside / "inner", out):
+        d.mkdir(parents=True)
+    for rel in ("a.bvh", "sub/b.gltf", "sub/deep/c.GLB", "notes.txt", ".hidden/x.bvh", ".dot.bvh"):
+        (root / rel).write_text("x")
+    (root / "dir.bvh").mkdir()  # a folder with a loadable name is not a file
+    os.mkfifo(root / "pipe.bvh")
+    (outside / "secret.bvh").write_text("secret")
+    (outside / "inner" / "deeper.bvh").write_text("secret")
+    os.symlink(root / "a.bvh", root / "link_in.bvh")  # a symlink that stays inside: listed
+    os.symlink(outside / "secret.bvh", root / "link_out.bvh")  # one that leaves the root: not listed
+    os.symlink(outside, root / "linkdir")  # a symlinked folder: never walked
+    os.symlink(root / "gone.bvh", root / "dangling.bvh")
+    return {"base": base, "root": root, "outside": outside, "out": out}
+
+
+def test_open_lists_only_loadable_files_under_the_root(folders: dict[str, Path]) -> None:
+    from kinema.viewer import FileAccess
+
+    files = FileAccess(folders["root"], folders["out"])
+    assert files.listing() == ["a.bvh", "link_in.bvh", "sub/b.gltf", "sub/deep/c.GLB"]
+    # bounded walk: a file count and an entry count cap it
+    assert files.listing(max_files=2) == ["a.bvh", "link_in.bvh"]
+    assert files.listing(max_entries=1) == []  # the first entry in name order is ".dot.bvh", hidden
+    assert files.listing(max_entries=3) == ["a.bvh"]  # ".dot.bvh", ".hidden", "a.bvh"
+
+
+def test_open_path_refuses_everything_outside_the_root(folders: dict[str, Path]) -> None:
+    from kinema.viewer import FileAccess, ViewerPathError
+
+    root, outside = folders["root"], folders["outside"]
+    files = FileAccess(root, folders["out"])
+    for rel in files.listing():
+        p = files.open_path(rel)
+        assert p.is_file() and os.path.commonpath([files.root, p]) == str(files.root)
+    assert files.open_path("link_in.bvh") == files.root / "a.bvh"  # resolved
+    assert files.relative(root / "sub" / "b.gltf") == "sub/b.gltf"
+    assert files.relative(root / "link_out.bvh") is None and files.relative(outside / "secret.bvh") is None
+    refused = [
+        "../outside/secret.bvh", str(outside / "secret.bvh"), "/etc/passwd", "link_out.bvh", "linkdir/secret.bvh",
+        "linkdir/inner/deeper.bvh", "sub/../a.bvh", "./a.bvh", "sub//b.gltf", "pipe.bvh", "dir.bvh", "notes.txt",
+        "missing.bvh", "dangling.bvh", "", "a.bvh\x00.txt", "..\\outside\\secret.bvh",
+    ]
+    for rel in refused:
+        with pytest.raises(ViewerPathError) as info:
+            files.open_path(rel)
+        msg = str(info.value)
+        # the message names what was asked, never where the root or the outside folder are
+        assert str(folders["base"]) not in msg.replace(repr(rel), ""), (rel, msg)
+        assert "secret" not in msg.replace(repr(rel), ""), (rel, msg)
+
+
+def test_export_names_are_confined_to_the_output_folder(folders: dict[str, Path]) -> None:
+    from kinema.viewer import ExportExistsError, FileAccess, ViewerPathError
+
+    out, outside = folders["out"], folders["outside"]
+    (out / "taken.bvh").write_text("original")
+    os.symlink(outside / "secret.bvh", out / "link.bvh")
+    (out / "folder.bvh").mkdir()
+    before = tree(folders["base"])
+    files = FileAccess(folders["root"], out)
+    assert files.export_target("new.bvh") == files.out_dir / "new.bvh"
+    assert files.export_target("  spaced name.GLB ") == files.out_dir / "spaced name.GLB"
+    bad = ["../escape.bvh", "../../escape.bvh", str(outside / "abs.bvh"), "/tmp/abs.bvh", "sub/x.bvh", "a\\b.bvh",
+           "..", "x..bvh", ".hidden.bvh", "x.txt", "x", "", "   ", "a\nb.bvh", "a" * 300 + ".bvh", "C:\\x.bvh"]
+    for name in bad:
+        with pytest.raises(ViewerPathError) as info:
+            files.export_target(name, overwrite=True)  # no confirmation makes these acceptable
+        assert not isinstance(info.value, ExportExistsError), name
+    # a symlink or a folder at the target is refused even with the confirmation
+    for name in ("link.bvh", "folder.bvh"):
+        with pytest.raises(ViewerPathError):
+            files.export_target(name, overwrite=True)
+    # an existing file needs the confirmation
+    with pytest.raises(ExportExistsError, match="taken.bvh already exists"):
+        files.export_target("taken.bvh")
+    assert files.export_target("taken.bvh", overwrite=True) == files.out_dir / "taken.bvh"
+    assert tree(folders["base"]) == before  # checking writes nothing anywhere
+
+
+def test_page_messages_hide_paths_outside_the_folders(folders: dict[str, Path]) -> None:
+    from kinema.viewer import FileAccess
+    from kinema.viewer._files import HIDDEN_PATH
+
+    files = FileAccess(folders["root"], folders["out"])
+    root, out = str(files.root), str(files.out_dir)
+    assert files.public(f"could not open {root}/sub/b.gltf: bad") == "could not open sub/b.gltf: bad"
+    assert files.public(f"PermissionError: [Errno 13] Permission denied: '{out}/x.bvh'") == \
+        "PermissionError: [Errno 13] Permission denied: 'x.bvh'"
+    assert files.public("buffer uri resolves to /etc/passwd (outside)") == \
+        f"buffer uri resolves to {HIDDEN_PATH} (outside)"
+    assert files.public(f"'{folders['outside']}/secret.bvh' exists") == f"'{HIDDEN_PATH}' exists"
+    assert files.public("speed 3 m/s, 2/3 done, rad/s") == "speed 3 m/s, 2/3 done, rad/s"
+
+
+# ------------------------------------------------------------------ limb chains
+def test_humanoid_limb_ends_of_the_sample_the_mocap_and_name_variants(toy, shared_data: Path) -> None:
+    from kinema.viewer import humanoid_limb_ends
+
+    pytest.importorskip("kinema.samples")
+    from kinema import samples
+
+    assert humanoid_limb_ends(samples.humanoid()) == ["right_wrist", "left_wrist", "right_ankle", "left_ankle"]
+    mocap, _ = kinema.io.load_bvh(shared_data / "bvh" / "test_mocapbank.bvh")
+    assert humanoid_limb_ends(mocap) == ["RightWrist", "LeftWrist", "RightAnkle", "LeftAnkle"]
+    assert humanoid_limb_ends(toy[0]) == ["r_wrist", "l_wrist", "r_ankle", "l_ankle"]
+    # RiggedFigure's arm_joint_L_3 / leg_joint_L_5 name no wrist or ankle: not recognised, no chains
+    figure = kinema.io.load_gltf(shared_data / "gltf" / "RiggedFigure.gltf").skeleton
+    assert humanoid_limb_ends(figure) == []
+
+    def rig(ends: dict[str, list[str]]) -> kinema.Skeleton:
+        names, parents = ["Hips"], [-1]
+        for chain in ends.values():
+            for k, n in enumerate(chain):
+                names.append(n)
+                parents.append(0 if k == 0 else len(names) - 2)
+        return kinema.Skeleton(names, parents, np.tile([0.0, 0.1, 0.0], (len(names), 1)))
+
+    mixamo = rig({s + a: [f"mixamorig:{s}{a}", f"mixamorig:{s}{b}", f"mixamorig:{s}{c}", f"mixamorig:{s}{c}Index1"]
+                  for s in ("Left", "Right") for a, b, c in (("Arm", "ForeArm", "Hand"), ("UpLeg", "Leg", "Foot"))})
+    assert humanoid_limb_ends(mixamo) == ["mixamorig:RightHand", "mixamorig:LeftHand", "mixamorig:RightFoot",
+                                          "mixamorig:LeftFoot"]
+    # both a wrist and a hand below it: the wrist ends the chain
+    both = rig({s: [f"{s}Shoulder", f"{s}Elbow", f"{s}Wrist", f"{s}Hand"] for s in ("Left", "Right")}
+               | {f"{s}leg": [f"{s}Hip", f"{s}Knee", f"{s}Ankle"] for s in ("Left", "Right")})
+    assert humanoid_limb_ends(both) == ["RightWrist", "LeftWrist", "RightAnkle", "LeftAnkle"]
+    # one arm missing, or a wrist without two bones above it: not a humanoid this recognises
+    assert humanoid_limb_ends(rig({"l": ["LeftElbow", "LeftWrist"], "r": ["RightShoulder", "RightElbow",
+                                                                           "RightWrist"]})) == []
+    one_arm = rig({s: [f"{s}Hip", f"{s}Knee", f"{s}Ankle"] for s in ("Left", "Right")}
+                  | {"r": ["RightShoulder", "RightElbow", "RightWrist"]})
+    assert humanoid_limb_ends(one_arm) == []
+
+
+def test_add_limb_chains_poses_nothing_until_dragged(toy) -> None:
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    st.set_frame(3)
+    before = st.positions.copy()
+    goals = st.add_limb_chains()
+    assert [skel.names[g.end] for g in goals] == ["r_wrist", "l_wrist", "r_ankle", "l_ankle"]
+    assert [skel.names[int(g.joints[0])] for g in goals] == ["r_shoulder", "l_shoulder", "r_hip", "l_hip"]
+    assert all(g.length == 2 and g.solver == st.default_solver(2) for g in goals) and st.goals == goals
+    np.testing.assert_allclose(st.positions, before, rtol=0, atol=1e-9)
+    assert all(g.status.reached for g in goals)
+    unknown = ViewerState(kinema.Skeleton(["a", "b", "c"], [-1, 0, 1], [[0, 0, 0], [0, 1, 0], [0, 1, 0]]))
+    assert unknown.add_limb_chains() == [] and unknown.goals == []
+
+
+# ------------------------------------------------------------------ the running app (no browser)
+def test_app_opens_with_the_limb_chains_and_frames_each_opened_rig(folders: dict[str, Path], shared_data: Path
+                                                                  ) -> None:
+    """Open from the file list: the cm mocap and the metre glTF each get a camera, grid and clipping planes
+    scaled to their size; refused paths change nothing."""
+    import shutil
+
+    from kinema.viewer import ViewerPathError, serve
+
+    root = folders["root"]
+    shutil.copy(shared_data / "bvh" / "test_mocapbank.bvh", root / "sub" / "mocap.bvh")
+    shutil.copy(shared_data / "gltf" / "RiggedFigure.gltf", root / "figure.gltf")
+    v = serve(port=0, block=False, root=root, export_dir=folders["out"], verbose=False)
+    try:
+        st, app = v.state, v.app
+        assert [st.skeleton.names[g.end] for g in st.goals] == ["right_wrist", "left_wrist", "right_ankle",
+                                                                 "left_ankle"]
+        assert set(app._chains) == {g.id for g in st.goals}  # each has its gizmos
+        assert list(app._file.options) == ["a.bvh", "figure.gltf", "link_in.bvh", "sub/b.gltf", "sub/deep/c.GLB",
+                                           "sub/mocap.bvh"]
+        sizes = {}
+        for rel in ("sub/mocap.bvh", "figure.gltf"):
+            assert app.open_file(rel) is None
+            assert st.source == str(app.files.root / rel)
+            p = st.positions
+            size = float(np.max(p.max(axis=0) - p.min(axis=0)))
+            sizes[rel] = size
+            position, look_at, near, far = app.camera_framing()
+            np.testing.assert_allclose(app.server.initial_camera.position, position, rtol=1e-12)
+            np.testing.assert_allclose(app.server.initial_camera.look_at, look_at, rtol=1e-12)
+            np.testing.assert_allclose(look_at, (p.min(axis=0) + p.max(axis=0)) / 2, rtol=1e-12)
+            np.testing.assert_allclose(np.linalg.norm(position - look_at), size * np.linalg.norm([0.7, 0.3, 1.25]),
+                                       rtol=1e-12)
+            assert app.server.initial_camera.near == pytest.approx(1e-3 * size)
+            assert app.server.initial_camera.far == pytest.approx(1e3 * size)
+            # every joint is in front of the camera, inside its clipping planes
+            depth = (p - position) @ ((look_at - position) / np.linalg.norm(look_at - position))
+            assert depth.min() > near and depth.max() < far
+            assert app._file.value == rel
+        # the mocap is in centimetres, the glTF in metres: the framing followed
+        assert sizes["sub/mocap.bvh"] > 50 * sizes["figure.gltf"]
+        assert st.goals == []  # RiggedFigure's names are not recognised: no chains
+        assert app.open_file("sub/mocap.bvh") is None
+        assert [st.skeleton.names[g.end] for g in st.goals] == ["RightWrist", "LeftWrist", "RightAnkle", "LeftAnkle"]
+        assert all(g.status.reached for g in st.goals)
+        skel = st.skeleton
+        for rel in ("link_out.bvh", "../outside/secret.bvh", str(folders["outside"] / "secret.bvh"), "pipe.bvh"):
+            with pytest.raises(ViewerPathError):
+                app.open_file(rel)
+        assert st.skeleton is skel
+        # a broken file under the root: the page's message names it relative to the root only
+        (root / "broken.bvh").write_text("HIERARCHY\nROOT hips\n{\n  OFFSET 0 0\n")
+        msg = app.open_file("broken.bvh")
+        assert msg is not None and msg.startswith("could not open broken.bvh") and str(folders["base"]) not in msg
+        assert str(folders["base"]) not in app._message.content and "broken.bvh" in app._message.content
+        assert st.skeleton is skel
+        # the list is walked again on request (and after each export): a new file shows, the choice stays
+        assert "broken.bvh" not in app._file.options  # walked at start and after each successful open or export
+        (root / "sub" / "new.glb").write_text("x")
+        app._refresh_file_list()
+        assert {"broken.bvh", "sub/new.glb"} <= set(app._file.options) and app._file.value == "sub/mocap.bvh"
+    finally:
+        v.close()
+
+
+def test_app_export_is_confined_and_asks_before_overwriting(toy, folders: dict[str, Path]) -> None:
+    from kinema.viewer import ViewerPathError, serve
+
+    skel, clip = toy
+    out = folders["out"]
+    (out / "taken.bvh").write_text("original")
+    v = serve(state=ViewerState(skel, clip), port=0, block=False, root=folders["root"], export_dir=out,
+              verbose=False)
+    try:
+        app = v.app
+        before = tree(folders["base"])
+        for name in ("../escape.bvh", str(folders["outside"] / "abs.bvh"), "sub/x.bvh"):
+            app._export_name.value = name
+            with pytest.raises(ViewerPathError):
+                app._on_export(None)
+        assert tree(folders["base"]) == before  # nothing written anywhere
+        # an existing name: nothing written until Overwrite is pressed
+        app._export_name.value = "taken.bvh"
+        app._on_export(None)
+        assert (out / "taken.bvh").read_text() == "original"
+        assert app._overwrite.visible and app._overwrite.label == "Overwrite taken.bvh"
+        assert "already exists" in app._message.content
+        # changing the name withdraws the offer (the callback runs as a page edit would)
+        app._export_name.value = "other.bvh"
+        assert not app._overwrite.visible
+        with pytest.raises(ViewerPathError, match="changed"):
+            app._on_overwrite(None)
+        assert (out / "taken.bvh").read_text() == "original" and not (out / "other.bvh").exists()
+        app._export_name.value = "taken.bvh"
+        app._on_export(None)
+        app._on_overwrite(None)
+        skel2, clip2 = kinema.io.load_bvh(out / "taken.bvh")
+        assert clip2.n_frames == clip.n_frames and not app._overwrite.visible
+        assert "exported **taken.bvh**" in app._message.content
+        assert sorted(p.name for p in out.iterdir()) == ["taken.bvh"]
+        assert not list(out.glob(".*.tmp"))
+    finally:
+        v.close()
+
+
+def test_names_from_files_cannot_format_the_page() -> None:
+    """Joint and file names reach Markdown panels escaped: no links, images, HTML or broken tables."""
+    from kinema.viewer._state import markdown_escape
+
+    evil = "arm|![x](http://example.invalid/i.png)<b>_*"
+    assert markdown_escape(evil) == r"arm\|\!\[x\]\(http://example.invalid/i.png\)\<b\>\_\*"
+    assert markdown_escape("a\x1b[2Jb\nc") == r"a \[2Jb c"
+    skel = kinema.Skeleton(["root", "mid", evil], [-1, 0, 1], [[0, 0, 0], [0, 1, 0], [0.3, 1, 0]])
+    st = ViewerState(skel)
+    st.add_chain(evil, 2)
+    table = st.status_markdown().splitlines()[2]
+    assert table.count("|") - table.count("\\|") == 7  # the row's own 7 cell bars, the name's bar escaped
+    assert "![x](" not in table and "<b>" not in table

@@ -1,4 +1,4 @@
-"""``python -m kinema.viewer [FILE] [--host H] [--port P]`` (the same as ``kinema view``)."""
+"""``python -m kinema.viewer [FILE] [--host H] [--port P] [--root DIR] [--out DIR]`` (the same as ``kinema view``)."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ._files import ExportExistsError, FileAccess, ViewerPathError
 from ._geometry import (
     bone_instances,
     icosphere,
@@ -29,7 +30,7 @@ from ._geometry import (
     unit_bone_mesh,
     xyzw_to_wxyz,
 )
-from ._state import ChainGoal, ViewerState, available_solvers
+from ._state import ChainGoal, ViewerState, available_solvers, markdown_escape
 
 __all__ = ["ViewerApp"]
 
@@ -45,6 +46,24 @@ TARGET_COLOR = (230, 70, 60)
 POLE_COLOR = (250, 190, 40)
 LIMIT_COLOR = (60, 190, 110)
 MESH_COLOR = (200, 170, 150)
+
+#: The export box's first name (written into the output folder).
+DEFAULT_EXPORT_NAME = "kinema_ik.bvh"
+
+#: What the file list shows when the root holds nothing to open.
+NO_FILES = "(no .bvh, .gltf or .glb files under the root)"
+
+#: The camera frames the rig from this offset, in units of the rig's size (front-right, a little above).
+CAMERA_OFFSET = (0.7, 0.3, 1.25)
+
+#: Camera clipping planes as multiples of the rig's size (viser's fixed 0.01 and 1000 suit
+#: a metre rig only: a centimetre rig 170 units tall needs them 100 times farther).
+CAMERA_NEAR_FACTOR = 1e-3
+CAMERA_FAR_FACTOR = 1e3
+
+#: The grid fades out at this many rig sizes from the camera (viser's fixed 100 hides the
+#: whole grid of a centimetre rig, which the camera sees from about 250 units away).
+GRID_FADE_FACTOR = 12.0
 
 
 @dataclass
@@ -66,15 +85,21 @@ def _log(message: str) -> None:
 class ViewerApp:
     """Shows ``state`` in ``server`` (a ``viser.ViserServer``) and wires the controls.
 
-    ``export_dir``: folder the export button writes into (default: the
-    current folder).  Call :meth:`close` to stop the playback thread (the
-    server itself is the caller's).
+    ``files``: the folders the page may read (Open, from a list of the files
+    under ``files.root``) and write (export, into ``files.out_dir``); default:
+    both the current folder.  ``limb_chains``: start (and start each opened
+    file) with the four limb chains of a recognised humanoid.  Call
+    :meth:`close` to stop the playback thread (the server itself is the
+    caller's).
     """
 
-    def __init__(self, state: ViewerState, server: Any, *, export_dir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, state: ViewerState, server: Any, *, files: FileAccess | None = None,
+                 limb_chains: bool = True) -> None:
         self.state = state
         self.server = server
-        self.export_dir = Path(export_dir) if export_dir is not None else Path.cwd()
+        self.files = files if files is not None else FileAccess(os.getcwd(), os.getcwd())
+        self.limb_chains = limb_chains
+        self._pending_overwrite: str | None = None  # the export name whose overwrite the page must confirm
         self._quiet = 0  # >0 while the server itself assigns GUI values (their callbacks must not act)
         self._chains: dict[int, _ChainUI] = {}
         self._rig_version = -1
@@ -83,6 +108,8 @@ class ViewerApp:
         self.refresh_count = 0
 
         server.scene.set_up_direction("+y")
+        if limb_chains and not state.goals:
+            state.add_limb_chains()
         self._build_gui()
         self._build_scene()
         self._frame_camera()
@@ -115,12 +142,14 @@ class ViewerApp:
         return run
 
     def _error(self, message: str) -> None:
+        """Report a failed action: the full text in the terminal, the page's (no outside paths) in the page."""
         self.state.note(message)
         _log(message)
-        self._set_message(f"**Error:** {message}")
+        shown = self.files.public(message)
+        self._set_message(f"**Error:** {markdown_escape(shown)}")
         for client in self.server.get_clients().values():
             with contextlib.suppress(Exception):
-                client.add_notification(title="kinema", body=message, color="red", auto_close_seconds=8.0)
+                client.add_notification(title="kinema", body=shown, color="red", auto_close_seconds=8.0)
 
     def _set_message(self, text: str) -> None:
         self._message.content = text
@@ -139,12 +168,20 @@ class ViewerApp:
         self._message = gui.add_markdown(self._source_line())
 
         with gui.add_folder("File"):
-            self._path = gui.add_text("path", initial_value=st.source or "")
+            options = self._file_options()
+            current = self._relative_source()
+            self._file = gui.add_dropdown("file", options=options,
+                                          initial_value=current if current in options else options[0])
             self._open = gui.add_button("Open")
             self._open.on_click(self._guard(self._on_open))
-            self._export_name = gui.add_text("export as", initial_value="kinema_ik.bvh")
+            self._rescan = gui.add_button("Refresh file list", color="gray")
+            self._rescan.on_click(self._guard(lambda _: self._refresh_file_list()))
+            self._export_name = gui.add_text("export as", initial_value=DEFAULT_EXPORT_NAME)
+            self._export_name.on_update(self._guard(lambda _: self._cancel_overwrite()))
             self._export = gui.add_button("Export clip with IK")
             self._export.on_click(self._guard(self._on_export))
+            self._overwrite = gui.add_button("Overwrite", color="red", visible=False)
+            self._overwrite.on_click(self._guard(self._on_overwrite))
 
         with gui.add_folder("Timeline"):
             self._play = gui.add_checkbox("play", initial_value=st.playing)
@@ -168,11 +205,29 @@ class ViewerApp:
             self._status = gui.add_markdown(st.status_markdown())
         self._chains_folder = gui.add_folder("Chains")
 
+    def _file_options(self) -> list[str]:
+        return self.files.listing() or [NO_FILES]
+
+    def _relative_source(self) -> str | None:
+        """The viewed file relative to the root (None for the sample or a file outside the root)."""
+        src = self.state.source
+        return None if src is None else self.files.relative(src)
+
+    def _refresh_file_list(self, select: str | None = None) -> None:
+        """Walk the root again (the dropdown then offers what is there now), showing ``select`` when listed."""
+        options = self._file_options()
+        current = select if select in options else self._file.value
+        if current not in options:
+            current = self._relative_source()
+        with self._silent():
+            self._file.options = options
+            self._file.value = current if current in options else options[0]
+
     def _source_line(self) -> str:
         st = self.state
         src = "bundled sample" if st.source is None else os.path.basename(st.source)
         frames = f"{st.n_frames} frames at {st.fps:.4g} fps" if st.clip is not None else "no animation"
-        return f"**{src}**: {st.skeleton.n_joints} joints, {frames}"
+        return f"**{markdown_escape(src)}**: {st.skeleton.n_joints} joints, {frames}"
 
     def _sync_timeline_gui(self) -> None:
         st = self.state
@@ -211,6 +266,7 @@ class ViewerApp:
         ground = scene.add_grid(
             "/ground", width=3 * size, height=3 * size, plane="xz", cell_size=float(cell), section_size=float(cell * 5),
             position=(float((lo[0] + hi[0]) / 2), self._floor, float((lo[2] + hi[2]) / 2)),
+            fade_distance=GRID_FADE_FACTOR * size,
         )
         sv, sf = icosphere(2)
         self._joint_mesh = scene.add_batched_meshes_simple(
@@ -253,16 +309,39 @@ class ViewerApp:
             p = forward_kinematics(st.skeleton, st.clip.pose.broadcast()[idx]).positions.reshape(-1, 3)
         return p.min(axis=0), p.max(axis=0)
 
-    def _frame_camera(self) -> None:
-        """Aim the initial camera at the current pose, from the front-right and a little above."""
+    def camera_framing(self) -> tuple[np.ndarray, np.ndarray, float, float]:
+        """``(position, look_at, near, far)`` framing the current pose from the front-right, a little above.
+
+        Everything scales with the rig's size (its pose's largest extent, in
+        the file's units), so a centimetre rig is framed like a metre one.
+        """
         p = self.state.positions
         lo, hi = p.min(axis=0), p.max(axis=0)
         center = (lo + hi) / 2.0
         size = float(np.max(hi - lo)) or 1.0
+        position = center + size * np.asarray(CAMERA_OFFSET)
+        return position, center, CAMERA_NEAR_FACTOR * size, CAMERA_FAR_FACTOR * size
+
+    def _frame_camera(self) -> None:
+        """Aim the initial camera (new tabs, "reset view") and every open tab's camera at the rig."""
+        position, look_at, near, far = self.camera_framing()
+        pos_t = tuple(float(x) for x in position)
+        look_t = tuple(float(x) for x in look_at)
         cam = self.server.initial_camera
-        cam.look_at = tuple(float(x) for x in center)
+        cam.near, cam.far = near, far
         cam.up = (0.0, 1.0, 0.0)
-        cam.position = tuple(float(x) for x in center + size * np.array([0.7, 0.3, 1.25]))
+        cam.look_at = look_t
+        cam.position = pos_t
+        for client in self.server.get_clients().values():
+            # viser moves only new tabs to the initial camera; the open ones are moved here.  A tab
+            # whose camera has not reported yet (still loading; viser asserts on reading it) gets the
+            # initial one.
+            with contextlib.suppress(AssertionError):
+                c = client.camera
+                c.near, c.far = near, far
+                c.up_direction = (0.0, 1.0, 0.0)
+                c.position = pos_t
+                c.look_at = look_t
 
     def refresh(self) -> None:
         """Push the state's current pose, gizmos and diagnostics to every tab."""
@@ -423,29 +502,71 @@ class ViewerApp:
     def _on_add(self, _: Any) -> None:
         solver = self._new_solver.value if self._new_solver.value in available_solvers() else None
         goal = self.add_chain(self._new_end.value, int(self._new_len.value), solver)
-        self._set_message(f"added chain {goal.id}: {self.state.skeleton.names[goal.end]} ({goal.solver})")
+        self._set_message(f"added chain {goal.id}: {markdown_escape(self.state.skeleton.names[goal.end])} "
+                          f"({goal.solver})")
+
+    def open_file(self, rel: str) -> str | None:
+        """Open ``rel`` (a path under the root, as the file list gives it) as the **Open** button does.
+
+        Returns None on success or the error message (also shown in the
+        page); the new rig gets its limb chains, a fresh scene and grid, and
+        every tab's camera is framed on it.
+        """
+        if rel == NO_FILES:
+            raise ViewerPathError("nothing to open: there are no .bvh, .gltf or .glb files under the root")
+        path = self.files.open_path(rel)
+        with self._refresh_lock:
+            with self.state.lock:
+                err = self.state.load(path)
+                if err is None and self.limb_chains:
+                    self.state.add_limb_chains()
+            if err is not None:
+                self._error(err)
+                return self.files.public(err)
+            _log(f"opened {path}")
+            self._build_scene()
+            self._frame_camera()
+        self._refresh_file_list(select=rel)
+        self._set_message(self._source_line())
+        return None
 
     def _on_open(self, _: Any) -> None:
-        path = self._path.value.strip()
-        if not path:
-            raise ValueError("type a BVH, glTF or GLB path first")
-        err = self.state.load(path)
-        if err is not None:
-            self._error(err)
-            return
-        _log(f"opened {path}")
-        self._build_scene()
-        self._frame_camera()
-        self._set_message(self._source_line())
+        self.open_file(str(self._file.value))
+
+    def _cancel_overwrite(self) -> None:
+        """Forget a pending overwrite (the name changed, or it was written)."""
+        self._pending_overwrite = None
+        self._overwrite.visible = False
 
     def _on_export(self, _: Any) -> None:
-        name = self._export_name.value.strip() or "kinema_ik.bvh"
-        p = Path(name)
-        if not p.is_absolute():
-            p = self.export_dir / p
-        out = self.state.export(p)
-        _log(f"exported {out}")
-        self._set_message(f"exported **{out}**")
+        """Export into the output folder; an existing file is only written after **Overwrite** is pressed."""
+        name = self._export_name.value.strip() or DEFAULT_EXPORT_NAME
+        try:
+            target = self.files.export_target(name)
+        except ExportExistsError:
+            self._pending_overwrite = name
+            self._overwrite.label = f"Overwrite {name}"
+            self._overwrite.visible = True
+            shown = markdown_escape(name)
+            self._set_message(f"**{shown}** already exists in the output folder: press **Overwrite {shown}** "
+                              "to replace it, or change the name")
+            return
+        self._write_export(target, name)
+
+    def _on_overwrite(self, _: Any) -> None:
+        name = self._export_name.value.strip() or DEFAULT_EXPORT_NAME
+        pending = self._pending_overwrite
+        self._cancel_overwrite()
+        if pending != name:
+            raise ViewerPathError("the export name changed since the overwrite was asked; press Export again")
+        self._write_export(self.files.export_target(name, overwrite=True), name)
+
+    def _write_export(self, target: Path, name: str) -> None:
+        self._cancel_overwrite()
+        self.state.export(target)
+        _log(f"exported {target}")
+        self._set_message(f"exported **{markdown_escape(name)}** into the output folder")
+        self._refresh_file_list()  # the output folder may be (under) the root
 
     def _on_frame(self, event: Any) -> None:
         self.state.set_frame(int(event.target.value))

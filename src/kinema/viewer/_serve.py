@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import socket
@@ -12,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..limits import Limit
+from ._files import FileAccess
 from ._state import ViewerState
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "Viewer", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "Viewer", "serve", "is_loopback", "host_warning"]
 
 #: Listen on the loopback interface only unless told otherwise (viser's own default is 0.0.0.0).
 DEFAULT_HOST = "127.0.0.1"
@@ -42,21 +44,24 @@ def _free_port(host: str) -> int:
         return int(s.getsockname()[1])
 
 
-def _initial_state(path: str | os.PathLike[str] | None, limits: Mapping[Any, Limit] | None
-                   ) -> tuple[ViewerState, str | None]:
-    """State for ``path`` (or the sample); a bad file falls back to the sample with the error kept."""
-    if path is None:
-        return ViewerState.from_sample(limits=limits), None
-    from ._state import load_any
-
+def is_loopback(host: str) -> bool:
+    """True when ``host`` names only this machine (``localhost``, ``127.0.0.0/8``, ``::1``)."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
     try:
-        skel, clip, mesh = load_any(path)
-    except Exception as exc:  # any unreadable file: show the sample and the reason, do not crash
-        msg = f"could not open {os.fspath(path)}: {type(exc).__name__}: {exc}"
-        state = ViewerState.from_sample(limits=limits)
-        state.note(msg)
-        return state, msg
-    return ViewerState(skel, clip, mesh=mesh, limits=limits, source=os.fspath(path)), None
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:  # a host name or "" (every interface): not known to be loopback
+        return False
+
+
+def host_warning(host: str, files: FileAccess) -> str | None:
+    """The warning :func:`serve` prints for a ``host`` other than loopback (None for loopback)."""
+    if is_loopback(host):
+        return None
+    where = host or "every interface"
+    return (f"warning: listening on {where}, not only this machine: anyone who can reach it on the network "
+            f"can drive the page, open the files under {files.root} and write into {files.out_dir}")
 
 
 def serve(
@@ -67,28 +72,42 @@ def serve(
     block: bool = True,
     state: ViewerState | None = None,
     limits: Mapping[Any, Limit] | None = None,
+    root: str | os.PathLike[str] | None = None,
     export_dir: str | os.PathLike[str] | None = None,
+    limb_chains: bool = True,
     verbose: bool = True,
 ) -> Viewer:
     """Serve the viewer for a BVH / glTF / GLB file (the bundled sample when ``path`` is None).
 
-    * ``host``: interface to listen on, loopback by default (pass
-      ``"0.0.0.0"`` explicitly to share on a network).
+    * ``host``: interface to listen on, loopback by default; any other
+      prints a warning (:func:`host_warning`) that anyone on the network can
+      drive the page.
     * ``port``: TCP port; 0 picks a free one.
     * ``block``: serve until Ctrl-C (then stop and return), or return the
       running :class:`Viewer` at once.
     * ``state``: show this :class:`ViewerState` instead of loading ``path``.
     * ``limits``: ``{joint: Limit}`` for the solvers and the drawn outlines.
-    * ``export_dir``: where the export button writes (default: current folder).
+    * ``root``: the folder whose files the page's Open lists and may read
+      (default: the current folder).
+    * ``export_dir``: the one folder the page's export writes into (default:
+      the current folder).
+    * ``limb_chains``: start with the four limb chains on a humanoid the
+      viewer recognises (:meth:`ViewerState.add_limb_chains`).
 
-    A file that cannot be read does not stop the viewer: the bundled sample
-    is shown and the error appears in the page and on stderr.
+    A ``path`` that cannot be read raises the loader's error
+    (:func:`load_any`) before anything listens; a ``root`` or
+    ``export_dir`` that is not a folder raises
+    :class:`~kinema.viewer.ViewerPathError`.
     """
     import viser
 
-    error = None
+    files = FileAccess(os.getcwd() if root is None else root, os.getcwd() if export_dir is None else export_dir)
     if state is None:
-        state, error = _initial_state(path, limits)
+        extra = {} if limits is None else {"limits": limits}  # the sample brings its own limits
+        state = ViewerState.from_sample(**extra) if path is None else ViewerState.from_file(path, **extra)
+    warning = host_warning(host, files)
+    if warning is not None:
+        print(f"[kinema view] {warning}", file=sys.stderr, flush=True)
     if port == 0:
         port = _free_port(host)
     # Blocking in the main thread: Ctrl-C only sets a flag, from the moment the
@@ -102,14 +121,12 @@ def serve(
         server = viser.ViserServer(host=host, port=port, verbose=False)
         from ._app import ViewerApp
 
-        app = ViewerApp(state, server, export_dir=export_dir)
+        app = ViewerApp(state, server, files=files, limb_chains=limb_chains)
         url = f"http://{host}:{server.get_port()}"
-        if error is not None:
-            print(f"[kinema view] {error}", file=sys.stderr, flush=True)
-            app._set_message(f"**Error:** {error}")
         if verbose:
             src = "bundled sample" if state.source is None else state.source
             print(f"kinema viewer: {src} at {url}  (Ctrl-C to stop)", flush=True)
+            print(f"  Open lists the files under {files.root}; export writes into {files.out_dir}", flush=True)
         viewer = Viewer(state=state, app=app, server=server, url=url)
         # compile the solvers now, not on the first drag
         threading.Thread(target=state.warm_up, name="kinema-view-warm-up", daemon=True).start()

@@ -22,6 +22,8 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import re
+import stat
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +47,7 @@ __all__ = [
     "SkinnedMesh",
     "ViewerState",
     "available_solvers",
+    "humanoid_limb_ends",
     "load_any",
 ]
 
@@ -76,6 +79,18 @@ BEND_EPS = 1e-9
 #: Joint-name fragments of typical chain ends (listed first in the GUI).
 LIMB_END_WORDS = ("hand", "wrist", "foot", "ankle", "toe")
 
+#: Words of a humanoid's limb ends, per limb, in order of preference (a rig with both a
+#: wrist and a hand below it chains to the wrist), and of the body sides.
+LIMB_ENDS = {"arm": ("wrist", "hand"), "leg": ("ankle", "foot")}
+SIDE_WORDS = {"right": ("right", "r"), "left": ("left", "l")}
+
+#: The limb chains the viewer opens with on a humanoid it recognises, as in the README's
+#: picture: (side, limb), each a two-bone chain ending at the wrist or ankle.
+LIMB_CHAINS = (("right", "arm"), ("left", "arm"), ("right", "leg"), ("left", "leg"))
+
+#: Bones per limb chain (upper arm and forearm, thigh and shin).
+LIMB_CHAIN_BONES = 2
+
 #: Most frames one playback step may skip (a stalled timer must not jump the clip far).
 MAX_FRAMES_PER_STEP = 4
 
@@ -97,6 +112,40 @@ def _solver_function(label: str) -> Callable[..., Any]:
                 return fn  # type: ignore[no-any-return]
             raise SolverInputError(f"solver {label!r} is not available in this kinema (no kinema.{func})")
     raise SolverInputError(f"unknown solver {label!r}; choose one of {[s for s, _ in SOLVERS]}")
+
+
+def _name_words(name: str) -> list[str]:
+    """Lower-case words of a joint name: ``"mixamorig:LeftHand"`` -> ``["left", "hand"]``,
+    ``"l_wrist"`` -> ``["l", "wrist"]``, ``"LShoulder"`` -> ``["l", "shoulder"]``."""
+    base = re.split(r"[:|]", name)[-1]
+    return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", base)]
+
+
+def humanoid_limb_ends(skeleton: Skeleton) -> list[str]:
+    """End joints of the four limb chains of :data:`LIMB_CHAINS` (right arm, left arm, right leg,
+    left leg), or ``[]`` when ``skeleton`` is not a humanoid this recognises.
+
+    A limb end is a joint whose name is exactly a side word and a limb-end
+    word (``left_wrist``, ``LeftWrist``, ``l_hand``, ``RightAnkle``,
+    ``mixamorig:LeftFoot``; not ``LeftHandIndex1``), with at least
+    :data:`LIMB_CHAIN_BONES` ancestors.  All four must be found, and distinct.
+    """
+    words = [_name_words(n) for n in skeleton.names]
+    ends: list[str] = []
+    for side, limb in LIMB_CHAINS:
+        found = None
+        for end_word in LIMB_ENDS[limb]:
+            for j, w in enumerate(words):
+                if (len(w) == 2 and end_word in w and any(s in w for s in SIDE_WORDS[side])
+                        and len(skeleton.ancestors(j)) >= LIMB_CHAIN_BONES):
+                    found = skeleton.names[j]
+                    break
+            if found is not None:
+                break
+        if found is None:
+            return []
+        ends.append(found)
+    return ends if len(set(ends)) == len(ends) else []
 
 
 @dataclass
@@ -179,13 +228,16 @@ def load_any(path: str | os.PathLike[str]) -> tuple[Skeleton, Clip | None, Skinn
     glTF loader hands back a skinned mesh.  Errors are the loaders' own
     (:class:`kinema.FileFormatError` for a bad file), plus
     :class:`FileNotFoundError` and a :class:`kinema.FileFormatError` for an
-    unknown extension.
+    unknown extension or a path that is not a regular file (a FIFO, a device,
+    a folder), which is refused before it is opened.
     """
     from ..errors import FileFormatError
 
     p = os.fspath(path)
     if not os.path.exists(p):
         raise FileNotFoundError(f"no such file: {p}")
+    if not stat.S_ISREG(os.stat(p).st_mode):  # a FIFO or device would block or never end
+        raise FileFormatError(p, None, "not a regular file")
     low = p.lower()
     import kinema.io as kio
 
@@ -452,6 +504,16 @@ class ViewerState:
             return (0 if limb else 1 if not self.skeleton.children(j) else 2, j)
 
         return [names[j] for j in sorted(ok, key=rank)]
+
+    def add_limb_chains(self) -> list[ChainGoal]:
+        """Add the four limb chains of a recognised humanoid (:func:`humanoid_limb_ends`); returns them.
+
+        Each is a :data:`LIMB_CHAIN_BONES`-bone chain with the default solver,
+        its target on the end joint (nothing moves until a target is
+        dragged).  A rig that is not recognised gets none (``[]``).
+        """
+        with self.lock:
+            return [self.add_chain(end, LIMB_CHAIN_BONES) for end in humanoid_limb_ends(self.skeleton)]
 
     def default_solver(self, length: int) -> str:
         solvers = available_solvers()
@@ -751,12 +813,25 @@ class ViewerState:
         for r in rows:
             err = "-" if not math.isfinite(r["error"]) else f"{r['error']:.4g}"
             reached = "yes" if r["reached"] else "no"
-            lines.append(f"| {r['chain']} | {r['solver']} | {err} | {reached} | {r['iterations']} "
+            lines.append(f"| {markdown_escape(r['chain'])} | {r['solver']} | {err} | {reached} | {r['iterations']} "
                          f"| {r['limits_hit']} |")
         for r in rows:
             if r["message"] and r["message"] != "off":
-                lines.append(f"\n**{r['chain']}**: {r['message']}")
+                lines.append(f"\n**{markdown_escape(r['chain'])}**: {markdown_escape(r['message'])}")
         return "\n".join(lines)
+
+
+#: Characters with an inline meaning in Markdown (and HTML), escaped in names and messages the page
+#: shows.  ``#``, ``+``, ``-`` and ``.`` only mean something at the start of a line, which an escaped
+#: text never is (control characters, newlines included, become spaces).
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()!|<>~&])")
+
+
+def markdown_escape(text: str) -> str:
+    """``text`` shown literally in a Markdown panel: names from files and clients cannot format, link or
+    inject HTML (every Markdown special character is backslash-escaped; control characters become spaces)."""
+    clean = "".join(" " if ord(c) < 32 or ord(c) == 127 else c for c in str(text))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", clean)
 
 
 def _vec3(x: ArrayLike, what: str) -> FloatArray:

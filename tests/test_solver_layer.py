@@ -408,3 +408,84 @@ def test_numba_is_a_tested_minor_and_the_hooks_we_use_exist() -> None:
     assert total(np.arange(4.0)) == 6.0
     if hasattr(total, "targetoptions"):
         assert total.targetoptions.get("_nrt") is False
+
+
+# ------------------------------------------------------------------ two-bone with a hinge
+def _hinge_arm_rig() -> tuple[kinema.Skeleton, tuple[str, str, str], Hinge]:
+    """A shoulder under a rotated, scaled parent, an elbow with a rest rotation, a hinge about a tilted axis."""
+    rot = R.from_rotvec([[0.3, -0.5, 0.2], [0.1, 0.2, -0.3], [0.4, 0.1, 0.0], [0.0, 0.0, 0.0]])
+    sk = kinema.Skeleton(["world", "shoulder", "elbow", "wrist"], [-1, 0, 1, 2],
+                         [[0.5, 1.0, -0.2], [0.1, 0.3, 0.0], [0.05, 0.9, 0.1], [0.0, 0.7, -0.05]], rot,
+                         [[1.3] * 3, [1.0] * 3, [1.0] * 3, [1.0] * 3])
+    axis = np.array([1.0, 0.2, 0.1])
+    return sk, ("shoulder", "elbow", "wrist"), Hinge(tuple(axis / np.linalg.norm(axis)), 0.1, 2.2)
+
+
+def test_two_bone_honours_a_hinge_on_the_lower_joint_exactly() -> None:
+    sk, arm, hinge = _hinge_arm_rig()
+    lim = {"elbow": hinge}
+    rng = np.random.default_rng(5)
+    n = 200
+    # Targets made by FK of poses inside the hinge (random shoulder, elbow angle in range): all reachable.
+    pose = sk.rest_pose((n,))
+    pose.rotations[:, 1] = R.multiply(pose.rotations[:, 1], R.from_rotvec(rng.normal(size=(n, 3)) * 0.8))
+    angles = rng.uniform(hinge.min_angle + 0.05, hinge.max_angle - 0.05, n)
+    pose.rotations[:, 2] = R.multiply(sk.rotations[2], R.from_axis_angle(hinge.axis, angles))
+    tg = kinema.forward_kinematics(sk, pose).positions[:, 3]
+    poles = tg + rng.normal(size=(n, 3))
+    res = kinema.solve_two_bone(sk, sk.rest_pose(), arm, tg, poles, limits=lim)
+    fk = kinema.forward_kinematics(sk, res.pose).positions
+    reach = np.linalg.norm(fk[:, 3] - fk[:, 1], axis=-1)
+    assert np.all(res.reached) and np.max(res.error) < 1e-9 * np.max(reach)
+    np.testing.assert_allclose(np.linalg.norm(fk[:, 3] - tg, axis=-1), res.error, rtol=0, atol=1e-12)
+    # the elbow's rest-relative rotation is a turn about the axis, inside the range: the limit leaves it be
+    rel = R.multiply(R.inverse(sk.rotations[2]), res.pose.rotations[:, 2])
+    axis_part = rel[:, :3] @ np.asarray(hinge.axis)
+    np.testing.assert_allclose(np.linalg.norm(rel[:, :3] - axis_part[:, None] * np.asarray(hinge.axis), axis=-1),
+                               0.0, atol=1e-12)
+    theta = 2.0 * np.arctan2(axis_part, rel[:, 3])
+    assert np.all(theta >= hinge.min_angle - 1e-12) and np.all(theta <= hinge.max_angle + 1e-12)
+    assert not np.any(res.limits_hit)
+    # bone lengths kept to 1e-9 relative
+    fk0 = kinema.forward_kinematics(sk, sk.rest_pose()).positions
+    for a, b in ((1, 2), (2, 3)):
+        l0 = np.linalg.norm(fk0[b] - fk0[a])
+        np.testing.assert_allclose(np.linalg.norm(fk[:, b] - fk[:, a], axis=-1), l0, rtol=1e-9)
+    # the elbow bends toward the pole: the elbow and the pole on the same side of the shoulder-end line
+    u = (fk[:, 3] - fk[:, 1]) / reach[:, None]
+    side_e = fk[:, 2] - fk[:, 1] - np.sum((fk[:, 2] - fk[:, 1]) * u, axis=-1)[:, None] * u
+    side_p = poles - fk[:, 1] - np.sum((poles - fk[:, 1]) * u, axis=-1)[:, None] * u
+    assert np.mean(np.sum(side_e * side_p, axis=-1) > 0.0) > 0.9  # not all: the hinge may forbid the pole's side
+
+
+def test_two_bone_hinge_range_bounds_the_reach() -> None:
+    sk, arm, hinge = _hinge_arm_rig()
+    solver = kinema.TwoBone(sk, arm, limits={"elbow": hinge, "world": Hinge((1, 0, 0), 0, 1)})  # world: ignored
+    fk0 = kinema.forward_kinematics(sk, sk.rest_pose()).positions
+    shoulder = fk0[1]
+    d = np.array([0.05, 0.1, 0.2, 3.0])  # too close for a 2.2 rad bend, and out of reach
+    direction = np.array([0.3, -0.8, 0.5]) / np.linalg.norm([0.3, -0.8, 0.5])
+    tg = shoulder + d[:, None] * direction
+    res = solver.solve(sk.rest_pose(), tg)
+    fk = kinema.forward_kinematics(sk, res.pose).positions
+    end_dir = (fk[:, 3] - shoulder) / np.linalg.norm(fk[:, 3] - shoulder, axis=-1)[:, None]
+    np.testing.assert_allclose(end_dir, np.broadcast_to(direction, end_dir.shape), atol=1e-9)  # on the line
+    assert not np.any(res.reached)
+    # all four are bounded by the hinge: even the far one, since min_angle 0.1 keeps the arm from straightening
+    np.testing.assert_array_equal(res.limits_hit, [1, 1, 1, 1])
+    rel = R.multiply(R.inverse(sk.rotations[2]), res.pose.rotations[:3, 2])
+    theta = 2.0 * np.arctan2(rel[:, :3] @ np.asarray(hinge.axis), rel[:, 3])
+    np.testing.assert_allclose(theta, hinge.max_angle, atol=1e-9)  # the closest the hinge allows
+    for i in range(4):  # a batch equals single solves, bit for bit
+        one = solver.solve(sk.rest_pose(), tg[i])
+        np.testing.assert_array_equal(one.pose.rotations, res.pose.rotations[i])
+
+
+def test_two_bone_refuses_limits_it_cannot_honour() -> None:
+    sk, arm, hinge = _hinge_arm_rig()
+    with pytest.raises(kinema.SolverInputError, match="Hinge on the lower joint"):
+        kinema.TwoBone(sk, arm, limits={"shoulder": SwingTwist((0, 1, 0), 0.5)})
+    with pytest.raises(kinema.SolverInputError, match="Hinge on the lower joint"):
+        kinema.TwoBone(sk, arm, limits={"elbow": SwingTwist((0, 1, 0), 0.5)})
+    with pytest.raises(kinema.SolverInputError, match="Limit"):
+        kinema.TwoBone(sk, arm, limits={"elbow": (0, 1)})

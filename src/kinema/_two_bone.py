@@ -18,6 +18,7 @@ The maths (all in world space, so any parent transform and any bone axis works):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -40,6 +41,7 @@ from ._solve import (
 )
 from ._validate import as_float_array, broadcast_batch, require_finite, resolve_joint
 from .errors import ShapeError, SolverInputError
+from .limits import Hinge, Limit
 from .pose import Pose
 from .result import SolveResult
 from .skeleton import Skeleton
@@ -61,6 +63,10 @@ _HAS_POLE = 1
 _HAS_HINT = 2
 _HAS_END_ROTATION = 4
 _CONTINUITY = 8
+_HAS_HINGE = 16
+
+#: The hinge parameter row when there is none (the kernel reads it only with ``_HAS_HINGE``).
+_NO_HINGE = np.zeros(9)
 
 #: The kernel module, imported on first use (``import kinema`` must not import numba).
 _kernels = kernel_loader("two_bone")
@@ -100,7 +106,7 @@ class TwoBone(Solver):
 
     def __init__(self, skeleton: Skeleton, joints: Any, *, pole: ArrayLike | None = None, soft: float = 0.0,
                  margin: float | None = None, twist_spread: float = 0.0, continuity: bool = False,
-                 history: bool = False) -> None:
+                 history: bool = False, limits: Mapping[Any, Limit] | None = None) -> None:
         if not isinstance(skeleton, Skeleton):
             raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
         items = list(joints) if not isinstance(joints, (str, int, np.integer)) else [joints]
@@ -117,6 +123,8 @@ class TwoBone(Solver):
         self.scale_joints = np.concatenate([anc, self.joints]).astype(np.int64)
         #: ``[kl, n_anc, anc..., joints...]``: the kernel's packed plan.
         self._plan = np.concatenate([[kl, anc.size], anc, self.joints]).astype(np.int64)
+        #: ``[axis, min, max, rest rotation]`` of a hinge on the lower joint, or None.
+        self._hinge = _hinge_row(skeleton, self.joints, kl, limits)
         self.pole = pole
         self.soft = _scalar_option(soft, "soft", 0.0, 1.0, hi_open=True)
         self.margin = None if margin is None else _scalar_option(margin, "margin", 0.0, np.inf)
@@ -169,7 +177,8 @@ class TwoBone(Solver):
         so = _ZEROS if type(soft) is float and soft == 0.0 else _option(soft, "soft", 0.0, 1.0, hi_open=True)
         m = _NO_MARGIN if margin is None else _option(margin, "margin", 0.0, np.inf)
         flags = (_HAS_POLE if po is not None else 0) | (_HAS_HINT if hi is not None else 0) \
-            | (_HAS_END_ROTATION if er is not None else 0) | (_CONTINUITY if self.continuity else 0)
+            | (_HAS_END_ROTATION if er is not None else 0) | (_CONTINUITY if self.continuity else 0) \
+            | (_HAS_HINGE if self._hinge is not None else 0)
         shapes = [pose.batch_shape, tg.shape[:-1]]
         shapes += [x.shape for x in (w, so, m) if x.ndim == 0 or x.shape != (1,)]
         shapes += [x.shape[:-1] for x in (po, hi, er) if x is not None]
@@ -183,10 +192,12 @@ class TwoBone(Solver):
         reached = np.empty(n, dtype=np.bool_)
         bend = np.empty((n, 3))
         status = np.zeros(n, dtype=np.int64)
+        hits = np.zeros(n, dtype=np.int64)
         shared = pose.batch_shape == () and out is not pose
-        args = (self._plan, prep.t, prep.r, prep.s, prep.extras[0], po_r, hi_r, er_r, flags,
+        hinge = _NO_HINGE if self._hinge is None else self._hinge
+        args = (self._plan, hinge, prep.t, prep.r, prep.s, prep.extras[0], po_r, hi_r, er_r, flags,
                 _flat(w, batch, n), _flat(so, batch, n), _flat(m, batch, n), self.twist_spread, shared,
-                err, reached, bend, status)
+                err, reached, bend, status, hits)
         code = run_driver(_kernels(), "solve_serial", "solve_parallel", n, args)
         raise_status(code, self.what, self.skeleton, pose, self.scale_joints,
                      {"target": tg, "pole": po, "bend_hint": hi, "end_rotation": er, "weight": w, "soft": so,
@@ -196,7 +207,7 @@ class TwoBone(Solver):
         ones = np.ones(n, dtype=np.int64)
         state = {"bend_direction": bend.reshape(batch + (3,)),
                  "moved": (np.broadcast_to(w, batch) > 0.0) if batch else np.bool_(bool(w.reshape(-1)[0] > 0.0))}
-        return result(prep.out, batch, err, reached, ones, ones * 0, state)
+        return result(prep.out, batch, err, reached, ones, hits, state)
 
     def _raise_item_status(self, status: IntArray, batch: tuple[int, ...]) -> None:
         k = _kernels()
@@ -217,6 +228,42 @@ class TwoBone(Solver):
         else:
             msg = f"invalid input ({where}, kernel status {code})"
         raise SolverInputError(msg)
+
+
+def _hinge_row(skeleton: Skeleton, joints: IntArray, kl: int, limits: Mapping[Any, Limit] | None) -> FloatArray | None:
+    """The kernel's hinge row for ``limits`` on a two-bone chain, or None when no limit applies to it.
+
+    Two-bone honours one kind of limit exactly: a :class:`~kinema.limits.Hinge` on the lower joint of a plain
+    ``(upper, lower, end)`` chain (its angle range becomes a reach range).  Limits of joints outside the
+    chain are ignored; any other limit on the chain is refused.
+    """
+    if not limits:
+        return None
+    if not isinstance(limits, Mapping):
+        raise SolverInputError(f"limits must be a mapping {{joint: Limit}}, got {type(limits).__name__}")
+    on_chain = {}
+    for key, lim in limits.items():
+        j = resolve_joint(skeleton, key)
+        if not isinstance(lim, Limit):
+            raise SolverInputError(f"limit of joint {skeleton.names[j]!r} must be a kinema.limits.Limit, got "
+                                   f"{type(lim).__name__}")
+        if j in joints:
+            on_chain[j] = lim
+    if not on_chain:
+        return None
+    lower = int(joints[kl])
+    for j, lim in on_chain.items():
+        if j != lower or not isinstance(lim, Hinge):
+            raise SolverInputError(
+                f"solve_two_bone honours a Hinge on the lower joint {skeleton.names[lower]!r} only, got "
+                f"{type(lim).__name__} on {skeleton.names[j]!r}; use CCD, FABRIK or DLS for other limits")
+    if joints.size != 3:
+        raise SolverInputError("solve_two_bone honours a hinge only on a plain (upper, lower, end) chain, without "
+                               "twist joints between them")
+    lim = on_chain[lower]
+    assert isinstance(lim, Hinge)
+    return np.concatenate([np.asarray(lim.axis), [lim.min_angle, lim.max_angle],
+                           skeleton.rotations[lower]]).astype(np.float64)
 
 
 def _flat(a: FloatArray, batch: tuple[int, ...], n: int) -> FloatArray:
@@ -241,6 +288,7 @@ def solve_two_bone(
     out: Pose | None = None,
     twist_spread: float = 0.0,
     continuity: bool = False,
+    limits: Mapping[Any, Limit] | None = None,
 ) -> SolveResult:
     """Place an upper bone, a lower bone and an end joint so the end reaches ``target``.
 
@@ -302,12 +350,22 @@ def solve_two_bone(
     unit bend direction used (feed it back as ``bend_hint``).  Unbatched
     inputs give numpy scalars.
 
+    * ``limits``: ``{joint: Limit}``; a :class:`~kinema.limits.Hinge` on the
+      lower joint of a plain three-joint chain is honoured exactly: the
+      lower joint's rest-relative rotation is a turn about the hinge axis
+      within its range, the range becomes a reach range (a target beyond it
+      gives the closest end on the shoulder-target line, ``reached`` False,
+      ``limits_hit`` 1), and the upper joint twists so the elbow bends toward
+      the pole.  Other limits on the chain are refused; limits of other
+      joints are ignored.
+
     Raises :class:`~kinema.SolverInputError` for NaN/inf inputs, options out of
     range, a non-uniform scale on the chain or its ancestors, a zero-length
     bone or a margin above the shorter bone.
     """
-    solver = SOLVERS.get(TwoBone, skeleton, (joints, twist_spread, continuity),
-                         lambda: TwoBone(skeleton, joints, twist_spread=twist_spread, continuity=continuity))
+    solver = SOLVERS.get(TwoBone, skeleton, (joints, twist_spread, continuity, limits),
+                         lambda: TwoBone(skeleton, joints, twist_spread=twist_spread, continuity=continuity,
+                                         limits=limits))
     return solver._run(pose, target, pole, weight, soft, margin, end_rotation, bend_hint, out)
 
 

@@ -32,12 +32,14 @@ from .quat import (
     qfrom_two_vectors,
     qmul,
     qnormalize,
+    qrotate,
     qslerp,
     qswing_twist,
     twist_angle,
     vcross,
     vdot,
     vnorm,
+    vnormalized,
 )
 
 # ----------------------------------------------------------------- constants
@@ -85,6 +87,14 @@ HAS_POLE = 1
 HAS_HINT = 2
 HAS_END_ROTATION = 4
 CONTINUITY = 8
+HAS_HINGE = 16
+
+#: Hinge angles within this many radians outside their range count as inside (the limits' LIMIT_SLACK).
+HINGE_SLACK = 1e-12
+
+#: With a hinge, a reach that varies by less than this fraction of the squared arm length over the angle
+#: (the end on the hinge axis) cannot be steered by the angle: the current angle is kept.
+HINGE_DEGENERATE_RTOL = 1e-12
 
 # Status codes, one per item, after the shared ones of :mod:`.constants` (0 = solved,
 # NONFINITE_INPUT, NONUNIFORM_SCALE).  The public API turns them into SolverInputError messages.
@@ -282,9 +292,106 @@ def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft):  # ty
 
 
 @njit
+def _in_range(x, lo, hi):  # type: ignore[no-untyped-def]
+    """``x + 2 pi k`` for the ``k`` that puts it in ``[lo, hi]`` (a range within [-pi, pi]), and whether one does."""
+    y = lo + (x - lo) % (2.0 * math.pi)
+    return y, y <= hi + HINGE_SLACK
+
+
+@njit
+def _hinge_arm(pa, rot_a, s_a, t_l, s_l, t_e, q_l, hinge, base_rot, lo, hi, tgt, pole, hint, flags, soft, pb,
+               pc, a, b):  # type: ignore[no-untyped-def]
+    """A plain arm whose lower joint is a hinge: ``(upper local, lower local, bend direction, hit)``, exact.
+
+    In the upper joint's frame (rotation ``rot_a``, world scale ``s_a``) the
+    shoulder-to-end vector is ``a_vec + s_B rest (R(n, theta) e)`` with
+    ``a_vec = s_a t_l``, ``e = t_e``, ``s_B = s_a s_l`` and ``rest, n`` the
+    hinge's rest rotation and axis; its squared length is
+    ``K + P cos(theta) + S sin(theta) = K + M cos(theta - phi)``.  The reach
+    interval is that of the hinge range (intersected with the margin's);
+    :func:`_arm_geometry` gives the end's distance ``dc`` and the bend
+    direction ``v``; ``theta`` solves ``d(theta) = dc`` (of the two roots,
+    the one in range nearest the current angle); the upper joint then turns
+    the end onto the target line and twists about it so the elbow points
+    along ``v``.  The lower joint's rest-relative rotation is exactly
+    ``R(n, theta)`` with ``theta`` in range.  ``hit``: the hinge range, not
+    the target, set the reach.
+    """
+    n = (hinge[0], hinge[1], hinge[2])
+    tmin = hinge[3]
+    tmax = hinge[4]
+    rest = (hinge[5], hinge[6], hinge[7], hinge[8])
+    a_vec = (s_a * t_l[0], s_a * t_l[1], s_a * t_l[2])
+    s_b = s_a * s_l
+    en = vdot(t_e, n)
+    e_par = (n[0] * en, n[1] * en, n[2] * en)
+    e_perp = (t_e[0] - e_par[0], t_e[1] - e_par[1], t_e[2] - e_par[2])
+    e_x = vcross(n, e_perp)
+    a_r = qrotate(qconj(rest), a_vec)
+    k0 = vdot(a_vec, a_vec) + s_b * s_b * vdot(t_e, t_e) + 2.0 * s_b * vdot(a_r, e_par)
+    pp = 2.0 * s_b * vdot(a_r, e_perp)
+    ss = 2.0 * s_b * vdot(a_r, e_x)
+    m = math.sqrt(pp * pp + ss * ss)
+    phi = math.atan2(ss, pp)
+    theta_cur = twist_angle(qswing_twist(qmul(qconj(rest), qnormalize(q_l)), n)[1], n)
+    # Reach interval of the hinge range: the extremes of cos(theta - phi) on [tmin, tmax].
+    c_lo = math.cos(tmin - phi)
+    c_hi = math.cos(tmax - phi)
+    f_max = 1.0 if _in_range(phi, tmin, tmax)[1] else max(c_lo, c_hi)
+    f_min = -1.0 if _in_range(phi + math.pi, tmin, tmax)[1] else min(c_lo, c_hi)
+    d_lo = math.sqrt(max(0.0, k0 + m * f_min))
+    d_hi = math.sqrt(max(0.0, k0 + m * f_max))
+    lo2 = max(lo, d_lo)
+    hi2 = min(hi, d_hi)
+    if lo2 > hi2:  # the margin leaves nothing of the hinge's reach: its nearest end
+        lo2 = d_hi if lo > d_hi else d_lo
+        hi2 = lo2
+    v, elbow, end = _arm_geometry(pa, pb, pc, a, b, lo2, hi2, tgt, pole, hint, flags, soft)
+    dv = (end[0] - pa[0], end[1] - pa[1], end[2] - pa[2])
+    dc = vnorm(dv)
+    d_tgt = vnorm((tgt[0] - pa[0], tgt[1] - pa[1], tgt[2] - pa[2]))
+    hit = (d_tgt > hi2 and hi2 < hi) or (d_tgt < lo2 and lo2 > lo)
+    if m <= HINGE_DEGENERATE_RTOL * k0:
+        # The reach does not depend on the angle (the end on the hinge axis): keep the current one, in range.
+        theta = min(max(theta_cur, tmin), tmax)
+    else:
+        c = min(1.0, max(-1.0, (dc * dc - k0) / m))
+        al = math.acos(c)
+        best = math.inf
+        theta = min(max(theta_cur, tmin), tmax)
+        for cand in (phi + al, phi - al):
+            y, ok = _in_range(cand, tmin, tmax)
+            if ok:
+                y = min(max(y, tmin), tmax)
+                gap = abs(_in_range(y - theta_cur, -math.pi, math.pi)[0])
+                if gap < best:
+                    best = gap
+                    theta = y
+    q_lower = qnormalize(qmul(rest, qfrom_axis_angle(n, theta)))
+    # The end in the upper joint's frame, then the upper joint's world rotation.
+    c_u = qrotate(q_lower, t_e)
+    c_u = (a_vec[0] + s_b * c_u[0], a_vec[1] + s_b * c_u[1], a_vec[2] + s_b * c_u[2])
+    if dc > 0.0:
+        u = (dv[0] / dc, dv[1] / dc, dv[2] / dc)
+    else:
+        u = vnormalized(qrotate(rot_a, c_u))  # the end on the shoulder: no line to put it on
+    q1 = qmul(qfrom_two_vectors(qrotate(rot_a, c_u), u), rot_a)
+    b1 = qrotate(q1, a_vec)
+    k = vdot(b1, u)
+    bp = (b1[0] - u[0] * k, b1[1] - u[1] * k, b1[2] - u[2] * k)
+    psi = 0.0
+    if vnorm(bp) > BEND_PERP_RTOL * vnorm(b1):  # an elbow on the line (straight arm) has no side to turn to
+        psi = math.atan2(vdot(u, vcross(bp, v)), vdot(bp, v))
+    q_upper = qmul(qfrom_axis_angle(u, psi), q1)
+    return qnormalize(qmul(qconj(base_rot), q_upper)), q_lower, v, hit
+
+
+@njit
 def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
-                pos, rot, scl, orig, shared, base_pos, base_rot, base_scl, pos0, rot0, scl0):
-    """Solve batch item ``i`` in place; returns ``(status, error, reached, bend_direction)``.
+                hinge, pos, rot, scl, orig, shared, base_pos, base_rot, base_scl, pos0, rot0, scl0):
+    """Solve batch item ``i`` in place; returns ``(status, error, reached, bend_direction, limit_hit)``.
+
+    ``hinge``: the lower joint's hinge ``[axis (3), min, max, rest rotation (4)]`` (read with ``HAS_HINGE``).
 
     ``shared``: every item starts from the same input pose, whose parent
     transform ``base_*`` and chain world transforms ``pos0, rot0, scl0`` the
@@ -295,7 +402,7 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
     ke = nk - 1
     st = _check_item(erot, flags, weight, soft, margin, spread)
     if st != OK:
-        return st, math.nan, False, zero3
+        return st, math.nan, False, zero3, False
 
     if weight < 1.0:
         for k in range(nk):
@@ -323,22 +430,40 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
     pc = (pos[ke, 0], pos[ke, 1], pos[ke, 2])
     st, a, b, lo, hi = _arm_lengths(pa, pb, pc, margin)
     if st != OK:
-        return st, math.nan, False, zero3
+        return st, math.nan, False, zero3, False
     length = a + b
-    v, elbow, end = _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft)
-    ab = (pos[kl, 0] - pa[0], pos[kl, 1] - pa[1], pos[kl, 2] - pa[2])
+    hit = False
+    if flags & HAS_HINGE:
+        # A hinge on the lower joint of a plain arm (upper, lower, end: checked by the caller).
+        j0 = joints[0]
+        j1 = joints[1]
+        je = joints[2]
+        it = i % t.shape[0]
+        is_ = i % s.shape[0]
+        q_up, q_low, v, hit = _hinge_arm(
+            pa, (rot[0, 0], rot[0, 1], rot[0, 2], rot[0, 3]), scl[0], (t[it, j1, 0], t[it, j1, 1], t[it, j1, 2]),
+            s[is_, j1, 0], (t[it, je, 0], t[it, je, 1], t[it, je, 2]), (r[i, j1, 0], r[i, j1, 1], r[i, j1, 2],
+                                                                       r[i, j1, 3]),
+            hinge, base_rot, lo, hi, tgt, pole, hint, flags, soft, pb, pc, a, b)
+        for c in range(4):
+            r[i, j0, c] = q_up[c]
+            r[i, j1, c] = q_low[c]
+        chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+    else:
+        v, elbow, end = _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft)
+        ab = (pos[kl, 0] - pa[0], pos[kl, 1] - pa[1], pos[kl, 2] - pa[2])
 
-    # Upper bone: world correction, left-multiplied, through the parent inverse.
-    dq = qfrom_two_vectors(ab, (elbow[0] - pa[0], elbow[1] - pa[1], elbow[2] - pa[2]))
-    rotate_world(0, dq, base_rot, joints, i, r, rot)
-    chain_world(1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
-    # Lower bone, from the refreshed positions.
-    pb = (pos[kl, 0], pos[kl, 1], pos[kl, 2])
-    pc = (pos[ke, 0], pos[ke, 1], pos[ke, 2])
-    dq = qfrom_two_vectors((pc[0] - pb[0], pc[1] - pb[1], pc[2] - pb[2]),
-                           (end[0] - pb[0], end[1] - pb[1], end[2] - pb[2]))
-    rotate_world(kl, dq, base_rot, joints, i, r, rot)
-    chain_world(kl + 1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+        # Upper bone: world correction, left-multiplied, through the parent inverse.
+        dq = qfrom_two_vectors(ab, (elbow[0] - pa[0], elbow[1] - pa[1], elbow[2] - pa[2]))
+        rotate_world(0, dq, base_rot, joints, i, r, rot)
+        chain_world(1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+        # Lower bone, from the refreshed positions.
+        pb = (pos[kl, 0], pos[kl, 1], pos[kl, 2])
+        pc = (pos[ke, 0], pos[ke, 1], pos[ke, 2])
+        dq = qfrom_two_vectors((pc[0] - pb[0], pc[1] - pb[1], pc[2] - pb[2]),
+                               (end[0] - pb[0], end[1] - pb[1], end[2] - pb[2]))
+        rotate_world(kl, dq, base_rot, joints, i, r, rot)
+        chain_world(kl + 1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
 
     twisted = False
     if flags & HAS_END_ROTATION:
@@ -386,12 +511,12 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
     ey = pos[ke, 1] - tgt[1]
     ez = pos[ke, 2] - tgt[2]
     err = math.sqrt(ex * ex + ey * ey + ez * ez)
-    return OK, err, err <= REACH_RTOL * length, v
+    return OK, err, err <= REACH_RTOL * length, v, hit
 
 
 @njit
-def _solve_range(lo, hi, plan, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,  # type: ignore[no-untyped-def]
-                 spread, shared, err, reached, bend, status):
+def _solve_range(lo, hi, plan, hinge, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,  # type: ignore[no-untyped-def]
+                 spread, shared, err, reached, bend, status, hits):
     kl = plan[0]
     anc = plan[2:2 + plan[1]]
     joints = plan[2 + plan[1]:]
@@ -431,8 +556,9 @@ def _solve_range(lo, hi, plan, t, r, s, target, pole, hint, erot, flags, weight,
             (hint[ih, 0], hint[ih, 1], hint[ih, 2]),
             (erot[ie, 0], erot[ie, 1], erot[ie, 2], erot[ie, 3]),
             flags, weight[i if nw > 1 else 0], soft[i if nso > 1 else 0], margin[i if nm > 1 else 0], spread,
-            pos, rot, scl, orig, shared, base_pos, base_rot, base_scl, pos0, rot0, scl0,
+            hinge, pos, rot, scl, orig, shared, base_pos, base_rot, base_scl, pos0, rot0, scl0,
         )
+        hits[i] = 1 if res[4] else 0
         status[i] = res[0]
         err[i] = res[1]
         reached[i] = res[2]
@@ -454,8 +580,8 @@ def _input_status(plan, t, r, s, target, pole, hint, erot, weight, soft, margin)
 
 
 @njit(parallel=True)
-def solve_parallel(n_chunks, plan, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,  # type: ignore[no-untyped-def]
-                   spread, shared, err, reached, bend, status):
+def solve_parallel(n_chunks, plan, hinge, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,  # type: ignore[no-untyped-def]
+                   spread, shared, err, reached, bend, status, hits):
     """Solve ``N = r.shape[0]`` items in ``n_chunks`` chunks over threads; returns the input status (0 = ok).
 
     ``plan = [kl, n_anc, anc..., joints...]`` (the chain: the upper joint's
@@ -473,20 +599,20 @@ def solve_parallel(n_chunks, plan, t, r, s, target, pole, hint, erot, flags, wei
     n = r.shape[0]
     size = (n + n_chunks - 1) // n_chunks
     for c in prange(n_chunks):
-        _solve_range(c * size, min(n, (c + 1) * size), plan, t, r, s, target, pole, hint, erot, flags,
-                     weight, soft, margin, spread, shared, err, reached, bend, status)
+        _solve_range(c * size, min(n, (c + 1) * size), plan, hinge, t, r, s, target, pole, hint, erot, flags,
+                     weight, soft, margin, spread, shared, err, reached, bend, status, hits)
     return _result_status(t, r, err, status)
 
 
 @njit
-def solve_serial(plan, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
-                 shared, err, reached, bend, status):
+def solve_serial(plan, hinge, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
+                 shared, err, reached, bend, status, hits):
     """:func:`solve_parallel` on the calling thread (single solves and small batches: no thread launch)."""
     bad = _input_status(plan, t, r, s, target, pole, hint, erot, weight, soft, margin)
     if bad != OK:
         return bad
-    _solve_range(0, r.shape[0], plan, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,
-                 spread, shared, err, reached, bend, status)
+    _solve_range(0, r.shape[0], plan, hinge, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,
+                 spread, shared, err, reached, bend, status, hits)
     return _result_status(t, r, err, status)
 
 

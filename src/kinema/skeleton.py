@@ -285,10 +285,11 @@ class Skeleton:
     # ------------------------------------------------------------------ poses
     @property
     def has_uniform_scale(self) -> bool:
-        """True when every rest scale is uniform (:func:`kinema._validate.uniform_scale`)."""
+        """True when every rest scale is exactly uniform (sx == sy == sz; float32 noise such as 1.000000119
+        counts as non-uniform here, though the solvers accept it, see :func:`kinema._validate.uniform_scale`)."""
         from ._validate import uniform_scale
 
-        return bool(np.all(uniform_scale(self._scales)))
+        return bool(np.all(uniform_scale(self._scales, rtol=0.0)))
 
     def rest_pose(self, batch_shape: tuple[int, ...] = ()) -> Pose:
         """The rest pose as a :class:`~kinema.Pose` (copies, broadcast to ``batch_shape``)."""

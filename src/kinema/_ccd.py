@@ -25,6 +25,7 @@ from ._solve import (
     raise_status,
     resolve_chain,
     result,
+    result_one,
     run_driver,
 )
 from ._validate import as_float_array, as_float_scalar, broadcast_batch, resolve_joint
@@ -153,8 +154,12 @@ class CCD(Solver):
         counts = np.empty((3, n), dtype=np.int64)  # sweeps, limit hits, changed
         status = run_driver(_kernels(), "ccd_serial", "ccd_parallel", n,
                             (self._index, values, prep.t, prep.r, prep.s, tgt_f, pol_f,
-                             self._options[pol is not None], err, counts))
-        raise_status(status, self.what, self.skeleton, pose, self.scale_joints, {"target": tgt, "pole": pol})
+                             self._options[pol is not None], err, counts), own=prep.own)
+        if status:
+            raise_status(status, self.what, self.skeleton, pose, self.scale_joints, {"target": tgt, "pole": pol})
+        if w is None and not prep.batch:  # one item, no blend
+            return result_one(prep.out, err, self.tolerance, counts[0], counts[1],
+                              {"joints": self.joints, "moved": counts[2, 0] != 0})
         changed = counts[2] != 0
         if w is not None:
             assert r_in is not None and t_in is not None
@@ -167,7 +172,7 @@ class CCD(Solver):
             err = _end_error(self.skeleton, prep.out, int(self.joints[-1]), tgt_f, n)
             changed = changed & (np.broadcast_to(w_f, (n,)) > 0.0)
         return result(prep.out, prep.batch, err, err <= self.tolerance, counts[0], counts[1],
-                      {"joints": self.joints, "moved": changed.reshape(prep.batch)})
+                      {"joints": self.joints, "moved": changed.reshape(prep.batch) if prep.batch else changed[0]})
 
 
 def _end_error(skeleton: Skeleton, pose: Pose, end: int, target_rows: FloatArray, n: int) -> FloatArray:

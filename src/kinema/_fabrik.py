@@ -30,6 +30,7 @@ from ._solve import (
     raise_status,
     resolve_chain,
     result,
+    result_one,
     run_driver,
 )
 from ._validate import as_float_array, as_float_scalar, resolve_joint
@@ -200,7 +201,7 @@ class _FabrikSolver(Solver):
             t_in = pose.translations.reshape((-1,) + pose.translations.shape[-2:]).copy()
         prep = prepare(self.skeleton, pose, extras, out)
         n = prep.n
-        tg = np.ascontiguousarray(np.stack(prep.extras[:g], axis=1))  # (N, G, 3)
+        tg = prep.extras[0][:, None] if g == 1 else np.ascontiguousarray(np.stack(prep.extras[:g], axis=1))  # (N, G, 3)
         poles = prep.extras[g] if pole is not None else _NO_POLE
         gerr = np.empty((n, g))
         counts = np.empty((2, n), dtype=np.int64)  # iterations, limit hits
@@ -208,14 +209,9 @@ class _FabrikSolver(Solver):
         plan, packed = self._plan, self._packed
         status = run_driver(_kernels(), "solve_serial", "solve_parallel", n,
                             (plan.index, plan.weights, self._options[pole is not None], packed.kinds, packed.params,
-                             packed.rest, prep.t, prep.r, prep.s, tg, poles, gerr, counts, moved))
-        if g == 1 and len(self._plan.goal_node) == 1 and self._plan.is_chain:
-            inputs: dict[str, Any] = {"target": targets[0], "pole": pole}
-        else:
-            names = self.skeleton.names
-            ends = self._plan.joints[self._plan.node_j[self._plan.goal_node]]
-            inputs = {f"target of goal {names[int(j)]!r}": t for j, t in zip(ends, targets, strict=True)}
-        raise_status(status, self.what, self.skeleton, pose, self.scale_joints, inputs)
+                             packed.rest, prep.t, prep.r, prep.s, tg, poles, gerr, counts, moved), own=prep.own)
+        if status:
+            self._raise(status, pose, targets, pole)
         if w is not None:
             from .fk import forward_kinematics
 
@@ -230,6 +226,16 @@ class _FabrikSolver(Solver):
             gerr = np.linalg.norm(p[:, ends] - tg, axis=-1)
             moved &= np.broadcast_to(w_f, (n,)) > 0.0
         return prep.out, prep.batch, gerr, counts, moved
+
+
+    def _raise(self, status: int, pose: Pose, targets: list[FloatArray], pole: FloatArray | None) -> None:
+        if len(self._plan.goal_node) == 1 and self._plan.is_chain:
+            inputs: dict[str, Any] = {"target": targets[0], "pole": pole}
+        else:
+            names = self.skeleton.names
+            ends = self._plan.joints[self._plan.node_j[self._plan.goal_node]]
+            inputs = {f"target of goal {names[int(j)]!r}": t for j, t in zip(ends, targets, strict=True)}
+        raise_status(status, self.what, self.skeleton, pose, self.scale_joints, inputs)
 
 
 class FABRIK(_FabrikSolver):
@@ -257,6 +263,8 @@ class FABRIK(_FabrikSolver):
         pl = None if pole is None else as_float_array(pole, "pole", (3,))
         out_pose, batch, gerr, counts, moved = self._run(pose, [tgt], pl, weight, out)
         err = gerr[:, 0]
+        if not batch:
+            return result_one(out_pose, err, self.tolerance, counts[0], counts[1], {"moved": moved[0]})
         return result(out_pose, batch, err, err <= self.tolerance, counts[0], counts[1],
                       {"moved": moved.reshape(batch) if batch else moved[0, ...]})
 

@@ -139,6 +139,9 @@ class Prepared:
     s: FloatArray
     out: Pose
     extras: list[FloatArray]
+    #: Every array here is a fresh C-contiguous float64 copy made by :func:`prepare` (one unbatched item), so
+    #: the drivers' compiled code for exactly these types may be called without numba's type dispatch.
+    own: bool = False
 
 
 def _rows(a: FloatArray, batch: tuple[int, ...], n: int, tail: tuple[int, ...]) -> FloatArray:
@@ -171,6 +174,14 @@ def fill_broadcast(dst: FloatArray, src: FloatArray) -> FloatArray:
     return dst
 
 
+def _own_row(a: FloatArray) -> FloatArray:
+    """``a`` with a leading batch axis of 1: a fresh C-contiguous float64 copy."""
+    return a[None].copy() if a.dtype is _F64 else np.array(a[None], dtype=np.float64, order="C")
+
+
+_F64 = np.dtype(np.float64)
+
+
 def prepare(
     skeleton: Skeleton,
     pose: Pose,
@@ -193,6 +204,15 @@ def prepare(
     """
     nj = skeleton.n_joints
     check_pose(skeleton, pose, "solve")
+    pt, pr, ps = pose.translations, pose.rotations, pose.scales
+    if out is None and pt.ndim == 2 and pr.ndim == 2 and ps.ndim == 2 and all(
+            a.ndim == len(tl) for a, tl in extras):
+        # One unbatched item (the per-frame call): batch-of-one copies, no broadcasting.
+        t1 = _own_row(pt)
+        r1 = _own_row(pr)
+        s1 = _own_row(ps)
+        return Prepared((), 1, t1, r1, s1, Pose._trusted(t1[0], r1[0], s1[0]), [_own_row(a) for a, _ in extras],
+                        True)
     batch = broadcast_batch(pose.batch_shape, *[a.shape[: a.ndim - len(tl)] for a, tl in extras])
     n = int(np.prod(batch)) if batch else 1
     if out is None:
@@ -269,12 +289,30 @@ def n_chunks(n: int) -> int:
     return max(1, min(n, CHUNKS_PER_THREAD * num_threads()))
 
 
-def run_driver(kernels: Any, serial: str, parallel: str, n: int, args: tuple[Any, ...]) -> int:
+#: Compiled serial drivers by dispatcher, for one item in arrays :func:`prepare` made (``Prepared.own``).
+_SERIAL_ENTRIES: dict[Any, Callable[..., Any]] = {}
+
+
+def run_driver(kernels: Any, serial: str, parallel: str, n: int, args: tuple[Any, ...], own: bool = False) -> int:
     """Run ``kernels.<serial>(*args)`` or ``kernels.<parallel>(n_chunks, *args)``; returns the driver's status.
 
     Both drivers run the same per-item function on every item, so the choice
     never changes a number: a batch equals a loop of single solves bit for bit.
+
+    ``own``: every argument is an array the solver made itself (C-contiguous
+    float64 or int64, never the caller's) or a Python scalar of a fixed type,
+    so the serial driver's compiled code for those types is called directly,
+    without numba's per-call type dispatch (see
+    :func:`kinema._kernels._jit.entry_point`); the same compiled code.
     """
+    if own and n == 1:
+        dispatcher = getattr(kernels, serial)
+        entry = _SERIAL_ENTRIES.get(dispatcher)
+        if entry is None:
+            from ._kernels._jit import entry_point
+
+            entry = _SERIAL_ENTRIES[dispatcher] = entry_point(dispatcher, args)
+        return int(entry(*args))
     if n >= PARALLEL_MIN_ITEMS:
         from ._kernels._jit import parallel_chunksize
 
@@ -322,6 +360,13 @@ def result(out: Pose, batch: tuple[int, ...], error: FloatArray, reached: NDArra
         return SolveResult._trusted(out, reached.reshape(batch), error.reshape(batch), iterations.reshape(batch),
                                     limits_hit.reshape(batch), state)
     return SolveResult._trusted(out, reached[0], error[0], iterations[0], limits_hit[0], state)
+
+
+def result_one(out: Pose, error: FloatArray, tolerance: float, iterations: IntArray, limits_hit: IntArray,
+               state: dict[str, Any]) -> SolveResult:
+    """The :class:`SolveResult` of one unbatched item: numpy scalars, ``reached = error <= tolerance``."""
+    e = error[0]
+    return SolveResult._trusted(out, e <= tolerance, e, iterations[0], limits_hit[0], state)
 
 
 def blend_rotations(r_out: FloatArray, r_in: FloatArray, joints: IntArray, weight: FloatArray) -> None:

@@ -57,6 +57,7 @@ _Z4_ROW = np.zeros((1, 4))
 _ONES = np.ones(1)
 _ZEROS = np.zeros(1)
 _NO_MARGIN = np.full(1, -1.0)  # margin < 0: the kernel's default
+_ONE_ITERATION = np.ones(1, dtype=np.int64)  # an unbatched result's iteration count (read as a scalar)
 
 # Option bits shared with the kernel (kept in sync by test_two_bone.py).
 _HAS_POLE = 1
@@ -183,11 +184,12 @@ class TwoBone(Solver):
         shapes += [x.shape for x in (w, so, m) if x.ndim == 0 or x.shape != (1,)]
         shapes += [x.shape[:-1] for x in (po, hi, er) if x is not None]
         batch = broadcast_batch(*shapes)
-        prep = prepare(self.skeleton, pose, [(np.broadcast_to(tg, batch + (3,)), (3,))], out, rotations_only=True)
+        prep = prepare(self.skeleton, pose, [(tg if tg.shape[:-1] == batch else np.broadcast_to(tg, batch + (3,)),
+                                              (3,))], out, rotations_only=True)
         n = prep.n
-        po_r = _Z3_ROW if po is None else _rows(po, batch, n, (3,))
-        hi_r = _Z3_ROW if hi is None else _rows(hi, batch, n, (3,))
-        er_r = _Z4_ROW if er is None else _rows(er, batch, n, (4,))
+        po_r = _Z3_ROW if po is None else _own_rows(po, batch, n, (3,))
+        hi_r = _Z3_ROW if hi is None else _own_rows(hi, batch, n, (3,))
+        er_r = _Z4_ROW if er is None else _own_rows(er, batch, n, (4,))
         err = np.empty(n)
         reached = np.empty(n, dtype=np.bool_)
         bend = np.empty((n, 3))
@@ -198,16 +200,18 @@ class TwoBone(Solver):
         args = (self._plan, hinge, prep.t, prep.r, prep.s, prep.extras[0], po_r, hi_r, er_r, flags,
                 _flat(w, batch, n), _flat(so, batch, n), _flat(m, batch, n), self.twist_spread, shared,
                 err, reached, bend, status, hits)
-        code = run_driver(_kernels(), "solve_serial", "solve_parallel", n, args)
-        raise_status(code, self.what, self.skeleton, pose, self.scale_joints,
-                     {"target": tg, "pole": po, "bend_hint": hi, "end_rotation": er, "weight": w, "soft": so,
-                      "margin": m})
-        if np.any(status):
+        code = run_driver(_kernels(), "solve_serial", "solve_parallel", n, args, own=prep.own)
+        if code:
+            raise_status(code, self.what, self.skeleton, pose, self.scale_joints,
+                         {"target": tg, "pole": po, "bend_hint": hi, "end_rotation": er, "weight": w, "soft": so,
+                          "margin": m})
+        if status[0] if n == 1 else np.any(status):
             self._raise_item_status(status, batch)
-        ones = np.ones(n, dtype=np.int64)
-        state = {"bend_direction": bend.reshape(batch + (3,)),
-                 "moved": (np.broadcast_to(w, batch) > 0.0) if batch else np.bool_(bool(w.reshape(-1)[0] > 0.0))}
-        return result(prep.out, batch, err, reached, ones, hits, state)
+        if batch:
+            state = {"bend_direction": bend.reshape(batch + (3,)), "moved": np.broadcast_to(w, batch) > 0.0}
+            return result(prep.out, batch, err, reached, np.ones(n, dtype=np.int64), hits, state)
+        state = {"bend_direction": bend[0], "moved": w.reshape(-1)[0] > 0.0}
+        return result(prep.out, batch, err, reached, _ONE_ITERATION, hits, state)
 
     def _raise_item_status(self, status: IntArray, batch: tuple[int, ...]) -> None:
         k = _kernels()
@@ -266,11 +270,18 @@ def _hinge_row(skeleton: Skeleton, joints: IntArray, kl: int, limits: Mapping[An
                            skeleton.rotations[lower]]).astype(np.float64)
 
 
+def _own_rows(a: FloatArray, batch: tuple[int, ...], n: int, tail: tuple[int, ...]) -> FloatArray:
+    """A per-item input as ``(1, *tail)`` or ``(N, *tail)``, always a C-contiguous float64 array of the solver's
+    own (never a view of the caller's array: see ``kinema._solve.run_driver``'s ``own``)."""
+    rows = _rows(a, batch, n, tail)
+    return np.array(rows, dtype=np.float64, order="C") if rows.base is not None or rows is a else rows
+
+
 def _flat(a: FloatArray, batch: tuple[int, ...], n: int) -> FloatArray:
-    """A per-item option as ``(1,)`` (one value for all) or ``(N,)``."""
+    """A per-item option as ``(1,)`` (one value for all) or ``(N,)``, the solver's own array."""
     if a.shape == (1,) or a.ndim == 0:
-        return np.ascontiguousarray(a, dtype=np.float64).reshape(1)
-    return _rows(a, batch, n, ())
+        return np.array(a, dtype=np.float64, order="C").reshape(1)
+    return _own_rows(a, batch, n, ())
 
 
 def solve_two_bone(

@@ -25,6 +25,9 @@ def _fmt_expected(trailing: tuple[int, ...], batch: bool) -> str:
     return f"({inner},)" if len(trailing) == 1 else f"({inner})"
 
 
+#: The native float64 dtype (numpy hands out this one instance for native float64 arrays).
+_F64 = np.dtype(np.float64)
+
 #: dtype kinds read as the numbers they hold: signed and unsigned ints, floats (any width and byte order).
 _NUMERIC_KINDS = frozenset("iuf")
 
@@ -60,14 +63,16 @@ def as_float_array(x: Any, what: str, trailing: tuple[int, ...], *, batch: bool 
     ``what`` with expected versus got, for a wrong shape and for anything
     that is not real numbers (see :func:`_numeric_array`).
     """
-    expected = _fmt_expected(trailing, batch)
-    a = _numeric_array(x, what, expected)
-    if a.dtype != np.float64 or not a.dtype.isnative:
-        a = a.astype(np.float64)
+    if type(x) is np.ndarray and x.dtype is _F64:
+        a = x  # float64 in native order: as it is (the per-frame case)
+    else:
+        a = _numeric_array(x, what, _fmt_expected(trailing, batch))
+        if a.dtype != np.float64 or not a.dtype.isnative:
+            a = a.astype(np.float64)
     n = len(trailing)
-    ok = a.ndim >= n and (batch or a.ndim == n) and tuple(a.shape[a.ndim - n:]) == trailing
+    ok = a.ndim >= n and (batch or a.ndim == n) and a.shape[a.ndim - n:] == trailing
     if not ok:
-        raise ShapeError(what, expected, tuple(a.shape))
+        raise ShapeError(what, _fmt_expected(trailing, batch), tuple(a.shape))
     return a
 
 
@@ -106,6 +111,8 @@ def resolve_joint(skeleton: Skeleton, joint: int | str | np.integer[Any]) -> int
 
 def broadcast_batch(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     """Broadcast batch shapes; :class:`ShapeError` when they do not broadcast."""
+    if not any(shapes):
+        return ()  # all unbatched: the per-frame case
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:

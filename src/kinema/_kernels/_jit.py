@@ -109,3 +109,27 @@ def parallel_chunksize() -> Any:
     chunk size 1 a free thread takes the next chunk.
     """
     return numba.parallel_chunksize(1)
+
+
+def entry_point(dispatcher: Any, args: tuple[Any, ...]) -> Callable[..., Any]:
+    """The compiled code of ``dispatcher`` for the numba types of ``args``, callable without type dispatch.
+
+    A numba dispatcher works out the type of every argument on each call
+    before it picks the compiled version (a microsecond or more for a driver
+    of twenty arguments, as much as solving one arm).  The entry point skips
+    that lookup, so it must only ever get arguments of exactly these types:
+    the solver layer calls it only with arrays it made itself (see
+    ``kinema._solve.run_driver``).  This reads numba's ``overloads`` mapping
+    and a compile result's ``entry_point`` (tested in
+    ``tests/test_solver_layer.py``, numba pinned to the tested minor).
+    Without JIT the plain function comes back.
+    """
+    overloads = getattr(dispatcher, "overloads", None)
+    if overloads is None:
+        return cast(Callable[..., Any], dispatcher)
+    sig = tuple(numba.typeof(a) for a in args)
+    cres = overloads.get(sig)
+    if cres is None:
+        dispatcher.compile(sig)
+        cres = overloads[sig]
+    return cast(Callable[..., Any], cres.entry_point)

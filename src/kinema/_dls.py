@@ -235,6 +235,8 @@ class DLS:
         self._goal_names = tuple("pose" if isinstance(g, PoseGoal) else skeleton.names[gj[n]]
                                  for n, g in enumerate(goals))
         self._targets = [goal_target(goals[n]) for n in order]
+        self._order_arr = np.asarray(order, dtype=np.int64)
+        self._joint_names = tuple(skeleton.names[int(j)] for j in mov)
 
     @property
     def n_goals(self) -> int:
@@ -254,8 +256,11 @@ class DLS:
                         ("pose scales", pose.scales)):
             if a.dtype != np.float64:
                 raise ShapeError(name, "float64 data", str(a.dtype))
-            require_finite(a, name, SolverInputError)
-        check_uniform_scale(self.skeleton, pose, self._fk_joints, "solve_dls")
+            if not np.isfinite(a).all():
+                require_finite(a, name, SolverInputError)  # raises, saying where
+        sc = pose.scales[..., self._fk_joints, :]
+        if not ((sc[..., 0] == sc[..., 1]).all() and (sc[..., 0] == sc[..., 2]).all()):
+            check_uniform_scale(self.skeleton, pose, self._fk_joints, "solve_dls")  # within its tolerance?
 
     def _goal_targets(self, targets: Sequence[Any] | None) -> list[FloatArray]:
         """Targets in plan order: the goals' own, or ``targets`` (goal order; None keeps a goal's own)."""
@@ -334,35 +339,33 @@ class DLS:
 
     def _result(self, out_pose: Pose, batch: tuple[int, ...], diag: FloatArray) -> SolveResult:
         n_goals = len(self._order)
-        nk = self.joints.size
+        n = diag.shape[0]
         h = _D_HEADER
-        gerr = np.zeros((diag.shape[0], len(self.goals)))
-        greached = np.zeros((diag.shape[0], len(self.goals)), dtype=bool)
-        gerr[:, self._order] = diag[:, h:h + n_goals]
-        greached[:, self._order] = diag[:, h + n_goals:h + 2 * n_goals] != 0.0
+        order = self._order_arr
+        gerr = np.empty((n, len(self.goals)))
+        greached = np.empty((n, len(self.goals)), dtype=bool)
+        gerr[:, order] = diag[:, h:h + n_goals]
+        greached[:, order] = diag[:, h + n_goals:h + 2 * n_goals] != 0.0
         if self._pose_goal >= 0:
             gerr[:, self._pose_goal] = diag[:, _D_POSE_ERROR]
             greached[:, self._pose_goal] = diag[:, _D_POSE_ERROR] <= self.tolerance
-        hard = np.asarray(self._order)
-
-        def shaped(a: NDArray[Any]) -> Any:
-            return a.reshape(batch + a.shape[1:])[()] if a.ndim == 1 else a.reshape(batch + a.shape[1:])
-
-        return SolveResult(
-            pose=out_pose,
-            reached=shaped(np.all(greached[:, hard], axis=1)),
-            error=shaped(diag[:, _D_ERROR].copy()),
-            iterations=shaped(diag[:, _D_ITERATIONS].astype(np.int64)),
-            limits_hit=shaped(diag[:, _D_LIMITS_HIT].astype(np.int64)),
-            state={
-                "goal_errors": shaped(gerr),
-                "goal_reached": shaped(greached),
+        at_limit = diag[:, h + 2 * n_goals:h + 2 * n_goals + self.joints.size] != 0.0
+        counts = diag[:, [_D_ITERATIONS, _D_LIMITS_HIT, _D_STATUS]].astype(np.int64)
+        reached = (diag[:, h + n_goals:h + 2 * n_goals] != 0.0).all(axis=1)
+        if not batch:  # one solve: numpy scalars and (G,) / (K,) arrays
+            return SolveResult._trusted(out_pose, reached[0], diag[0, _D_ERROR], counts[0, 0], counts[0, 1], {
+                "goal_errors": gerr[0], "goal_reached": greached[0], "goals": self._goal_names,
+                "at_limit": at_limit[0], "joints": self._joint_names, "status": counts[0, 2]})
+        return SolveResult._trusted(
+            out_pose, reached.reshape(batch), diag[:, _D_ERROR].reshape(batch), counts[:, 0].reshape(batch),
+            counts[:, 1].reshape(batch), {
+                "goal_errors": gerr.reshape(batch + gerr.shape[1:]),
+                "goal_reached": greached.reshape(batch + greached.shape[1:]),
                 "goals": self._goal_names,
-                "at_limit": shaped(diag[:, h + 2 * n_goals:h + 2 * n_goals + nk] != 0.0),
-                "joints": tuple(self.skeleton.names[int(j)] for j in self.joints),
-                "status": shaped(diag[:, _D_STATUS].astype(np.int64)),
-            },
-        )
+                "at_limit": at_limit.reshape(batch + at_limit.shape[1:]),
+                "joints": self._joint_names,
+                "status": counts[:, 2].reshape(batch),
+            })
 
 
 def solve_dls(skeleton: Skeleton, pose: Pose, goals: Sequence[Any], *, joints: Sequence[Any] | None = None,

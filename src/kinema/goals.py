@@ -69,7 +69,7 @@ def as_input_array(x: Any, what: str, trailing: tuple[int, ...], *, finite: bool
     n = len(trailing)
     if a.ndim < n or tuple(a.shape[a.ndim - n:]) != trailing:
         raise ShapeError(what, _fmt_trailing(trailing), tuple(a.shape))
-    if finite and not np.all(np.isfinite(a)):
+    if finite and not np.isfinite(a).all():
         bad = np.argwhere(~np.isfinite(a))[0]
         raise SolverInputError(f"{what} contains NaN or inf (first at index {tuple(int(i) for i in bad)})")
     return a

@@ -203,7 +203,7 @@ def test_random_fk_targets_inside_limits_are_reached(rng: np.random.Generator) -
     solver = DLS(sk, [PositionGoal("j5", targets)], limits=limits)
     res = solver.solve(rest)
     reached = np.asarray(res.reached)
-    assert reached.mean() >= 0.97, reached.mean()
+    assert reached.mean() >= 0.99, reached.mean()
     for name, lim in limits.items():
         j = sk.index(name)
         assert np.all(lim.violation(res.pose.rotations[:, j], sk.rotations[j]) <= 1e-9)
@@ -261,6 +261,14 @@ def test_lower_priority_never_worsens_higher(rng: np.random.Generator) -> None:
         # the lower goals still got closer than where they started
         start = solve_dls(sk, pose, high + low, iterations=0).state["goal_errors"]
         assert np.all(both.state["goal_errors"][2:] < start[2:])
+        # an unreachable higher goal: the lower ones do not cost it anything either (given the iterations to
+        # get there, the higher goal's closest pose is the same)
+        far = [PositionGoal("left_wrist", p[8] + [2.0, 0.5, 0.0], priority=2)]
+        reach = [PositionGoal("right_wrist", p[5] + rng.normal(size=3) * 0.1), low[1]]
+        alone = solve_dls(sk, pose, far, tolerance=1e-12, iterations=3000)
+        both = solve_dls(sk, pose, far + reach, tolerance=1e-12, iterations=3000)
+        assert int(alone.iterations) < 3000  # converged, not cut off
+        assert both.state["goal_errors"][0] <= alone.state["goal_errors"][0] + 1e-9
 
 
 def test_equal_priority_goals_are_weighted() -> None:

@@ -114,7 +114,7 @@ RANK_RTOL = 1e-10
 #: An accepted step whose largest DOF change is below this (radians or length) ends the solve.
 STEP_TINY = 1e-14
 #: A level whose squared error is within this fraction of another's counts as equal in the step test.
-LEVEL_RTOL = 1e-9
+LEVEL_RTOL = 1e-12
 #: Most second-order correction steps per iteration (each a Gauss-Newton step of the more important levels).
 CORRECTION_STEPS = 4
 #: Errors below this fraction of the tolerance count as zero when steps are compared, so reached goals
@@ -846,37 +846,50 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, diag, scratch):  # type: i
             break
         iters += 1
         _save(plan_i, lay, i, t, r, q_save, t_io)
-        for k in range(nk):
-            for a in range(4):
-                block_new[k, a] = 0.0
-        step_hits, size, new_cost, new_pose_err = _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch, lam,
-                                                             nl, has_pose)
-        # second-order correction: the step moved the more important levels a little (they are curved);
-        # Gauss-Newton steps of those levels alone at the new pose take them back before the step is judged
-        for _c in range(CORRECTION_STEPS):
-            if n_upper == 0 or _upper_levels_held(lvl, n_upper):
-                break
-            h, _, new_cost, new_pose_err = _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch, lam_min,
-                                                      n_upper, False)
-            step_hits += h
-        if _better(lvl, plan_i[P_N_LEVELS] + 1, new_cost, cost):
-            cost = new_cost
-            for lv in range(plan_i[P_N_LEVELS] + 1):
-                lvl[0, lv] = lvl[1, lv]
-            pose_err = new_pose_err
-            hits += step_hits
+        accepted = False
+        stop = False
+        # first the step of every level; when it fails, the step of the more important levels alone (a less
+        # important level's drift must not hold back a more important level that still improves)
+        n_tries = 2 if n_upper > 0 else 1
+        for attempt in range(n_tries):
+            use_levels = nl if attempt == 0 else n_upper
+            use_pose = has_pose if attempt == 0 else False
             for k in range(nk):
                 for a in range(4):
-                    block_n[k, a] = block_new[k, a]
-            lam = max(lam * DAMPING_DOWN, lam_min)
-            last_step = size
-            if size <= STEP_TINY:
+                    block_new[k, a] = 0.0
+            step_hits, size, new_cost, new_pose_err = _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch,
+                                                                 lam, use_levels, use_pose)
+            # second-order correction: the step moved the more important levels a little (they are curved);
+            # Gauss-Newton steps of those levels alone at the new pose take them back before the step is judged
+            if attempt == 0:
+                for _c in range(CORRECTION_STEPS):
+                    if n_upper == 0 or _upper_levels_held(lvl, n_upper):
+                        break
+                    h, _, new_cost, new_pose_err = _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch,
+                                                              lam_min, n_upper, False)
+                    step_hits += h
+            if _better(lvl, nl + 1, new_cost, cost):
+                cost = new_cost
+                for lv in range(nl + 1):
+                    lvl[0, lv] = lvl[1, lv]
+                pose_err = new_pose_err
+                hits += step_hits
+                for k in range(nk):
+                    for a in range(4):
+                        block_n[k, a] = block_new[k, a]
+                if attempt == 0:
+                    lam = max(lam * DAMPING_DOWN, lam_min)
+                last_step = size
+                accepted = True
+                stop = size <= STEP_TINY and attempt == 0
                 break
-        else:
             _restore(plan_i, lay, i, t, r, q_save, t_io)
             _fk(plan_i, lay, i, t, r, s, pos, rot, scl)
             cost, pose_err = _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr,
                                        e_pose, lvl[0])
+        if stop:
+            break
+        if not accepted:
             lam *= DAMPING_UP
             if lam > DAMPING_MAX:
                 break

@@ -67,11 +67,41 @@ def chain_rows() -> None:
         s = _best(lambda fn=fn: fn(sk, pose, chain, targets, iterations=20, tolerance=0.0))
         e = np.asarray(r.error)
         print(f"{name:>20} {np.mean(e <= 1e-4):>8.4f} {np.mean(e <= 1e-6):>8.4f} {s / n * 1e6:>9.2f} {20:>10}")
-    for peer in ("ikpy", "pytorch_kinematics"):
-        if importlib.util.find_spec(peer) is None:
-            print(f"{peer:>20}  not installed (optional benchmark peer)")
-        else:
-            print(f"{peer:>20}  installed, but no comparison row is written yet")
+    if importlib.util.find_spec("ikpy") is None:
+        print(f"{'ikpy':>20}  not installed (optional benchmark peer: pip install ikpy)")
+    else:
+        n_ik = 20  # ikpy takes tens of milliseconds per solve
+        e, us = ikpy_row(sk, targets[:n_ik])
+        print(f"{'ikpy (' + str(n_ik) + ' targets)':>20} {np.mean(e <= 1e-4):>8.4f} {np.mean(e <= 1e-6):>8.4f} "
+              f"{us:>9.0f} {'':>10}  (DLS is {us / (sec / n * 1e6):.0f}x faster)")
+    if importlib.util.find_spec("pytorch_kinematics") is None:
+        print(f"{'pytorch_kinematics':>20}  not installed (optional benchmark peer: pip install pytorch-kinematics)")
+    else:
+        print(f"{'pytorch_kinematics':>20}  installed; no comparison row is written for it yet")
+
+
+def ikpy_row(sk: kinema.Skeleton, targets: np.ndarray) -> tuple[np.ndarray, float]:
+    """ikpy on the same chain (each ball joint as three revolute links x, y, z): errors and median us per solve."""
+    from ikpy.chain import Chain
+    from ikpy.link import OriginLink, URDFLink
+
+    rpy = kinema.rotation.as_euler(sk.rotations, "xyz")  # URDF rpy: fixed axes x, y, z
+    links: list[Any] = [OriginLink()]
+    for k in range(sk.n_joints - 1):
+        for a, axis in enumerate(np.eye(3)):
+            links.append(URDFLink(f"j{k}_{a}", sk.translations[k] if a == 0 else np.zeros(3),
+                                  rpy[k] if a == 0 else np.zeros(3), rotation=axis))
+    links.append(URDFLink("end", sk.translations[-1], rpy[-1], joint_type="fixed"))
+    mask = [False] + [True] * (len(links) - 2) + [False]
+    chain = Chain(links, active_links_mask=mask)
+    errors = []
+    times = []
+    for tg in targets:
+        t0 = time.perf_counter()
+        q = chain.inverse_kinematics(tg)
+        times.append(time.perf_counter() - t0)
+        errors.append(float(np.linalg.norm(chain.forward_kinematics(q)[:3, 3] - tg)))
+    return np.asarray(errors), statistics.median(times) * 1e6
 
 
 def limited_rows(rng: np.random.Generator) -> None:

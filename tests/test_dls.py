@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import kinema
+from _threads import run_at_once
 from kinema import rotation as rot
 from kinema import samples
 from kinema._dls import DLS, solve_dls
@@ -431,6 +432,20 @@ def test_serial_and_parallel_drivers_agree_bit_for_bit() -> None:
     kd.dls_serial(solver._plan_i, solver._plan_f, solver._opts, t, r, pose.scales.copy(), goals, diag)
     np.testing.assert_array_equal(r, ref.pose.rotations)
     np.testing.assert_array_equal(t, ref.pose.translations)
+
+
+def test_threads_solving_at_once_get_the_batch_numbers() -> None:
+    _, solver, pose, targets = _batch_problem(24)
+    batch = solver.solve(pose, targets)
+    got: dict[int, FloatArray] = {}
+
+    def work(part: int) -> None:
+        for i in range(part, 24, 4):
+            got[i] = solver.solve(pose[i], [None if a is None else a[i] for a in targets]).pose.rotations
+
+    run_at_once(work, [(k,) for k in range(4)])
+    for i in range(24):
+        np.testing.assert_array_equal(got[i], batch.pose.rotations[i])
 
 
 def test_batched_targets_and_out_and_weight() -> None:

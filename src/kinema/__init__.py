@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import limits, rotation
+from . import filters, goals, limits, rotation
 from ._ccd import CCD, Goal, solve_ccd, solve_chains
+from ._dls import DLS, solve_dls
 from ._fabrik import FABRIK, FABRIKTree, solve_fabrik, solve_fabrik_tree
 from ._two_bone import TwoBone, TwoBone2D, TwoBoneIK, solve_two_bone, solve_two_bone_2d
 from .errors import (
@@ -24,6 +25,7 @@ from .errors import (
     SolverInputError,
 )
 from .fk import FKResult, forward_kinematics, world_to_local
+from .goals import LookAtGoal, OrientationGoal, PoseGoal, PositionGoal
 from .pose import Clip, Pose
 from .result import SolveResult
 from .rig import Rig, RigResult, Step
@@ -49,6 +51,8 @@ __all__ = [
     "__version__",
     "rotation",
     "limits",
+    "goals",
+    "filters",
     "io",
     "samples",
     "mocap",
@@ -61,6 +65,12 @@ __all__ = [
     "Goal",
     "solve_fabrik",
     "solve_fabrik_tree",
+    "solve_dls",
+    "DLS",
+    "PositionGoal",
+    "OrientationGoal",
+    "LookAtGoal",
+    "PoseGoal",
     "Skeleton",
     "Pose",
     "Clip",

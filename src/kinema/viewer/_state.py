@@ -692,6 +692,12 @@ class ViewerState:
             # chain's first joint ride along as twist bones.
             joints = (int(g.joints[0]), int(g.joints[-2]), int(g.joints[-1]))
             return fn(self.skeleton, pose, joints, g.target, pole)
+        if g.solver == "DLS":  # a goal list, not a chain: the end's position, turning the chain's other joints
+            from ..goals import PositionGoal
+
+            return fn(self.skeleton, pose, [PositionGoal(int(g.joints[-1]), g.target)],
+                      joints=[int(j) for j in g.joints[:-1]], iterations=self.iterations, tolerance=g.tolerance,
+                      limits=self.chain_limits(g) or None)
         params = inspect.signature(fn).parameters
         kwargs: dict[str, Any] = {}
         if "pole" in params:

@@ -1,0 +1,222 @@
+"""Temporal helpers for IK targets and poses, frame-rate independent.
+
+* :class:`CriticallyDampedSpring`: a target follower without overshoot
+  (``x'' + 2 omega x' + omega^2 x = omega^2 y``);
+* :class:`OneEuroFilter`: the one-euro filter (Casiez et al., CHI 2012), a
+  low-pass filter whose cutoff rises with speed (little lag when moving,
+  little jitter when still);
+* :func:`limit_angular_speed` and :class:`AngularSpeedLimiter`: at most
+  ``max_speed`` radians per second of turn per joint between frames.
+
+Each takes the frame's ``dt`` (seconds) and is integrated exactly over it,
+with the input moving linearly from the previous sample to the new one, so
+the same motion sampled at 30 or 120 Hz gives the same output at the
+shared instants (up to the difference between the two piecewise-linear
+inputs), unlike a per-frame ``lerp(x, y, k)``.
+
+Values are arrays of any shape ``(...)`` (a point ``(3,)``, a batch of
+targets ``(n, 3)``); a filter's shape is fixed by its first value.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from . import rotation as rot
+from .errors import ShapeError, SolverInputError
+from .goals import as_input_array, unit_quaternions
+
+__all__ = ["CriticallyDampedSpring", "OneEuroFilter", "AngularSpeedLimiter", "limit_angular_speed"]
+
+FloatArray = NDArray[np.float64]
+
+
+def _positive(x: Any, what: str, allow_zero: bool = False) -> float:
+    if isinstance(x, bool):
+        raise SolverInputError(f"{what} must be a number, got {x!r}")
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        raise SolverInputError(f"{what} must be a number, got {x!r}") from None
+    if not math.isfinite(v) or v < 0.0 or (v == 0.0 and not allow_zero):
+        raise SolverInputError(f"{what} must be finite and {'>=' if allow_zero else '>'} 0, got {x!r}")
+    return v
+
+
+def _value(x: Any, what: str, shape: tuple[int, ...] | None) -> FloatArray:
+    a = as_input_array(x, what, ())
+    if shape is not None and a.shape != shape:
+        raise ShapeError(what, str(shape), tuple(a.shape))
+    return np.array(a, dtype=np.float64)  # own copy
+
+
+def _speed(d: FloatArray) -> FloatArray:
+    """Norm over the last axis (kept), or ``|d|`` for a scalar state."""
+    return np.linalg.norm(d, axis=-1, keepdims=True) if d.ndim else np.abs(d)
+
+
+class CriticallyDampedSpring:
+    """Follow a target with a critically damped spring of angular frequency ``omega`` (rad/s).
+
+    ``x'' + 2 omega x' + omega^2 x = omega^2 y``: no overshoot; a step in
+    the target is followed with ``(1 + omega t) exp(-omega t)`` of it left
+    after ``t`` seconds.  Each :meth:`update` integrates exactly over
+    ``dt`` with the target moving linearly from the previous one (a
+    target moving at constant speed is followed with a constant lag of
+    ``2 / omega`` seconds).  The first update (or :meth:`reset`) sets the
+    state without motion.
+    """
+
+    def __init__(self, omega: float) -> None:
+        self.omega = _positive(omega, "omega")
+        self.value: FloatArray | None = None
+        self.velocity: FloatArray | None = None
+        self._target: FloatArray | None = None
+
+    def reset(self, value: ArrayLike, velocity: ArrayLike | None = None) -> None:
+        """Set the state: at ``value`` (also the last target), moving at ``velocity`` (default 0)."""
+        v = _value(value, "value", None)
+        self.value = v
+        self._target = v.copy()
+        self.velocity = np.zeros_like(v) if velocity is None else _value(velocity, "velocity", v.shape)
+
+    def update(self, target: ArrayLike, dt: float) -> FloatArray:
+        """Advance by ``dt`` seconds towards ``target`` (same shape as the state); returns the new value."""
+        if self.value is None or self.velocity is None or self._target is None:
+            self.reset(target)
+            assert self.value is not None
+            return self.value.copy()
+        y1 = _value(target, "target", self.value.shape)
+        h = _positive(dt, "dt", allow_zero=True)
+        if h == 0.0:
+            return self.value.copy()
+        w = self.omega
+        y0 = self._target
+        c = (y1 - y0) / h  # the target's speed over the step
+        # x = y0 + c t - 2c/w + (a + b t) exp(-w t): the particular solution of the ramp plus the free motion
+        a = self.value - y0 + 2.0 * c / w
+        b = self.velocity - c + w * a
+        e = math.exp(-w * h)
+        self.value = y1 - 2.0 * c / w + (a + b * h) * e
+        self.velocity = c + (b - w * (a + b * h)) * e
+        self._target = y1
+        return self.value.copy()
+
+
+class OneEuroFilter:
+    """The one-euro filter: low-pass with a cutoff that grows with speed.
+
+    * ``min_cutoff`` (Hz): the cutoff at rest (lower: smoother, more lag);
+    * ``beta`` (1/length units): how fast the cutoff grows with speed,
+      ``cutoff = min_cutoff + beta * |speed|`` (``|speed|`` the norm of the
+      filtered derivative over the last axis, so a point is filtered as a
+      whole);
+    * ``d_cutoff`` (Hz): the cutoff of the derivative's own filter.
+
+    Each first-order stage is integrated exactly over ``dt`` (time constant
+    ``1 / (2 pi cutoff)``): the value's with the input moving linearly over
+    the step, the derivative's with the step's constant slope; the cutoff
+    over a step comes from the mean of the speeds at its two ends.
+    """
+
+    def __init__(self, min_cutoff: float = 1.0, beta: float = 0.0, d_cutoff: float = 1.0) -> None:
+        self.min_cutoff = _positive(min_cutoff, "min_cutoff")
+        self.beta = _positive(beta, "beta", allow_zero=True)
+        self.d_cutoff = _positive(d_cutoff, "d_cutoff")
+        self.value: FloatArray | None = None
+        self.derivative: FloatArray | None = None
+        self._input: FloatArray | None = None
+
+    def reset(self, value: ArrayLike) -> None:
+        """Set the state at ``value`` (also the last input), at rest."""
+        v = _value(value, "value", None)
+        self.value = v
+        self._input = v.copy()
+        self.derivative = np.zeros_like(v)
+
+    def update(self, x: ArrayLike, dt: float) -> FloatArray:
+        """Filter the new sample ``x`` taken ``dt`` seconds after the previous one; returns the filtered value."""
+        if self.value is None or self.derivative is None or self._input is None:
+            self.reset(x)
+            assert self.value is not None
+            return self.value.copy()
+        y1 = _value(x, "x", self.value.shape)
+        h = _positive(dt, "dt", allow_zero=True)
+        if h == 0.0:
+            return self.value.copy()
+        y0 = self._input
+        c = (y1 - y0) / h
+        tau_d = 1.0 / (2.0 * math.pi * self.d_cutoff)
+        d0 = self.derivative
+        d1 = c + (d0 - c) * math.exp(-h / tau_d)
+        # the cutoff over the step from the mean speed at its two ends (second-order accurate in dt)
+        speed = 0.5 * (_speed(d0) + _speed(d1))
+        tau = 1.0 / (2.0 * math.pi * (self.min_cutoff + self.beta * speed))
+        # value: x' = (y - x) / tau with y = y0 + c t over the step
+        self.value = y1 - c * tau + (self.value - y0 + c * tau) * np.exp(-h / tau)
+        self.derivative = d1
+        self._input = y1
+        return self.value.copy()
+
+
+def limit_angular_speed(previous: ArrayLike, rotations: ArrayLike, max_speed: ArrayLike, dt: float) -> FloatArray:
+    """``rotations (..., J, 4)`` turned back towards ``previous (..., J, 4)`` so no joint turns faster than
+    ``max_speed`` (rad/s, a number or ``(J,)`` per joint) over ``dt`` seconds.
+
+    A joint that turns by ``angle > max_speed * dt`` is slerped from
+    ``previous`` by ``max_speed * dt / angle``: it moves at the limit along
+    the shortest arc.  Joints within the limit come back unchanged (bit for
+    bit).  Quaternions are xyzw (normalised here).
+    """
+    prev = unit_quaternions(as_input_array(previous, "previous", (4,)), "previous")
+    cur = unit_quaternions(as_input_array(rotations, "rotations", (4,)), "rotations")
+    try:
+        np.broadcast_shapes(prev.shape, cur.shape)
+    except ValueError:
+        raise ShapeError("rotations", f"broadcastable with previous {prev.shape}", tuple(cur.shape)) from None
+    speed = as_input_array(max_speed, "max_speed", ())
+    if np.any(speed < 0.0):
+        raise SolverInputError("max_speed must be >= 0")
+    h = _positive(dt, "dt", allow_zero=True)
+    step = speed * h
+    if step.ndim and (cur.ndim < 2 or step.shape != cur.shape[-2:-1]):
+        raise ShapeError("max_speed", f"a number or ({cur.shape[-2] if cur.ndim >= 2 else 'J'},) per joint",
+                         tuple(step.shape))
+    prev, cur = np.broadcast_arrays(prev, cur)
+    angle = rot.angle_between(prev, cur)
+    over = angle > step
+    out = np.array(cur, dtype=np.float64)
+    if np.any(over):
+        frac = np.broadcast_to(step, angle.shape)[over] / angle[over]
+        out[over] = rot.slerp(prev[over], cur[over], frac)
+    return out
+
+
+class AngularSpeedLimiter:
+    """:func:`limit_angular_speed` between successive frames: keeps the last output pose's rotations."""
+
+    def __init__(self, max_speed: ArrayLike) -> None:
+        speed = as_input_array(max_speed, "max_speed", ())
+        if np.any(speed < 0.0):
+            raise SolverInputError("max_speed must be >= 0")
+        self.max_speed = np.array(speed)
+        self.previous: FloatArray | None = None
+
+    def reset(self, rotations: ArrayLike | None = None) -> None:
+        """Forget the last frame (the next update passes through), or start from ``rotations``."""
+        self.previous = None if rotations is None else unit_quaternions(
+            np.array(as_input_array(rotations, "rotations", (4,))), "rotations")
+
+    def update(self, rotations: ArrayLike, dt: float) -> FloatArray:
+        """This frame's ``rotations (..., J, 4)`` limited against the last output; returns them."""
+        if self.previous is None:
+            self.reset(rotations)
+            assert self.previous is not None
+            return self.previous.copy()
+        out = limit_angular_speed(self.previous, rotations, self.max_speed, dt)
+        self.previous = out
+        return out.copy()

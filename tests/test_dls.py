@@ -1,0 +1,590 @@
+"""Full-body DLS solver: Jacobians, goals, priorities, limits, batches, bad inputs."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+import kinema
+from _threads import run_at_once
+from kinema import rotation as rot
+from kinema import samples
+from kinema._dls import DLS, solve_dls
+from kinema.errors import BoneNotFoundError, KinemaError, ShapeError, SolverInputError
+from kinema.goals import LookAtGoal, OrientationGoal, PoseGoal, PositionGoal
+from kinema.limits import EulerRange, Hinge, SwingTwist
+
+FloatArray = np.ndarray
+
+
+def chain_skeleton(n: int = 10, length: float = 0.1) -> kinema.Skeleton:
+    """``n`` joints in a line along +y, each ``length`` below... above its parent."""
+    t = np.zeros((n, 3))
+    t[1:, 1] = length
+    return kinema.Skeleton([f"j{k}" for k in range(n)], [-1] + list(range(n - 1)), t)
+
+
+def random_rotations(rng: np.random.Generator, shape: tuple[int, ...], max_angle: float) -> FloatArray:
+    axis = rng.normal(size=shape + (3,))
+    axis /= np.linalg.norm(axis, axis=-1, keepdims=True)
+    ang = rng.uniform(0.0, max_angle, size=shape)
+    return rot.from_rotvec(axis * ang[..., None])
+
+
+def walk_pose(frame: int = 20) -> kinema.Pose:
+    return samples.clip("walk").pose[frame]
+
+
+def positions(sk: kinema.Skeleton, pose: kinema.Pose) -> FloatArray:
+    return kinema.forward_kinematics(sk, pose).positions
+
+
+# ---------------------------------------------------------------------------------------------- Jacobians
+
+
+def _kernel_state(solver: DLS, pose: kinema.Pose, targets: list[FloatArray]) -> tuple[Any, ...]:
+    """The kernel's Jacobian ``(3G, NDOF)`` and residuals at ``pose`` (plan goal order)."""
+    from kinema._kernels import dls as kd
+
+    plan_i, plan_f, opts = solver._plan_i, solver._plan_f, solver._opts
+    lay = kd.layout(plan_i)
+    scratch = kd.make_scratch(plan_i, plan_f, opts)
+    pos, rot_w, scl, q_in, _, jac, err, _, _, _, _, _, e_pose, world_axis, _, _, gerr, t_io, lvl, _ = scratch
+    t = pose.translations[None].copy()
+    r = pose.rotations[None].copy()
+    s = pose.scales[None].copy()
+    goals = np.zeros((1, len(targets), 8))
+    for p, a in enumerate(targets):
+        goals[0, p, : a.shape[-1]] = a
+    kd._fk(plan_i, lay, 0, t, r, s, pos, rot_w, scl)
+    kd._evaluate(plan_i, plan_f, lay, 0, t, r, goals, pos, rot_w, q_in, t_io, err, gerr, e_pose, lvl[0])
+    kd._jacobian(plan_i, plan_f, lay, 0, goals, pos, rot_w, jac, world_axis)
+    return jac.copy(), err.copy(), gerr.copy(), lay
+
+
+def _perturbed(solver: DLS, pose: kinema.Pose, delta: FloatArray) -> kinema.Pose:
+    """``pose`` moved by the DOF vector ``delta``, written with NumPy (not the kernel's step)."""
+    from kinema._kernels import dls as kd
+
+    plan_i, plan_f = solver._plan_i, solver._plan_f
+    lay = kd.layout(plan_i)
+    r = pose.rotations.copy()
+    t = pose.translations.copy()
+    k_n = plan_i[kd.P_N_MOVING]
+    for k in range(k_n):
+        j = solver.joints[k]
+        d0 = plan_i[lay[3] + k]
+        nd = plan_i[lay[4] + k]
+        if nd == 1:
+            axis = plan_f[lay[13] + 3 * k: lay[13] + 3 * k + 3]
+            inc = rot.from_rotvec(axis * delta[d0])
+        else:
+            inc = rot.from_rotvec(delta[d0:d0 + 3])
+        r[j] = rot.multiply(r[j], inc)
+    if plan_i[kd.P_ROOT_T] >= 0:
+        t[0] += delta[-3:]
+    return kinema.Pose(t, r, pose.scales)
+
+
+def test_jacobians_match_finite_differences(rng: np.random.Generator) -> None:
+    sk = samples.humanoid()
+    pose = walk_pose(7)
+    p = positions(sk, pose)
+    wrist_goal = PositionGoal("left_wrist", p[8] + [0.1, -0.05, 0.1])
+    ori_goal = OrientationGoal("right_wrist", random_rotations(rng, (), 1.0))
+    look_goal = LookAtGoal("neck", p[2] + [1.0, 0.3, -0.4], axis=(1.0, 0.2, 0.0))
+    foot_goal = PositionGoal("right_ankle", p[11] + [0.0, 0.05, 0.0], priority=1)
+    solver = DLS(sk, [wrist_goal, ori_goal, look_goal, foot_goal], root_translation=True,
+                 limits={"left_elbow": Hinge((0, 0, 1), 0.0, 2.5), "right_shoulder": SwingTwist((0, -1, 0), 1.2)})
+    targets = solver._targets
+    jac, _, gerr, _ = _kernel_state(solver, pose, targets)
+    order = [solver.goals[n] for n in solver._order]
+    n_dof = jac.shape[1]
+    assert n_dof == 3 * (solver.joints.size - 1) + 1 + 3  # the hinge elbow has one DOF, the root translates
+    eps = 1e-6
+    for _trial in range(5):
+        delta = rng.normal(size=n_dof)
+        plus = _perturbed(solver, pose, eps * delta)
+        minus = _perturbed(solver, pose, -eps * delta)
+        fk_p = kinema.forward_kinematics(sk, plus)
+        fk_m = kinema.forward_kinematics(sk, minus)
+        jd = jac @ delta
+        for g, goal in enumerate(order):
+            row = jd[3 * g:3 * g + 3]
+            j = sk.index(goal.joint)
+            if isinstance(goal, PositionGoal):
+                fd = (fk_p.positions[j] - fk_m.positions[j]) / (2 * eps)
+                np.testing.assert_allclose(row, fd, rtol=0, atol=1e-7)
+            elif isinstance(goal, OrientationGoal):
+                # angular velocity of the joint's world rotation
+                fd = rot.as_rotvec(rot.multiply(fk_p.rotations[j], rot.inverse(fk_m.rotations[j]))) / (2 * eps)
+                np.testing.assert_allclose(row, fd, rtol=0, atol=1e-7)
+            else:
+                # the look-at angle falls along the achieved rotation: d(phi) = -n . (J delta)
+                def angle(fk: kinema.FKResult, j: int = j, goal: LookAtGoal = goal) -> float:
+                    a = rot.rotate(fk.rotations[j], np.asarray(goal.axis))
+                    d = np.asarray(goal.target) - fk.positions[j]
+                    return float(math.atan2(np.linalg.norm(np.cross(a, d)), a @ d))
+                fd_phi = (angle(fk_p) - angle(fk_m)) / (2 * eps)
+                fk0 = kinema.forward_kinematics(sk, pose)
+                a0 = rot.rotate(fk0.rotations[j], np.asarray(goal.axis))
+                d0 = np.asarray(goal.target) - fk0.positions[j]
+                n = np.cross(a0, d0)
+                n /= np.linalg.norm(n)
+                assert abs(fd_phi + n @ row) <= 1e-7
+                assert gerr[g] == pytest.approx(angle(fk0), abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------- reaching
+
+
+def test_reachable_single_goals_reach_1e6(rng: np.random.Generator) -> None:
+    sk = chain_skeleton(10)
+    rest = sk.rest_pose()
+    for _ in range(20):
+        r = np.tile(rest.rotations, (1, 1))
+        r[:-1] = random_rotations(rng, (9,), 0.6)
+        target_pose = kinema.Pose(rest.translations, r)
+        fk = kinema.forward_kinematics(sk, target_pose)
+        start = kinema.Pose(rest.translations, random_rotations(rng, (10,), 0.3))
+        res = solve_dls(sk, start, [PositionGoal("j9", fk.positions[9])])
+        assert res.reached and res.error <= 1e-6
+        assert np.linalg.norm(positions(sk, res.pose)[9] - fk.positions[9]) <= 1e-6
+        res = solve_dls(sk, start, [OrientationGoal("j9", fk.rotations[9])])
+        assert res.reached and res.error <= 1e-6
+        assert rot.angle_between(kinema.forward_kinematics(sk, res.pose).rotations[9], fk.rotations[9]) <= 1e-6
+        target = fk.positions[9] + rng.normal(size=3)
+        res = solve_dls(sk, start, [LookAtGoal("j5", target, axis=(0, 1, 0))])
+        assert res.reached and res.error <= 1e-6
+
+
+def test_feet_stay_pinned_while_hands_reach() -> None:
+    sk = samples.humanoid()
+    for frame in (0, 10, 20, 30):
+        pose = walk_pose(frame)
+        p = positions(sk, pose)
+        goals = [PositionGoal("left_ankle", p[14], priority=1), PositionGoal("right_ankle", p[11], priority=1),
+                 PositionGoal("left_wrist", p[8] + [0.15, 0.1, -0.05]),
+                 PositionGoal("right_wrist", p[5] + [0.1, 0.2, 0.05]),
+                 LookAtGoal("neck", p[2] + [2.0, 0.4, 0.3], axis=(1, 0, 0))]
+        res = solve_dls(sk, pose, goals)
+        out = positions(sk, res.pose)
+        assert np.linalg.norm(out[14] - p[14]) <= 1e-6
+        assert np.linalg.norm(out[11] - p[11]) <= 1e-6
+        assert res.reached
+        np.testing.assert_array_less(res.state["goal_errors"], 1e-6)
+        # hands out of reach: the feet still hold, the hands get as close as the body allows
+        far = [goals[0], goals[1], PositionGoal("left_wrist", p[8] + [3.0, 0.0, 0.0]),
+               PositionGoal("right_wrist", p[5] + [3.0, 0.0, 0.0])]
+        res = solve_dls(sk, pose, far)
+        out = positions(sk, res.pose)
+        assert np.linalg.norm(out[14] - p[14]) <= 1e-6
+        assert np.linalg.norm(out[11] - p[11]) <= 1e-6
+        assert not res.reached
+        assert np.all(np.isfinite(res.pose.rotations))
+        # closest: nearer than where the hands started, and no iteration made the hands' error worse at the end
+        assert res.state["goal_errors"][2] < 3.0 - 0.3
+
+
+def test_random_fk_targets_inside_limits_are_reached(rng: np.random.Generator) -> None:
+    sk = chain_skeleton(6, 0.2)
+    limits = {"j1": Hinge((1, 0, 0), -1.5, 1.5), "j2": SwingTwist((0, 1, 0), 1.0, -0.5, 0.5),
+              "j3": EulerRange("XYZ", (-1.0, -0.5, -1.0), (1.0, 0.5, 1.0)), "j4": Hinge((0, 0, 1), 0.0, 2.0)}
+    rest = sk.rest_pose()
+    n = 200
+    r = np.tile(rest.rotations, (n, 1, 1))
+    r[:, :5] = random_rotations(rng, (n, 5), 1.5)
+    for name, lim in limits.items():
+        j = sk.index(name)
+        r[:, j] = lim.clamp(r[:, j], sk.rotations[j])
+    targets = kinema.forward_kinematics(sk, kinema.Pose(rest.translations, r)).positions[:, 5]
+    solver = DLS(sk, [PositionGoal("j5", targets)], limits=limits)
+    res = solver.solve(rest)
+    reached = np.asarray(res.reached)
+    assert reached.mean() >= 0.99, reached.mean()
+    for name, lim in limits.items():
+        j = sk.index(name)
+        assert np.all(lim.violation(res.pose.rotations[:, j], sk.rotations[j]) <= 1e-9)
+
+
+def test_limits_hold_after_every_iteration(rng: np.random.Generator) -> None:
+    sk = chain_skeleton(6, 0.2)
+    limits = {"j0": SwingTwist((0, 1, 0), 0.4), "j1": Hinge((1, 0, 0), 0.0, 1.0),
+              "j2": SwingTwist((0, 1, 0), (0.3, 0.6), -0.2, 0.2),
+              "j3": EulerRange("xyz", (-0.3, -0.3, -0.3), (0.3, 0.3, 0.3)), "j4": Hinge((0, 0, 1), -0.5, 0.5)}
+    targets = rng.normal(size=(30, 3)) * 0.8  # mostly outside what the limits allow
+    start = kinema.Pose(sk.translations, random_rotations(rng, (30, 6), 2.0))  # starts outside the limits too
+    for it in (0, 1, 2, 3, 5, 8, 20, 100):
+        res = DLS(sk, [PositionGoal("j5", targets)], limits=limits, iterations=it).solve(start)
+        for name, lim in limits.items():
+            j = sk.index(name)
+            assert np.all(lim.violation(res.pose.rotations[:, j], sk.rotations[j]) <= 1e-9), (it, name)
+        assert np.all(np.isfinite(res.pose.rotations))
+        assert np.all(res.iterations <= it)
+    # a joint stopped by its limit is reported; clamps are counted
+    assert np.any(res.state["at_limit"])
+    assert np.all(res.limits_hit > 0)
+    assert res.state["joints"] == ("j0", "j1", "j2", "j3", "j4")
+
+
+def test_limited_joint_at_its_bound_leaves_the_work_to_the_others() -> None:
+    # two hinges in a plane; the first may not turn at all: the second does everything it can
+    sk = chain_skeleton(3, 0.5)
+    limits = {"j0": Hinge((0, 0, 1), 0.0, 0.0), "j1": Hinge((0, 0, 1), -2.0, 2.0)}
+    target = [-0.5 * math.sin(0.8), 0.5 + 0.5 * math.cos(0.8), 0.0]  # j1 turned 0.8 rad about z
+    res = solve_dls(sk, sk.rest_pose(), [PositionGoal("j2", target)], limits=limits)
+    assert res.reached
+    np.testing.assert_allclose(res.pose.rotations[0], [0, 0, 0, 1], atol=1e-12)
+    np.testing.assert_allclose(rot.as_rotvec(res.pose.rotations[1]), [0, 0, 0.8], atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------- priorities
+
+
+def test_lower_priority_never_worsens_higher(rng: np.random.Generator) -> None:
+    sk = samples.humanoid()
+    for frame in (3, 17, 29):
+        pose = walk_pose(frame)
+        p = positions(sk, pose)
+        high = [PositionGoal("left_wrist", p[8] + rng.normal(size=3) * 0.1, priority=2),
+                OrientationGoal("left_wrist", random_rotations(rng, (), 0.5), priority=2)]
+        low = [PositionGoal("right_wrist", p[5] + [2.0, 0.0, 0.0], priority=0),  # unreachable
+               LookAtGoal("neck", p[2] + [-1.0, -2.0, 0.5], axis=(1, 0, 0), priority=1)]
+        alone = solve_dls(sk, pose, high, tolerance=1e-12)
+        both = solve_dls(sk, pose, high + low, tolerance=1e-12)
+        err_alone = alone.state["goal_errors"]
+        err_both = both.state["goal_errors"][:2]
+        assert np.all(err_both <= err_alone + 1e-9), (err_alone, err_both)
+        assert np.all(err_both <= 1e-9)
+        # the lower goals still got closer than where they started
+        start = solve_dls(sk, pose, high + low, iterations=0).state["goal_errors"]
+        assert np.all(both.state["goal_errors"][2:] < start[2:])
+        # an unreachable higher goal: the lower ones do not cost it anything either (given the iterations to
+        # get there, the higher goal's closest pose is the same)
+        far = [PositionGoal("left_wrist", p[8] + [2.0, 0.5, 0.0], priority=2)]
+        reach = [PositionGoal("right_wrist", p[5] + rng.normal(size=3) * 0.1), low[1]]
+        alone = solve_dls(sk, pose, far, tolerance=1e-12, iterations=3000)
+        both = solve_dls(sk, pose, far + reach, tolerance=1e-12, iterations=3000)
+        assert int(alone.iterations) < 3000  # converged, not cut off
+        assert both.state["goal_errors"][0] <= alone.state["goal_errors"][0] + 1e-9
+
+
+def test_equal_priority_goals_are_weighted() -> None:
+    # two unreachable, opposing goals on one chain end: the heavier gets closer
+    sk = chain_skeleton(4, 0.3)
+    pose = kinema.Pose(sk.translations, rot.from_rotvec([[0, 0, 0.2]] * 4))
+    goals = [PositionGoal("j3", [2.0, 0.0, 0.0], weight=4.0), PositionGoal("j3", [-2.0, 0.0, 0.0], weight=1.0)]
+    res = solve_dls(sk, pose, goals)
+    e = res.state["goal_errors"]
+    assert e[0] < e[1]
+    assert np.all(np.isfinite(e))
+
+
+def test_goal_order_does_not_change_the_result() -> None:
+    sk = samples.humanoid()
+    pose = walk_pose(12)
+    p = positions(sk, pose)
+    goals = [PositionGoal("left_ankle", p[14], priority=1), PositionGoal("right_ankle", p[11], priority=1),
+             PositionGoal("left_wrist", p[8] + [0.2, 0.1, 0.0]), PositionGoal("right_wrist", p[5] + [0.3, 0.3, 0.1]),
+             LookAtGoal("neck", [3.0, 1.5, 0.0], axis=(1, 0, 0)), OrientationGoal("right_wrist", [0, 0, 0.3, 1]),
+             PoseGoal(0.1)]
+    ref = solve_dls(sk, pose, goals)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        perm = rng.permutation(len(goals))
+        res = solve_dls(sk, pose, [goals[k] for k in perm])
+        np.testing.assert_array_equal(res.pose.rotations, ref.pose.rotations)
+        np.testing.assert_array_equal(res.state["goal_errors"], ref.state["goal_errors"][perm])
+        assert res.state["goals"] == tuple(ref.state["goals"][k] for k in perm)
+
+
+def test_pose_goal_keeps_the_animation_where_goals_allow() -> None:
+    sk = samples.humanoid()
+    pose = walk_pose(5)
+    p = positions(sk, pose)
+    goals = [PositionGoal("left_wrist", p[8] + [0.05, 0.05, 0.0])]
+    plain = solve_dls(sk, pose, goals)
+    kept = solve_dls(sk, pose, goals + [PoseGoal(1.0)])
+    assert plain.reached and kept.reached
+    assert kept.state["goal_errors"][0] <= 1e-6
+
+    def moved(res: kinema.SolveResult) -> float:
+        return float(np.sum(rot.angle_between(res.pose.rotations, pose.rotations) ** 2))
+
+    assert moved(kept) <= moved(plain) + 1e-12
+    assert kept.state["goal_errors"][1] == pytest.approx(float(np.max(rot.angle_between(
+        kept.pose.rotations[kept_joints(sk, kept)], pose.rotations[kept_joints(sk, kept)]))), abs=1e-9)
+
+
+def kept_joints(sk: kinema.Skeleton, res: kinema.SolveResult) -> list[int]:
+    return [sk.index(n) for n in res.state["joints"]]
+
+
+# ---------------------------------------------------------------------------------------------- robustness
+
+
+def test_no_nan_near_singularities() -> None:
+    sk = chain_skeleton(5, 0.25)  # straight, reach 1.0 from j0
+    rest = sk.rest_pose()
+    cases = {
+        "beyond the straight chain": [0.0, 2.0, 0.0],
+        "on the straight line, inside": [0.0, 0.5, 0.0],
+        "on the root": [0.0, 0.0, 0.0],
+        "unreachable sideways": [5.0, 1.0, -3.0],
+    }
+    for what, target in cases.items():
+        res = solve_dls(sk, rest, [PositionGoal("j4", target)])
+        assert np.all(np.isfinite(res.pose.rotations)), what
+        assert np.isfinite(res.error), what
+        np.testing.assert_allclose(np.linalg.norm(res.pose.rotations, axis=-1), 1.0, atol=1e-12)
+    # unreachable: the closest pose is the chain stretched towards the target
+    far = np.array([5.0, 1.0, -3.0])
+    res = solve_dls(sk, rest, [PositionGoal("j4", far)])
+    assert res.error == pytest.approx(np.linalg.norm(far) - 1.0, abs=1e-6)
+    # a look-at target on the joint itself and an orientation goal: no NaN
+    res = solve_dls(sk, rest, [LookAtGoal("j2", positions(sk, rest)[2]), OrientationGoal("j4", [1, 0, 0, 0])])
+    assert np.all(np.isfinite(res.pose.rotations)) and res.state["goal_errors"][1] <= 1e-6
+
+
+def test_warm_start_needs_fewer_iterations() -> None:
+    sk = samples.humanoid()
+    pose = walk_pose(0)
+    p = positions(sk, pose)
+    solver = DLS(sk, [PositionGoal("left_ankle", p[14], priority=1), PositionGoal("left_wrist", p[8]),
+                      LookAtGoal("neck", p[2] + [2.0, 0.0, 0.0], axis=(1, 0, 0))])
+    cold = warm = 0
+    prev = pose
+    for f in range(30):
+        s = 0.3 * f / 30
+        hand = p[8] + [s, 0.5 * s, 0.2 * s]
+        look = p[2] + [2.0, s, -s]
+        targets = [None, hand, look]
+        c = solver.solve(pose, targets)
+        w = solver.solve(prev, targets)
+        assert c.reached and w.reached
+        cold += int(c.iterations)
+        warm += int(w.iterations)
+        prev = w.pose
+    assert warm < 0.7 * cold, (warm, cold)
+
+
+# ---------------------------------------------------------------------------------------------- batches
+
+
+def _batch_problem(n: int) -> tuple[kinema.Skeleton, DLS, kinema.Pose, list[FloatArray | None]]:
+    sk = samples.humanoid()
+    clip = samples.clip("walk")
+    frames = np.arange(n) % clip.n_frames
+    pose = clip.pose[frames]
+    p = positions(sk, pose)
+    rng = np.random.default_rng(9)
+    limits = {"left_elbow": Hinge((0, 0, 1), 0.0, 2.6), "right_shoulder": SwingTwist((0, -1, 0), 1.3),
+              "chest": EulerRange("XYZ", (-0.4, -0.4, -0.4), (0.4, 0.4, 0.4))}
+    solver = DLS(sk, [PositionGoal("left_ankle", p[0, 14], priority=1), PositionGoal("left_wrist", p[0, 8]),
+                      PositionGoal("right_wrist", p[0, 5]), LookAtGoal("neck", [2, 1, 0], axis=(1, 0, 0)),
+                      PoseGoal(0.05)], limits=limits, root_translation=True)
+    targets = [p[:, 14], p[:, 8] + rng.normal(size=(n, 3)) * 0.1, p[:, 5] + rng.normal(size=(n, 3)) * 0.3,
+               p[:, 2] + rng.normal(size=(n, 3)) + [2.0, 0.0, 0.0], None]
+    return sk, solver, pose, targets
+
+
+@pytest.mark.parametrize("n", [7, 50])  # a serial batch and a parallel one
+def test_batch_equals_loop_of_singles_bit_for_bit(n: int) -> None:
+    sk, solver, pose, targets = _batch_problem(n)
+    batch = solver.solve(pose, targets)
+    for i in range(n):
+        one = solver.solve(pose[i], [None if a is None else a[i] for a in targets])
+        np.testing.assert_array_equal(one.pose.rotations, batch.pose.rotations[i])
+        np.testing.assert_array_equal(one.pose.translations, batch.pose.translations[i])
+        np.testing.assert_array_equal(one.state["goal_errors"], batch.state["goal_errors"][i])
+        assert one.iterations == batch.iterations[i]
+        assert one.limits_hit == batch.limits_hit[i]
+    # the free function is the prepared solver
+    own: list[Any] = []
+    for g, a in zip(solver.goals, targets, strict=True):
+        if isinstance(g, PositionGoal) and a is not None:
+            own.append(PositionGoal(g.joint, a[0], g.weight, g.priority))
+        elif isinstance(g, LookAtGoal) and a is not None:
+            own.append(LookAtGoal(g.joint, a[0], g.axis, g.weight, g.priority))
+        else:
+            own.append(g)
+    free = solve_dls(sk, pose[0], own, root_translation=True,
+                     limits={"left_elbow": Hinge((0, 0, 1), 0.0, 2.6), "right_shoulder": SwingTwist((0, -1, 0), 1.3),
+                             "chest": EulerRange("XYZ", (-0.4, -0.4, -0.4), (0.4, 0.4, 0.4))})
+    np.testing.assert_array_equal(free.pose.rotations, batch.pose.rotations[0])
+
+
+def test_serial_and_parallel_drivers_agree_bit_for_bit() -> None:
+    from kinema._kernels import dls as kd
+
+    _, solver, pose, targets = _batch_problem(64)
+    ref = solver.solve(pose, targets)  # parallel (64 items)
+    tg = solver._goal_targets(targets)
+    goals = np.zeros((64, len(tg), 8))
+    for p, a in enumerate(tg):
+        goals[:, p, : a.shape[-1]] = a
+    t = pose.translations.copy()
+    r = pose.rotations.copy()
+    diag = np.zeros((64, kd.diag_size(solver._plan_i)))
+    kd.dls_serial(solver._plan_i, solver._plan_f, solver._opts, t, r, pose.scales.copy(), goals, diag)
+    np.testing.assert_array_equal(r, ref.pose.rotations)
+    np.testing.assert_array_equal(t, ref.pose.translations)
+
+
+def test_threads_solving_at_once_get_the_batch_numbers() -> None:
+    _, solver, pose, targets = _batch_problem(24)
+    batch = solver.solve(pose, targets)
+    got: dict[int, FloatArray] = {}
+
+    def work(part: int) -> None:
+        for i in range(part, 24, 4):
+            got[i] = solver.solve(pose[i], [None if a is None else a[i] for a in targets]).pose.rotations
+
+    run_at_once(work, [(k,) for k in range(4)])
+    for i in range(24):
+        np.testing.assert_array_equal(got[i], batch.pose.rotations[i])
+
+
+def test_batched_targets_and_out_and_weight() -> None:
+    sk = chain_skeleton(5, 0.25)
+    rest = sk.rest_pose()
+    targets = np.array([[[0.3, 0.6, 0.1], [0.0, 0.8, 0.4]], [[-0.3, 0.5, 0.0], [0.2, 0.2, 0.2]]])
+    res = solve_dls(sk, rest, [PositionGoal("j4", targets)])
+    assert res.pose.rotations.shape == (2, 2, 5, 4)
+    assert res.error.shape == (2, 2) and res.state["goal_errors"].shape == (2, 2, 1)
+    assert np.all(res.reached)
+    out = kinema.Pose(np.zeros((2, 2, 5, 3)), np.zeros((2, 2, 5, 4)), np.zeros((2, 2, 5, 3)))
+    res2 = solve_dls(sk, rest, [PositionGoal("j4", targets)], out=out)
+    assert res2.pose is out
+    np.testing.assert_array_equal(out.rotations, res.pose.rotations)
+    half = solve_dls(sk, rest, [PositionGoal("j4", targets[0, 0])], weight=0.0)
+    np.testing.assert_array_equal(half.pose.rotations, rest.rotations)
+    mid = solve_dls(sk, rest, [PositionGoal("j4", targets[0, 0])], weight=0.5)
+    full = solve_dls(sk, rest, [PositionGoal("j4", targets[0, 0])])
+    np.testing.assert_allclose(rot.angle_between(mid.pose.rotations, rest.rotations),
+                               0.5 * rot.angle_between(full.pose.rotations, rest.rotations), atol=1e-9)
+
+
+def test_root_translation_moves_the_hips() -> None:
+    sk = samples.humanoid()
+    pose = walk_pose(4)
+    p = positions(sk, pose)
+    # both feet and both hands pulled down 10 cm: only a translating root (with the legs) gets there
+    goals = [PositionGoal(j, p[sk.index(j)] - [0.0, 0.1, 0.0])
+             for j in ("left_ankle", "right_ankle", "left_wrist", "right_wrist")]
+    res = solve_dls(sk, pose, goals, root_translation=True)
+    assert res.reached
+    assert not np.array_equal(res.pose.translations[0], pose.translations[0])
+    np.testing.assert_array_equal(res.pose.translations[1:], pose.translations[1:])
+
+
+# ---------------------------------------------------------------------------------------------- inputs
+
+
+def test_input_dtypes_read_as_numbers() -> None:
+    sk = chain_skeleton(4, 0.3)
+    rest = sk.rest_pose()
+    ref = solve_dls(sk, rest, [PositionGoal("j3", np.array([0.2, 0.5, 0.1]))])
+    for arr in (np.array([0.2, 0.5, 0.1], dtype=">f8"), np.array([0.2, 0.5, 0.1], dtype=np.float32).astype(">f4")):
+        res = solve_dls(sk, rest, [PositionGoal("j3", arr)])
+        expect = solve_dls(sk, rest, [PositionGoal("j3", arr.astype(np.float64))])
+        np.testing.assert_array_equal(res.pose.rotations, expect.pose.rotations)
+    np.testing.assert_array_equal(solve_dls(sk, rest, [PositionGoal("j3", np.array([0.2, 0.5, 0.1]))]).pose.rotations,
+                                  ref.pose.rotations)
+    ints = solve_dls(sk, rest, [PositionGoal("j3", np.array([0, 1, 0], dtype=np.int64))])
+    floats = solve_dls(sk, rest, [PositionGoal("j3", np.array([0.0, 1.0, 0.0]))])
+    np.testing.assert_array_equal(ints.pose.rotations, floats.pose.rotations)
+    solver = DLS(sk, [PositionGoal("j3", [0.0, 0.9, 0.0])])
+    a = solver.solve(rest, [np.array([1, 0, 0], dtype=">i4")])
+    b = solver.solve(rest, [[1.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(a.pose.rotations, b.pose.rotations)
+
+
+@pytest.mark.parametrize("bad", [np.array([1 + 1j, 0, 0]), np.array([True, False, True]), np.array(["1", "2", "3"]),
+                                 np.array([1.0, None, 2.0], dtype=object), {1.0, 2.0, 3.0}, {"x": 1.0}, "abc",
+                                 np.array(["2020-01-01"] * 3, dtype="datetime64[D]")])
+def test_bad_target_dtypes_are_refused(bad: Any) -> None:
+    with pytest.raises(ShapeError, match="target"):
+        PositionGoal("j3", bad)
+    sk = chain_skeleton(4, 0.3)
+    solver = DLS(sk, [PositionGoal("j3", [0.0, 0.9, 0.0])])
+    with pytest.raises(ShapeError, match=r"targets\[0\]"):
+        solver.solve(sk.rest_pose(), [bad])
+
+
+def test_bad_inputs_raise_kinema_errors() -> None:
+    sk = chain_skeleton(4, 0.3)
+    rest = sk.rest_pose()
+    good = [PositionGoal("j3", [0.0, 0.9, 0.0])]
+    with pytest.raises(SolverInputError, match="NaN"):
+        PositionGoal("j3", [np.nan, 0, 0])
+    with pytest.raises(SolverInputError, match="NaN"):
+        DLS(sk, good).solve(rest, [[np.inf, 0, 0]])
+    nan_pose = rest.copy()
+    nan_pose.rotations[1, 0] = np.nan
+    with pytest.raises(SolverInputError, match="NaN"):
+        solve_dls(sk, nan_pose, good)
+    with pytest.raises(ShapeError):
+        PositionGoal("j3", [0.0, 1.0])
+    with pytest.raises(SolverInputError):
+        OrientationGoal("j3", [0, 0, 0, 0])
+    with pytest.raises(SolverInputError):
+        LookAtGoal("j3", [1, 0, 0], axis=(0, 0, 0))
+    with pytest.raises(BoneNotFoundError):
+        solve_dls(sk, rest, [PositionGoal("nope", [0, 1, 0])])
+    cases: list[dict[str, Any]] = [
+        {"iterations": -1}, {"iterations": 2.5}, {"iterations": None}, {"tolerance": 0.0}, {"tolerance": None},
+        {"tolerance": "x"}, {"damping": -1.0}, {"damping": math.nan}, {"weight": 1.5}, {"weight": None},
+        {"joints": ["j3"]}, {"joints": "j1"}, {"joints": ["j1", "j1"]}, {"root_translation": "yes"},
+        {"limits": {"j1": 3}}, {"limits": [1, 2]},
+    ]
+    for kw in cases:
+        with pytest.raises(KinemaError):
+            solve_dls(sk, rest, good, **kw)
+    for goals in ([], [PoseGoal()], [good[0], PoseGoal(), PoseGoal()], ["j3"], good[0], {"j3": [0, 1, 0]}):
+        with pytest.raises(SolverInputError):
+            solve_dls(sk, rest, goals)  # type: ignore[arg-type]
+    for w in (0.0, -1.0, math.inf, "a", True):
+        with pytest.raises(SolverInputError):
+            PositionGoal("j3", [0, 1, 0], weight=w)  # type: ignore[arg-type]
+    with pytest.raises(SolverInputError):
+        PositionGoal("j3", [0, 1, 0], priority=1.5)  # type: ignore[arg-type]
+    with pytest.raises(SolverInputError):
+        PositionGoal(None, [0, 1, 0])  # type: ignore[arg-type]
+    with pytest.raises(SolverInputError):
+        solve_dls(sk, "pose", good)  # type: ignore[arg-type]
+    with pytest.raises(ShapeError):
+        solve_dls(sk, samples.humanoid().rest_pose(), good)
+    solver = DLS(sk, good + [PoseGoal()])
+    with pytest.raises(SolverInputError):
+        solver.solve(rest, [[0, 1, 0]])  # one entry per goal
+    with pytest.raises(SolverInputError):
+        solver.solve(rest, [[0, 1, 0], [0, 1, 0]])  # the pose goal's entry must be None
+    with pytest.raises(ShapeError):
+        solver.solve(rest, [np.zeros((2, 3)), None], out=rest)  # out of the wrong batch shape
+    scaled = kinema.Pose(rest.translations, rest.rotations, [[1, 1, 1], [1, 2, 1], [1, 1, 1], [1, 1, 1]])
+    with pytest.raises(SolverInputError, match="non-uniform"):
+        solve_dls(sk, scaled, good)
+
+
+def test_kernel_constants_mirror_the_python_side() -> None:
+    from kinema import _dls
+    from kinema._kernels import dls as kd
+
+    assert _dls._GOAL_KIND == {PositionGoal: kd.GOAL_POSITION, OrientationGoal: kd.GOAL_ORIENTATION,
+                               LookAtGoal: kd.GOAL_LOOK_AT}
+    assert (_dls._P_HEADER, _dls._AFFECTS_SELF, _dls._AFFECTS_ANCESTOR) == (kd.P_HEADER, kd.AFFECTS_SELF,
+                                                                            kd.AFFECTS_ANCESTOR)
+    assert (_dls._O_ITERATIONS, _dls._O_TOLERANCE, _dls._O_DAMPING, _dls._O_WEIGHT, _dls._O_SIZE) == (
+        kd.O_ITERATIONS, kd.O_TOLERANCE, kd.O_DAMPING, kd.O_WEIGHT, kd.O_SIZE)
+    assert (_dls._D_STATUS, _dls._D_ERROR, _dls._D_ITERATIONS, _dls._D_LIMITS_HIT, _dls._D_POSE_ERROR,
+            _dls._D_HEADER) == (kd.D_STATUS, kd.D_ERROR, kd.D_ITERATIONS, kd.D_LIMITS_HIT, kd.D_POSE_ERROR,
+                                kd.D_HEADER)
+    sk = samples.humanoid()
+    solver = DLS(sk, [PositionGoal("left_wrist", [0, 1, 0]), LookAtGoal("neck", [1, 1, 0]), PoseGoal()],
+                 limits={"left_elbow": Hinge((0, 0, 1), 0, 2)}, root_translation=True)
+    lay = kd.layout(solver._plan_i)
+    assert (lay[-2], lay[-1]) == (solver._plan_i.size, solver._plan_f.size)

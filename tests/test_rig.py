@@ -109,3 +109,27 @@ def test_missing_targets_skip_their_step_and_weights_blend(body: kinema.Skeleton
     np.testing.assert_array_equal(res.pose.rotations[0], pose.rotations[0])
     np.testing.assert_array_equal(res.pose.rotations[3], pose.rotations[3])
     assert np.all(res.steps["left_arm"].error[1:3] < 1e-9)
+
+
+def test_rig_of_legs_spine_and_dls_body_equals_the_steps_by_hand(body: kinema.Skeleton) -> None:
+    """The issue's case: legs by two-bone, the spine by CCD, then the arms by one DLS body solve."""
+    pose = _animated(body, 6, seed=7)
+    targets = _targets(body, pose)
+    arms = kinema.DLS(body, [kinema.PositionGoal("left_wrist", targets["left_arm"][0]),
+                             kinema.PositionGoal("right_wrist", targets["right_arm"][0])],
+                      joints=["left_shoulder", "left_elbow", "right_shoulder", "right_elbow"])
+    steps = _steps(body)[:3] + [kinema.Step("arms", arms)]
+    rig = kinema.Rig(body, steps)
+    arm_targets = np.stack([targets["left_arm"], targets["right_arm"]], axis=1)  # (6, 2, 3), goal order
+    res = rig.solve(pose, {"left_leg": targets["left_leg"], "right_leg": targets["right_leg"],
+                           "spine": targets["spine"], "arms": list(np.moveaxis(arm_targets, 1, 0))})
+    cur = pose
+    for step, tgt in zip(steps, (targets["left_leg"], targets["right_leg"], targets["spine"],
+                                 list(np.moveaxis(arm_targets, 1, 0))), strict=True):
+        cur = step.solver.solve(cur, tgt, weight=step.weight, **dict(step.options)).pose
+    np.testing.assert_array_equal(res.pose.rotations, cur.rotations)
+    assert np.all(res.steps["arms"].state["goal_errors"] < 1e-6)
+    # the DLS step claims the arm joints: a later two-bone on an arm is refused
+    with pytest.raises(kinema.SolverInputError, match="both move"):
+        kinema.Rig(body, [*steps, kinema.Step("again", kinema.TwoBone(body, ("left_shoulder", "left_elbow",
+                                                                               "left_wrist")))])

@@ -239,6 +239,11 @@ class DLS:
         """Number of goals, in the order given (the pose goal included)."""
         return len(self.goals)
 
+    @property
+    def moved_joints(self) -> tuple[int, ...]:
+        """Every joint this solver may turn (a :class:`~kinema.Rig` step's claim)."""
+        return tuple(int(j) for j in self.joints)
+
     def validate(self, pose: Pose) -> None:
         """Check ``pose`` against this solver: a :class:`~kinema.Pose` of the skeleton's joint count, finite,
         with uniform scale on the joints the solve reads; raises :class:`~kinema.ShapeError` or

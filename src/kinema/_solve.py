@@ -414,6 +414,15 @@ class Solver:
     #: Name used in error messages.
     what: str = "solve"
 
+    @property
+    def moved_joints(self) -> tuple[int, ...]:
+        """The joints this solver may turn: its chain or tree without the end joint(s) it aims (a :class:`~kinema.Rig`
+        step's claim)."""
+        joints = [int(j) for j in self.joints]
+        ends = {int(j) for j in getattr(self, "goal_joints", ())} or {joints[-1]}
+        inner = {int(self.skeleton.parents[k]) for k in joints}
+        return tuple(j for j in joints if j not in ends or j in inner)
+
     def validate(self, pose: Any) -> Pose:
         """``pose`` when it can be solved by this solver: a :class:`~kinema.Pose` of the skeleton's joint count,
         finite, with uniform scale on the solver's joints and their ancestors.  Raises otherwise."""

@@ -40,14 +40,6 @@ from .skeleton import Skeleton
 __all__ = ["Step", "Rig", "RigResult"]
 
 
-def _default_moved(solver: Any) -> tuple[int, ...]:
-    """The joints a prepared solver may turn: its chain or tree without the end joint(s) it aims."""
-    joints = [int(j) for j in np.asarray(solver.joints).reshape(-1)]
-    ends = {int(j) for j in getattr(solver, "goal_joints", ())} or {joints[-1]}
-    leaves = ends - {int(j) for j in joints if any(solver.skeleton.parents[k] == j for k in joints)}
-    return tuple(j for j in joints if j not in leaves)
-
-
 @dataclass(frozen=True)
 class Step:
     """One step of a :class:`Rig`.
@@ -56,7 +48,8 @@ class Step:
     * ``solver``: a prepared solver (``solve(pose, target, *, weight=..., out=...)``).
     * ``weight``: blend of this step's result with the pose it started from, in [0, 1].
     * ``joints``: the joints it may move (names or indices); default: the
-      solver's joints without the end joint(s) it aims.
+      solver's ``moved_joints`` (its joints without the end joint(s) it aims;
+      every joint a :class:`~kinema.DLS` may turn).
     * ``layer``: it may move joints claimed by earlier steps (it layers on top).
     * ``options``: extra keyword arguments for every ``solve`` call of this
       step (``{"pole": ...}``, ``{"end_rotation": ...}``).
@@ -112,7 +105,7 @@ class Rig:
             if not 0.0 <= w <= 1.0:
                 raise SolverInputError(f"step {step.name!r}: weight must be in [0, 1], got {step.weight!r}")
             moved = (tuple(resolve_joint(skeleton, j) for j in step.joints) if step.joints is not None
-                     else _default_moved(step.solver))
+                     else tuple(int(j) for j in step.solver.moved_joints))
             if not step.layer:
                 for j in moved:
                     owner = claimed.get(j) or above.get(j)

@@ -128,7 +128,7 @@ def check_pose(skeleton: Skeleton, pose: Any, what: str) -> Pose:
     return pose
 
 
-@dataclass
+@dataclass(slots=True)
 class Prepared:
     """Flat arrays for a kernel, and the output pose they write into."""
 

@@ -1,6 +1,6 @@
 """glTF 2.0 / GLB in and out (kinema.io.load_gltf / save_gltf), on the Khronos sample files and synthetic files.
 
-The real files are ../shared/data/gltf/*.gltf (CC BY 4.0, Cesium, from KhronosGroup/glTF-Sample-Models;
+The real files are tests/data/gltf/*.gltf (CC BY 4.0, Cesium, from KhronosGroup/glTF-Sample-Models;
 provenance in that folder's SOURCES.md).  Independent references used here: the file's JSON read with
 ``json`` and its accessors decoded with plain ``np.frombuffer`` (no kinema code), node matrices composed
 with scipy's Rotation, and the Khronos glTF-Validator (npm ``gltf-validator``) when node and npm exist.

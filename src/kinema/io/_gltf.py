@@ -19,7 +19,9 @@ import binascii
 import copy
 import json
 import math
+import numbers
 import os
+import re
 import struct
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -30,9 +32,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import rotation
-from ..errors import FileFormatError, ShapeError, SkeletonError
+from ..errors import FileFormatError, ShapeError, SkeletonError, SolverInputError
 from ..pose import Clip, Pose
 from ..skeleton import ZERO_QUAT_EPS, Skeleton
+from ._read import read_regular
 
 __all__ = ["GltfAsset", "GltfMesh", "load_gltf", "save_gltf", "bone_mesh"]
 
@@ -57,6 +60,7 @@ _NCOMP = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "M
 _FLOAT = 5126
 _UBYTE, _USHORT, _UINT = 5121, 5123, 5125
 _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
+_BASE64_RE = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 _PATHS = ("translation", "rotation", "scale", "weights")
 _INTERPOLATIONS = ("LINEAR", "STEP", "CUBICSPLINE")
 
@@ -70,10 +74,19 @@ MATRIX_SHEAR_TOL = 1e-4
 #: tolerance count as uniform (float32 files carry scales like 1.0000001).
 SIMILARITY_RTOL = 1e-6
 
-#: Largest accessor (in bytes) built without a bufferView (all zeros) or a
-#: resampled clip (frames x joints x 10 floats): guards against a tiny broken
-#: file asking for terabytes.
-MAX_SYNTHETIC_BYTES = 1 << 31
+#: Largest buffer read (``buffers[i].byteLength``): GLB's own limit (its lengths are uint32).
+MAX_BUFFER_BYTES = (1 << 32) - 1
+
+#: Decoding budget of one file: accessors (as float64/int64 arrays) and clips together may
+#: take at most ``DECODE_BUDGET_FLOOR`` bytes plus ``DECODE_BUDGET_FACTOR`` times the bytes the file
+#: holds (its JSON or GLB, and every buffer read).  Real data expands at most 8x (normalized bytes to
+#: float64); the budget refuses, before allocating, a tiny file whose counts ask for gigabytes
+#: (e.g. ``count = 2**24`` MAT4 without a bufferView: 2 GiB from 25 KB).
+DECODE_BUDGET_FLOOR = 64 << 20
+DECODE_BUDGET_FACTOR = 64
+
+#: Copies of a clip's pose the loader holds at once (local, folded, reordered), for the budget.
+_CLIP_COPIES = 3
 
 #: Slack when counting resampled frames: ``ceil(t_end * fps - TIME_EPS)``, so
 #: an end time on the grid up to float round-off does not add a frame.
@@ -178,13 +191,24 @@ def _ceil4(n: int) -> int:
 class _Doc:
     """Checked access to a parsed glTF document; every failure names its JSON path."""
 
-    def __init__(self, path: str, doc: dict[str, Any], glb_bin: bytes | None, base_dir: str) -> None:
+    def __init__(self, path: str, doc: dict[str, Any], glb_bin: bytes | None, base_dir: str,
+                 doc_bytes: int = 0) -> None:
         self.path = path
         self.doc = doc
         self.glb_bin = glb_bin
         self.base_dir = base_dir
         self._buffers: dict[int, bytes] = {}
         self._accessors: dict[tuple[int, str], NDArray[Any]] = {}
+        #: Bytes still allowed for decoded arrays (grows by DECODE_BUDGET_FACTOR per buffer byte read).
+        self.budget_left = DECODE_BUDGET_FLOOR + DECODE_BUDGET_FACTOR * (len(glb_bin or b"") + doc_bytes)
+
+    def charge(self, nbytes: int, where: str, what: str) -> None:
+        """Take ``nbytes`` from the decoding budget, or fail at ``where`` before anything is allocated."""
+        if nbytes > self.budget_left:
+            self.fail(where, f"{what} needs {nbytes:,} bytes, more than this file may decode "
+                             f"({self.budget_left:,} bytes left of its budget: {DECODE_BUDGET_FLOOR:,} plus "
+                             f"{DECODE_BUDGET_FACTOR} per byte of file data)")
+        self.budget_left -= nbytes
 
     def fail(self, where: str, message: str) -> NoReturn:
         raise FileFormatError(self.path, where, message)
@@ -282,7 +306,7 @@ class _Doc:
             return self._buffers[i]
         w = f"buffers[{i}]"
         b = self.item("buffers", i)
-        length = self.integer(b, "byteLength", w, lo=1)
+        length = self.integer(b, "byteLength", w, lo=1, hi=MAX_BUFFER_BYTES)
         uri = b.get("uri")
         if uri is None:
             if i != 0 or self.glb_bin is None:
@@ -291,28 +315,68 @@ class _Doc:
         elif not isinstance(uri, str):
             self.fail(f"{w}.uri", f"must be a string, got {_short(uri)}")
         elif uri.startswith("data:"):
-            head, sep, payload = uri.partition(",")
-            if not sep or not head.endswith(";base64"):
-                self.fail(f"{w}.uri", "only base64 data URIs are supported (data:...;base64,...)")
-            try:
-                data = base64.b64decode(payload, validate=True)
-            except (binascii.Error, ValueError) as exc:
-                self.fail(f"{w}.uri", f"invalid base64 data ({exc})")
+            data = self._data_uri(uri, length, f"{w}.uri")
         else:
-            parsed = urllib.parse.urlparse(uri)
-            if parsed.scheme or os.path.isabs(uri):
-                self.fail(f"{w}.uri", f"only relative file URIs are supported, got {_short(uri)}")
-            file = os.path.join(self.base_dir, urllib.parse.unquote(uri))
+            file = self.resource_path(uri, f"{w}.uri")
             try:
-                with open(file, "rb") as f:
-                    data = f.read()
+                data = read_regular(file, report_path=self.path, where=f"{w}.uri", size=length)
             except OSError as exc:
                 self.fail(f"{w}.uri", f"cannot read {file!r}: {exc.strerror or exc}")
         if len(data) < length:
             self.fail(f"{w}.byteLength", f"is {length} but the buffer data has only {len(data)} bytes")
         data = data[:length]
         self._buffers[i] = data
+        self.budget_left += DECODE_BUDGET_FACTOR * length
         return data
+
+    def _data_uri(self, uri: str, length: int, where: str) -> bytes:
+        """The bytes of a base64 ``data:`` URI, checked to hold at least ``length`` bytes before decoding."""
+        head, sep, payload = uri.partition(",")
+        if not sep or not head.endswith(";base64"):
+            self.fail(where, "only base64 data URIs are supported (data:...;base64,...)")
+        if len(payload) % 4 or not _BASE64_RE.fullmatch(payload):
+            self.fail(where, "invalid base64 data (characters outside the base64 alphabet, or bad padding)")
+        most = len(payload) // 4 * 3  # base64 holds 3 bytes per 4 characters
+        if most < length:
+            self.fail(where.removesuffix(".uri") + ".byteLength",
+                      f"is {length} but the data URI holds at most {most} bytes")
+        # Decode only what byteLength asks for (whole 4-character groups), so a long payload costs nothing extra.
+        keep = -(-length // 3) * 4
+        try:
+            return base64.b64decode(payload[:keep], validate=True)
+        except (binascii.Error, ValueError) as exc:
+            self.fail(where, f"invalid base64 data ({exc})")
+
+    def resource_path(self, uri: str, where: str) -> str:
+        """The file a relative ``uri`` names, confined to the asset's own folder.
+
+        The URI is percent-decoded, joined to the folder and resolved
+        (symlinks, ``..``); the result must stay inside the folder's resolved
+        path.  Schemes, absolute paths, queries, fragments, NUL bytes and
+        undecodable escapes are refused: each a FileFormatError at ``where``.
+        """
+        if "\0" in uri:
+            self.fail(where, "holds a NUL byte")
+        parsed = urllib.parse.urlsplit(uri)
+        if parsed.scheme or parsed.netloc or os.path.isabs(uri):
+            self.fail(where, f"only relative file URIs are supported, got {_short(uri)}")
+        if parsed.query or parsed.fragment:
+            self.fail(where, f"a file URI with a query or fragment is not supported, got {_short(uri)}")
+        try:
+            rel = urllib.parse.unquote(parsed.path, errors="strict")
+            os.fsencode(rel)
+        except (UnicodeDecodeError, UnicodeEncodeError):
+            self.fail(where, f"is not a valid file name after percent-decoding: {_short(uri)}")
+        if "\0" in rel:
+            self.fail(where, "holds a NUL byte (after percent-decoding)")
+        if not rel or os.path.isabs(rel):
+            self.fail(where, f"must name a file relative to the asset's folder, got {_short(uri)}")
+        folder = os.path.realpath(self.base_dir)
+        file = os.path.realpath(os.path.join(folder, rel))
+        if os.path.commonpath([folder, file]) != folder:
+            self.fail(where, f"{_short(uri)} resolves outside the asset's folder; only files in the folder "
+                             "(or below it) are read")
+        return file
 
     def buffer_view(self, i: int) -> tuple[memoryview, int]:
         """Bytes of bufferView ``i`` and its byteStride (0 when absent)."""
@@ -401,12 +465,15 @@ class _Doc:
         off = self.integer(acc, "byteOffset", w, default=0)
         bvi = self.ref(acc, "bufferView", w, "bufferViews", required=False)
         if bvi is None:
-            # No bufferView: all zeros (the spec), possibly patched by sparse below.
-            if count * ncomp * 8 > MAX_SYNTHETIC_BYTES:
-                self.fail(f"{w}.count", f"{count} elements without a bufferView is too large to build")
+            # No bufferView: all zeros (the spec), possibly patched by sparse below.  Charged for the
+            # zeros and the float64 / int64 result before either exists.
+            self.charge(count * ncomp * (size + 8), f"{w}.count", f"{count} {typ} elements without a bufferView")
             out: NDArray[Any] = np.zeros((count, ncomp), dtype=dt)
         else:
+            # _read checks count against the bufferView before copying at most the view's bytes;
+            # the float64 / int64 result is charged before it is made.
             out = self._read(w, bvi, off, count, ct, typ, packed=False)
+            self.charge(count * ncomp * 8, f"{w}.count", f"{count} {typ} elements")
         sp = self.obj(acc, "sparse", w, required=False)
         if sp is not None:
             ws = f"{w}.sparse"
@@ -683,16 +750,25 @@ def load_gltf(path: str | os.PathLike[str], *, skin: int | str | None = 0, fps: 
     joints are named ``node_<index>``.  Animated channels on nodes outside the
     skeleton and morph ``weights`` are not represented (see ``notes``).
 
+    External buffers are read only from the file's own folder (or below it,
+    after percent-decoding and resolving symlinks) and only from regular
+    files; every count is checked against its bufferView and against the
+    file's decoding budget (``DECODE_BUDGET_FLOOR`` plus
+    ``DECODE_BUDGET_FACTOR`` per byte of file data) before anything is
+    allocated.
+
     Raises :class:`kinema.FileFormatError` (file and JSON path) for anything
-    malformed, :class:`FileNotFoundError` for a missing file.
+    malformed or refused (a FIFO or device given as the file is refused too),
+    :class:`FileNotFoundError` for a missing file and
+    :class:`kinema.SolverInputError` for a bad ``fps``.
     """
+    if fps is not None and (isinstance(fps, bool) or not isinstance(fps, numbers.Real)
+                            or not (math.isfinite(fps) and fps > 0)):
+        raise SolverInputError(f"load_gltf: fps must be a positive finite number or None, got {fps!r}")
     spath = os.fspath(path)
-    with open(spath, "rb") as f:
-        data = f.read()
-    if fps is not None and not (isinstance(fps, (int, float)) and math.isfinite(fps) and fps > 0):
-        raise ValueError(f"fps must be a positive finite number or None, got {fps!r}")
+    data = read_regular(spath)
     doc, glb_bin = _parse_container(spath, data)
-    r = _Doc(spath, doc, glb_bin, os.path.dirname(os.path.abspath(spath)))
+    r = _Doc(spath, doc, glb_bin, os.path.dirname(os.path.abspath(spath)), doc_bytes=len(data))
     # Extreme values (1e308) may overflow on the way; every result is checked for finiteness instead.
     with np.errstate(all="ignore"):
         return _load(r, skin, fps)
@@ -1060,10 +1136,17 @@ def _read_animations(r: _Doc, members: list[int], order: IntArray,
         t_end = max(float(t[-1]) for t, _, _ in tracks.values())
         if fps is None:
             query = np.unique(np.concatenate([t for t, _, _ in tracks.values()]))
+            n_frames = int(query.size)
+            what = f"{n_frames} key times for {nm} joints"
         else:
-            n_frames = max(int(math.ceil(t_end * fps - TIME_EPS)), 0) + 1
-            if n_frames * nm * 10 * 8 > MAX_SYNTHETIC_BYTES:
-                r.fail(wa, f"resampling {t_end:g} s at {fps:g} fps gives {n_frames} frames, too many")
+            span = t_end * fps
+            if not math.isfinite(span):
+                r.fail(wa, f"resampling {t_end:g} s at {fps:g} fps gives too many frames")
+            n_frames = max(int(math.ceil(span - TIME_EPS)), 0) + 1
+            what = f"resampling {t_end:g} s at {fps:g} fps ({n_frames} frames, {nm} joints)"
+        # Local, folded and reordered poses: three copies of frames x joints x 10 float64.
+        r.charge(n_frames * nm * 10 * 8 * _CLIP_COPIES, wa, what)
+        if fps is not None:
             query = np.arange(n_frames) / float(fps)
         nf = query.size
         lt = np.broadcast_to(rest[0], (nf, nm, 3)).copy()

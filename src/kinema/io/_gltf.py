@@ -546,7 +546,11 @@ def _parse_container(path: str, data: bytes) -> tuple[dict[str, Any], bytes | No
     try:
         text = text_bytes.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise FileFormatError(path, where, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+        bad_line = text_bytes.count(b"\n", 0, exc.start) + 1
+        at: int | str = bad_line if where is None else f"{where} line {bad_line}"
+        raise FileFormatError(path, at, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    # Errors about the document as a whole (no line to give) are located here.
+    doc_where = where or "JSON document"
 
     def _no_constants(name: str) -> Any:
         raise ValueError(f"{name} is not valid JSON")
@@ -557,9 +561,9 @@ def _parse_container(path: str, data: bytes) -> tuple[dict[str, Any], bytes | No
         line: int | str = exc.lineno if where is None else f"{where} line {exc.lineno}"
         raise FileFormatError(path, line, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
     except (ValueError, RecursionError) as exc:
-        raise FileFormatError(path, where, f"invalid JSON: {exc}") from None
+        raise FileFormatError(path, doc_where, f"invalid JSON: {exc}") from None
     if not isinstance(doc, dict):
-        raise FileFormatError(path, where, "a glTF document must be a JSON object")
+        raise FileFormatError(path, doc_where, "a glTF document must be a JSON object")
     asset = doc.get("asset")
     if not isinstance(asset, dict) or not isinstance(asset.get("version"), str):
         raise FileFormatError(path, "asset.version", "required (a glTF file has asset.version)")

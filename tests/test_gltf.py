@@ -27,8 +27,7 @@ from scipy.spatial.transform import Rotation
 
 import kinema
 from kinema import Clip, FileFormatError, Pose, Skeleton, forward_kinematics
-from kinema.io import load_gltf, save_gltf
-from kinema.io._gltf import bone_mesh
+from kinema.io import bone_mesh, load_gltf, save_gltf
 
 pytest.importorskip("pygltflib")
 

@@ -35,8 +35,8 @@ import pytest
 import kinema
 from kinema import FileFormatError, SolverInputError
 from kinema.io import _atomic, load_bvh, load_gltf, save_bvh, save_gltf
-from kinema.io._gltf import DECODE_BUDGET_FACTOR, DECODE_BUDGET_FLOOR
 from kinema.io._read import read_regular
+from kinema.io.gltf.reader import DECODE_BUDGET_FACTOR, DECODE_BUDGET_FLOOR
 
 #: Longest a single load of these small files may take (warm kernels take milliseconds).
 LOAD_DEADLINE_S = 20.0

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -94,17 +95,28 @@ class SkinnedMesh:
         return linear_blend_skinning(self.positions, self.joints, self.weights,
                                      fk.matrices @ self.inverse_bind_matrices)
 
-    def bind_transforms(self) -> tuple[FloatArray, FloatArray]:
-        """Each joint's world transform at bind time, ``inverse(IBM)``: positions ``(J, 3)`` and
-        xyzw rotations ``(J, 4)`` (the linear part with its uniform scale divided out).
-
-        Posing a joint by the change from this transform moves the vertices it
-        weighs as :meth:`skinned_positions` does (for similarity transforms).
-        """
+    @cached_property
+    def _bind(self) -> tuple[FloatArray, FloatArray]:
         bind = np.linalg.inv(np.asarray(self.inverse_bind_matrices, dtype=np.float64))
         lin = bind[:, :3, :3]
         scale = np.cbrt(np.abs(np.linalg.det(lin)))[:, None, None]
         return bind[:, :3, 3].copy(), rotation.from_matrix(lin / scale)
+
+    @property
+    def bind_positions(self) -> FloatArray:
+        """``(J, 3)`` each joint's world position at bind time (the translation of ``inverse(IBM)``)."""
+        return self._bind[0]
+
+    @property
+    def bind_rotations(self) -> FloatArray:
+        """``(J, 4)`` xyzw, each joint's world rotation at bind time: the linear part of
+        ``inverse(IBM)`` with its uniform scale divided out.
+
+        Posing a joint by the change from its bind transform moves the vertices
+        it weighs as :meth:`skinned_positions` does (for similarity transforms):
+        ``R_now R_bind^T (v - p_bind) + p_now``, which is how viser skins.
+        """
+        return self._bind[1]
 
     def skin_weights(self, n_joints: int) -> FloatArray:
         """Dense ``(V, n_joints)`` weights: row ``v`` holds vertex ``v``'s weight per joint."""

@@ -53,9 +53,11 @@ class GltfAsset:
     * ``skeleton``: the skin's joints in depth-first order; the transforms of
       non-joint ancestors are folded into the root(s), so FK gives glTF world
       (scene) space.  ``skeleton.meta`` holds ``"gltf_nodes"`` (node index per
-      joint), ``"inverse_bind_matrices"``, ``"gltf_mesh"`` and ``"source"``.
+      joint), ``"inverse_bind_matrices"`` and ``"source"``, and ``"gltf_mesh"``
+      (the mesh again, kept for code written before ``mesh`` existed here).
     * ``clips``: ``{animation name: Clip}`` (see :func:`load_gltf` for times).
-    * ``mesh``: the skinned mesh (:class:`SkinnedMesh`) or None.
+    * ``mesh``: the skinned mesh (:class:`kinema.mesh.SkinnedMesh`) or None;
+      pass it on as ``save_gltf(..., mesh=asset.mesh)``.
     * ``inverse_bind_matrices``: ``(J, 4, 4)`` in skeleton order.
     * ``nodes``: glTF node index of each skeleton joint.
     * ``skin``: index of the skin read (None: all nodes).

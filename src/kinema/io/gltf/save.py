@@ -92,10 +92,12 @@ def save_gltf(
       becomes one animation, LINEAR, with one key per frame at ``clip.times``
       or ``k / clip.fps``.  Channels whose values equal the rest pose on every
       frame are left out (the rest pose is the node's TRS).
-    * ``mesh``: None (default) keeps the mesh and skin the skeleton was loaded
-      with (``skeleton.meta["gltf_mesh"]``), if any; a :class:`SkinnedMesh`
-      writes that mesh; ``"bones"`` writes :func:`bone_mesh` (capsules along
-      the bones, so a BVH clip opens in any glTF viewer); False writes no mesh.
+    * ``mesh``: a :class:`kinema.mesh.SkinnedMesh` (e.g. ``asset.mesh`` of
+      :func:`load_gltf`) writes that mesh; ``"bones"`` writes :func:`bone_mesh`
+      (capsules along the bones, so a BVH clip opens in any glTF viewer);
+      False writes no mesh; None (default) writes the mesh the skeleton was
+      loaded with, if any (``skeleton.meta["gltf_mesh"]``, read for backwards
+      compatibility: pass ``mesh=`` instead).
 
     Rest pose values go to the JSON as float64 decimals (exact); accessor data
     is float32 (the only float glTF has), so a re-loaded pose matches to

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 import kinema
+from _io_mutate import json_leaves
 from kinema import Clip, FileFormatError, Pose, Skeleton, forward_kinematics
 from kinema.io import bone_mesh, load_gltf, save_gltf
 
@@ -1009,18 +1010,6 @@ def test_bad_json_text_and_glb_container(shared_data: Path, tmp_path: Path) -> N
 _FUZZ_SETTINGS = settings(deadline=None, suppress_health_check=list(HealthCheck))
 
 
-def _leaves(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if k != "uri":
-                out += _leaves(v, prefix + (k,))
-    elif isinstance(obj, list) and len(obj) <= 20:
-        for i, v in enumerate(obj):
-            out += _leaves(v, prefix + (i,))
-    return out
-
-
 _REAL_DOCS: dict[str, dict[str, Any]] = {}
 
 
@@ -1053,7 +1042,7 @@ def test_fuzz_json_values(shared_data: Path, tmp_path_factory: pytest.TempPathFa
     """Replace 1-3 JSON values of a real file with junk: it loads or raises FileFormatError, nothing else."""
     doc = _doc(shared_data, name)
     for _ in range(data.draw(st.integers(1, 3))):
-        leaves = [p for p in _leaves(doc) if p]
+        leaves = [p for p in json_leaves(doc) if p]
         where = data.draw(st.sampled_from(leaves))
         obj: Any = doc
         for k in where[:-1]:

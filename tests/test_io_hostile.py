@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 
 import kinema
+from _io_mutate import GOOD_BVH, json_leaves, mutate_bytes, small_capture
 from kinema import FileFormatError, SolverInputError
 from kinema.io import _atomic, load_bvh, load_gltf, save_bvh, save_gltf
 from kinema.io._read import read_regular
@@ -324,28 +325,6 @@ def test_bad_fps_is_a_solver_input_error_naming_fps(shared_data: Path, fps: Any)
 
 
 # ============================================================== BVH: typed errors with the line
-BVH = (
-    "HIERARCHY\n"  # 1
-    "ROOT Hips\n"  # 2
-    "{\n"  # 3
-    "  OFFSET 0 0 0\n"  # 4
-    "  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation\n"  # 5
-    "  JOINT Leg\n"  # 6
-    "  {\n"  # 7
-    "    OFFSET 1 -2 0\n"  # 8
-    "    CHANNELS 3 Zrotation Xrotation Yrotation\n"  # 9
-    "    End Site\n"  # 10
-    "    {\n"  # 11
-    "      OFFSET 0 -3 0\n"  # 12
-    "    }\n"  # 13
-    "  }\n"  # 14
-    "}\n"  # 15
-    "MOTION\n"  # 16
-    "Frames: 1\n"  # 17
-    "Frame Time: 0.04\n"  # 18
-    "1 2 3 4 5 6 7 8 9\n"  # 19
-)
-
 BVH_CASES = [
     ("Frame Time: 0.04", "Frame Time: 1e-310", 18, "frame rate 1 / Frame Time overflows"),
     ("CHANNELS 3", "CHANNELS \u00b2", 9, "channel count (digits 0-9)"),  # '²'.isdigit() but int('²') fails
@@ -353,8 +332,8 @@ BVH_CASES = [
     ("CHANNELS 3", "CHANNELS " + "9" * 5000, 9, "channel count"),  # int() refuses > 4300 digits
     ("CHANNELS 3", "CHANNELS -3", 9, "channel count"),
     ("CHANNELS 3 Zrotation", "CHANNELS 3 Zrotation Zrotation", 9, "says 3 channels but lists 4"),
-    ("Frames: 1", "Frames: \u00b2", 17, "Frames: <count>"),
-    ("Frames: 1", "Frames: 1" + "0" * 5000, 17, "Frames: <count>"),
+    ("Frames: 3", "Frames: \u00b2", 17, "Frames: <count>"),
+    ("Frames: 3", "Frames: 3" + "0" * 5000, 17, "Frames: <count>"),
 ]
 
 
@@ -362,10 +341,10 @@ BVH_CASES = [
 def test_bvh_bad_counts_and_frame_time_name_file_and_line(tmp_path: Path, old: str, new: str, line: int,
                                                           fragment: str) -> None:
     good = tmp_path / "good.bvh"
-    good.write_text(BVH)
+    good.write_text(GOOD_BVH)
     load_bvh(good)
     path = tmp_path / "bad.bvh"
-    path.write_text(BVH.replace(old, new, 1), encoding="utf-8")
+    path.write_text(GOOD_BVH.replace(old, new, 1), encoding="utf-8")
     with watched(tmp_path), pytest.raises(FileFormatError) as info:
         load_bvh(path)
     assert info.value.path == os.fspath(path) and info.value.line == line, str(info.value)
@@ -375,7 +354,7 @@ def test_bvh_bad_counts_and_frame_time_name_file_and_line(tmp_path: Path, old: s
 
 def test_bvh_bad_scale_and_up_are_solver_input_errors(tmp_path: Path) -> None:
     path = tmp_path / "good.bvh"
-    path.write_text(BVH)
+    path.write_text(GOOD_BVH)
     for kw in ({"scale": float("nan")}, {"scale": 0.0}, {"scale": "big"}, {"up": "x"}):
         with pytest.raises(SolverInputError):
             load_bvh(path, **kw)
@@ -447,38 +426,14 @@ _CRAFTED_URIS = ["../secret.bin", "%2e%2e%2fsecret.bin", "%2Fetc%2Fpasswd", "%2F
                  "data:application/octet-stream;base64,AAAA", "http://127.0.0.1:1/x.bin", ""]
 
 
-def _leaves(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if k != "uri":
-                out += _leaves(v, prefix + (k,))
-    elif isinstance(obj, list) and len(obj) <= 24:
-        for i, v in enumerate(obj):
-            out += _leaves(v, prefix + (i,))
-    return out
-
-
 def _mutate_gltf(rng: np.random.Generator, doc: dict[str, Any], raw: bytes) -> bytes:
     kind = rng.integers(4)
     if kind == 0:  # byte flips, drops and truncations of the text
-        b = bytearray(raw)
-        for _ in range(rng.integers(1, 5)):
-            i = int(rng.integers(len(b)))
-            op = rng.integers(3)
-            if op == 0:
-                b[i] = int(rng.integers(256))
-            elif op == 1:
-                del b[i:i + int(rng.integers(1, 9))]
-            else:
-                del b[i:]
-            if not b:
-                b = bytearray(b"{")
-        return bytes(b)
+        return mutate_bytes(rng, raw)
     d = copy.deepcopy(doc)
     if kind == 1:  # JSON values replaced by crafted counts, or deleted
         for _ in range(rng.integers(1, 4)):
-            leaves = [p for p in _leaves(d) if p]
+            leaves = [p for p in json_leaves(d, max_list=24) if p]
             where = leaves[int(rng.integers(len(leaves)))]
             obj: Any = d
             for k in where[:-1]:
@@ -499,31 +454,8 @@ def _mutate_gltf(rng: np.random.Generator, doc: dict[str, Any], raw: bytes) -> b
     return json.dumps(d).encode()
 
 
-def _mutate_bvh(rng: np.random.Generator, raw: bytes) -> bytes:
-    b = bytearray(raw)
-    for _ in range(rng.integers(1, 5)):
-        i = int(rng.integers(len(b)))
-        op = rng.integers(4)
-        if op == 0:
-            b[i] = int(rng.integers(256))
-        elif op == 1:
-            del b[i:i + int(rng.integers(1, 9))]
-        elif op == 2:
-            pieces = [b"\xc2\xb2", b"1e-310", b"nan", b"9" * 30, b"CHANNELS 3 ", b"}", b"{", b"\0", b"Frames: 99\n"]
-            b[i:i] = pieces[int(rng.integers(len(pieces)))]
-        else:
-            del b[i:]
-        if not b:
-            b = bytearray(b"H")
-    return bytes(b)
-
-
-def _small_capture(shared_data: Path, frames: int = 6) -> bytes:
-    text = (shared_data / "bvh" / "test_mocapbank.bvh").read_bytes()
-    head, _, rest = text.partition(b"Frame Time:")
-    time_line, _, motion = rest.partition(b"\n")
-    lines = motion.splitlines(keepends=True)[:frames]
-    return head.replace(b"Frames:\t455", b"Frames:\t%d" % frames) + b"Frame Time:" + time_line + b"\n" + b"".join(lines)
+#: Pieces inserted into BVH text: counts int() refuses, an overflowing Frame Time, NaN, structure.
+_BVH_PIECES = (b"\xc2\xb2", b"1e-310", b"nan", b"9" * 30, b"CHANNELS 3 ", b"}", b"{", b"\0", b"Frames: 99\n")
 
 
 def _fuzz(folder: Path, cases: list[tuple[str, bytes]], load: Callable[[Path], Any]) -> dict[str, int]:
@@ -560,8 +492,8 @@ def test_fuzz_gltf_loader_is_confined_bounded_and_typed(layout: dict[str, Any], 
 
 def test_fuzz_bvh_loader_is_bounded_and_typed(tmp_path: Path, shared_data: Path) -> None:
     rng = np.random.default_rng(20261202)
-    raw = _small_capture(shared_data)
-    cases = [("f.bvh", _mutate_bvh(rng, raw)) for _ in range(FUZZ_CASES_BVH)]
+    raw = small_capture(shared_data)
+    cases = [("f.bvh", mutate_bytes(rng, raw, _BVH_PIECES)) for _ in range(FUZZ_CASES_BVH)]
     outcome = _fuzz(tmp_path, cases, load_bvh)
     print("BVH fuzz", outcome)
     assert outcome["refused"] > FUZZ_CASES_BVH // 4 and outcome["loaded"] > 0, outcome

@@ -558,10 +558,10 @@ def save_bvh(
     scale = _check_scale(scale)
     up = _check_up(up)
     if rotation_order not in ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"):
-        raise ValueError("rotation_order must be an intrinsic Tait-Bryan sequence such as 'ZXY', "
+        raise SolverInputError("rotation_order must be an intrinsic Tait-Bryan sequence such as 'ZXY', "
                          f"got {rotation_order!r}")
     if not isinstance(precision, int) or not 0 <= precision <= 17:
-        raise ValueError(f"precision must be an int in [0, 17], got {precision!r}")
+        raise SolverInputError(f"precision must be an int in [0, 17], got {precision!r}")
     n = skeleton.n_joints
     pose = clip.pose
     if pose.n_joints != n:
@@ -584,7 +584,7 @@ def save_bvh(
     if clip.times is not None and clip.n_frames > 2:
         steps = np.diff(clip.times)
         if np.max(np.abs(steps - steps.mean())) > EVEN_FRAMES_RTOL * steps.mean():
-            raise ValueError("BVH frames are evenly spaced but this clip's times are not; "
+            raise SolverInputError("BVH frames are evenly spaced but this clip's times are not; "
                              "resample it first (e.g. load_gltf(..., fps=30))")
     t = full.translations
     r = rot.normalize(full.rotations)

@@ -24,7 +24,7 @@ from ...pose import Clip, Pose
 from ...skeleton import ZERO_QUAT_EPS, Skeleton
 from .._read import read_regular
 from .reader import FLOAT, UBYTE, UINT, USHORT, CheckedDoc, parse_container, short_repr
-from .scene import decompose, fold, is_similarity, node_local, node_parents, trs_matrix, unique_names
+from .scene import fold, fold_hierarchy, node_parents, unique_names
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -210,64 +210,10 @@ def _load(r: CheckedDoc, skin: int | str | None, fps: float | None) -> GltfAsset
 
     # Skeleton members: the joints, plus non-joint nodes whose folded transform
     # between two members (or above a root) would not be a similarity.
-    local_cache: dict[int, tuple[FloatArray, FloatArray, FloatArray]] = {}
-
-    def local(n: int) -> tuple[FloatArray, FloatArray, FloatArray]:
-        if n not in local_cache:
-            local_cache[n] = node_local(r, n)
-        return local_cache[n]
-
-    member_set = set(joints)
-    extra: list[int] = []
-
-    def segment(n: int) -> list[int]:
-        """Non-member ancestors of member ``n`` up to the next member (nearest first)."""
-        out = []
-        p = parent[n]
-        while p != -1 and p not in member_set:
-            out.append(p)
-            p = parent[p]
-        return out
-
-    def composite(path_nodes: list[int]) -> FloatArray:
-        m = np.eye(4)
-        for p in path_nodes:  # nearest first: M = L(top) ... L(nearest)
-            m = trs_matrix(*local(p)) @ m
-        return m
-
-    changed = True
-    while changed:
-        changed = False
-        for n in list(joints) + extra:
-            seg = segment(n)
-            if seg and not is_similarity(composite(seg)):
-                for p in seg:
-                    member_set.add(p)
-                    extra.append(p)
-                changed = True
-                break
-    members = list(joints) + sorted(extra)
-    pos = {n: k for k, n in enumerate(members)}
-    mparents = []
-    for n in members:
-        p = parent[n]
-        while p != -1 and p not in member_set:
-            p = parent[p]
-        mparents.append(pos[p] if p != -1 else -1)
+    folded = fold_hierarchy(r, parent, joints)
+    members, mparents = folded.members, folded.parents
     nm = len(members)
-    pre_t = np.zeros((nm, 3))
-    pre_q = np.tile([0.0, 0.0, 0.0, 1.0], (nm, 1))
-    pre_s = np.ones(nm)
-    for k, n in enumerate(members):
-        seg = segment(n)
-        if seg:
-            m = composite(seg)
-            pt, pq, ps = decompose(r, m, f"nodes[{seg[0]}] (and its ancestors)")
-            pre_t[k], pre_q[k], pre_s[k] = pt, pq, float(np.mean(ps))
-    rest_t = np.array([local(n)[0] for n in members])
-    rest_q = np.array([local(n)[1] for n in members])
-    rest_s = np.array([local(n)[2] for n in members])
-    ft, fq, fs = fold(pre_t, pre_q, pre_s, rest_t, rest_q, rest_s)
+    ft, fq, fs = fold(*folded.prefix, *folded.rest)
     names = unique_names(r, members)
     try:
         tmp, order = Skeleton.from_unordered(names, mparents, ft, fq, fs)
@@ -304,7 +250,7 @@ def _load(r: CheckedDoc, skin: int | str | None, fps: float | None) -> GltfAsset
     }
     skeleton = Skeleton(tmp.names, tmp.parents, tmp.translations, tmp.rotations, tmp.scales, meta=meta)
 
-    clips = _read_animations(r, members, order, (pre_t, pre_q, pre_s), (rest_t, rest_q, rest_s), fps, notes)
+    clips = _read_animations(r, members, order, folded.prefix, folded.rest, fps, notes)
     return GltfAsset(skeleton=skeleton, clips=clips, mesh=mesh, inverse_bind_matrices=ibm, nodes=node_of_joint,
                      skin=skin_index, path=r.path, notes=tuple(notes), document=r.doc)
 

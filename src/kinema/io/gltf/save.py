@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ... import rotation
-from ...errors import FileFormatError, ShapeError
+from ...errors import FileFormatError, ShapeError, SolverInputError
 from ...mesh import SkinnedMesh, bone_mesh
 from ...pose import Clip
 from ...skeleton import ZERO_QUAT_EPS, Skeleton
@@ -109,7 +109,7 @@ def save_gltf(
     spath = os.fspath(path)
     ext = os.path.splitext(spath)[1].lower()
     if ext not in (".gltf", ".glb"):
-        raise ValueError(f"save_gltf writes .gltf or .glb, got {spath!r}")
+        raise SolverInputError(f"save_gltf writes .gltf or .glb, got {spath!r}")
     clip_map: dict[str, Clip]
     if clips is None:
         clip_map = {}
@@ -132,7 +132,7 @@ def save_gltf(
         the_mesh = None
     elif isinstance(mesh, str):
         if mesh != "bones":
-            raise ValueError(f"mesh must be a SkinnedMesh, 'bones', None or False, got {mesh!r}")
+            raise SolverInputError(f"mesh must be a SkinnedMesh, 'bones', None or False, got {mesh!r}")
         the_mesh = bone_mesh(skeleton)
     elif isinstance(mesh, SkinnedMesh):
         the_mesh = mesh

@@ -7,6 +7,9 @@ node transform ``T R S``; quaternions xyzw (same as kinema).
 
 from __future__ import annotations
 
+import heapq
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -18,7 +21,7 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 __all__ = ["decompose", "trs_matrix", "node_local", "node_parents", "is_similarity", "unique_names", "fold",
-           "MATRIX_SHEAR_TOL", "SIMILARITY_RTOL"]
+           "fold_hierarchy", "FoldedHierarchy", "MATRIX_SHEAR_TOL", "SIMILARITY_RTOL"]
 
 #: A node ``matrix`` counts as T*R*S when its rotation part, after dividing out
 #: the column norms, is orthonormal to this (max |R^T R - I|).  Files store
@@ -95,13 +98,17 @@ def node_parents(r: CheckedDoc) -> list[int]:
         r.ref(node, "mesh", w, "meshes", required=False)
         r.ref(node, "skin", w, "skins", required=False)
         r.string(node, "name", w)
-    for n in range(len(nodes)):  # a cycle never reaches a root
-        p, steps = parent[n], 0
-        while p != -1:
-            steps += 1
-            if steps > len(nodes):
-                r.fail(f"nodes[{n}]", "is part of a cycle in the node hierarchy")
+    # A cycle never reaches a root.  Each node is walked once (linear in the node count, so a deep
+    # chain cannot make this quadratic): a walk stops at a node an earlier walk showed reaches a root,
+    # and meeting a node of its own walk again is a cycle.
+    walk_of = [-1] * len(nodes)  # the walk that visited each node (-1: not yet)
+    for n in range(len(nodes)):
+        p = n
+        while p != -1 and walk_of[p] == -1:
+            walk_of[p] = n
             p = parent[p]
+        if p != -1 and walk_of[p] == n:
+            r.fail(f"nodes[{p}]", "is part of a cycle in the node hierarchy")
     return parent
 
 
@@ -150,3 +157,132 @@ def fold(prefix_t: FloatArray, prefix_q: FloatArray, prefix_s: FloatArray,
     return t2, q2, s2
 
 
+
+
+@dataclass(frozen=True)
+class FoldedHierarchy:
+    """The skeleton's nodes and what is folded into them (see :func:`fold_hierarchy`).
+
+    * ``members``: node index of each skeleton joint, in member order (the skin's joints, then the
+      non-joint nodes that had to become joints, by node index).
+    * ``parents``: member index of each member's parent (-1 for roots).
+    * ``prefix``: ``(t (M, 3), q (M, 4), s (M,))`` the similarity of the non-member ancestors between
+      each member and its parent member (identity when none), ``s`` uniform.
+    * ``rest``: ``(t (M, 3), q (M, 4), s (M, 3))`` each member's own local TRS.
+    """
+
+    members: list[int]
+    parents: list[int]
+    prefix: tuple[FloatArray, FloatArray, FloatArray]
+    rest: tuple[FloatArray, FloatArray, FloatArray]
+
+
+def fold_hierarchy(r: CheckedDoc, parent: list[int], joints: list[int]) -> FoldedHierarchy:
+    """The skeleton members of ``joints`` and the ancestor transforms folded into them.
+
+    Members are the joints plus every non-joint node of a *segment* (the
+    non-member ancestors between a member and the next member above it)
+    whose composed transform is not a similarity: such a segment cannot be
+    folded into one joint's TRS, so its nodes become joints.  Segments are
+    checked in member order and, after each addition, again from the first
+    member whose segment the addition changed (the same members as checking
+    everything again after each addition, which a crafted file could make
+    quadratic).  Each segment's composed matrix is built once per node and
+    reused by every member below it, so a long chain above many joints costs
+    linear time.
+    """
+    n_nodes = len(parent)
+    children: list[list[int]] = [[] for _ in range(n_nodes)]
+    for n, p in enumerate(parent):
+        if p != -1:
+            children[p].append(n)
+    local_cache: dict[int, tuple[FloatArray, FloatArray, FloatArray]] = {}
+
+    def local(n: int) -> tuple[FloatArray, FloatArray, FloatArray]:
+        if n not in local_cache:
+            local_cache[n] = node_local(r, n)
+        return local_cache[n]
+
+    member_set = set(joints)
+    # Non-member node -> (matrix from it up to just below the next member, that member or -1).
+    above: dict[int, tuple[FloatArray, int]] = {}
+
+    def up(x: int) -> tuple[FloatArray, int]:
+        """``above[x]`` for a non-member ``x``, filling in its non-member ancestors on the way."""
+        chain = []
+        while x not in above:
+            chain.append(x)
+            p = parent[x]
+            if p == -1 or p in member_set:
+                break
+            x = p
+        for y in reversed(chain):  # top first
+            p = parent[y]
+            if p == -1 or p in member_set:
+                above[y] = (trs_matrix(*local(y)), p)
+            else:
+                m, top = above[p]
+                above[y] = (m @ trs_matrix(*local(y)), top)  # M = L(top) ... L(y)
+        return above[chain[0]] if chain else above[x]
+
+    def segment(n: int) -> list[int]:
+        """Non-member ancestors of member ``n`` up to the next member (nearest first)."""
+        out = []
+        p = parent[n]
+        while p != -1 and p not in member_set:
+            out.append(p)
+            p = parent[p]
+        return out
+
+    order = list(joints)  # member order: checking order
+    index = {n: k for k, n in enumerate(order)}
+    pending = list(range(len(order)))  # members (by order index) whose segment is not known to fold
+    heapq.heapify(pending)
+    queued = set(pending)
+    while pending:
+        k = heapq.heappop(pending)
+        queued.discard(k)
+        n = order[k]
+        p = parent[n]
+        if p == -1 or p in member_set or is_similarity(up(p)[0]):
+            continue
+        seg = segment(n)
+        # Every member below the segment's top through non-members has a segment this changes:
+        # drop their cached matrices and check them again.
+        stack = [seg[-1]]
+        while stack:
+            x = stack.pop()
+            above.pop(x, None)
+            for c in children[x]:
+                if c in member_set:
+                    if index[c] not in queued:
+                        heapq.heappush(pending, index[c])
+                        queued.add(index[c])
+                else:
+                    stack.append(c)
+        for x in seg:
+            member_set.add(x)
+            index[x] = len(order)
+            order.append(x)
+            heapq.heappush(pending, index[x])
+            queued.add(index[x])
+    members = order[: len(joints)] + sorted(order[len(joints):])  # added nodes by node index
+    pos = {n: k for k, n in enumerate(members)}
+    mparents = []
+    nm = len(members)
+    pre_t = np.zeros((nm, 3))
+    pre_q = np.tile([0.0, 0.0, 0.0, 1.0], (nm, 1))
+    pre_s = np.ones(nm)
+    for k, n in enumerate(members):
+        p = parent[n]
+        if p == -1 or p in member_set:
+            mparents.append(pos[p] if p != -1 else -1)
+            continue
+        m, top = up(p)
+        mparents.append(pos[top] if top != -1 else -1)
+        pt, pq, ps = decompose(r, m, f"nodes[{p}] (and its ancestors)")
+        pre_t[k], pre_q[k], pre_s[k] = pt, pq, float(np.mean(ps))
+    rest_t = np.array([local(n)[0] for n in members])
+    rest_q = np.array([local(n)[1] for n in members])
+    rest_s = np.array([local(n)[2] for n in members])
+    return FoldedHierarchy(members, mparents, (pre_t, pre_q, pre_s), (rest_t, rest_q, rest_s))

@@ -34,7 +34,6 @@ from ...errors import FileFormatError
 from .._read import read_regular
 
 FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 __all__ = [
     "CheckedDoc", "parse_container", "short_repr", "ceil4", "COMPONENTS", "N_COMPONENTS", "FLOAT", "UBYTE",
@@ -60,6 +59,7 @@ N_COMPONENTS = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3":
 FLOAT = 5126
 UBYTE, USHORT, UINT = 5121, 5123, 5125
 ARRAY_BUFFER, ELEMENT_ARRAY_BUFFER = 34962, 34963
+#: The characters of a base64 payload (RFC 4648 alphabet, at most two padding characters at the end).
 _BASE64_RE = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 #: Largest buffer read (``buffers[i].byteLength``): GLB's own limit (its lengths are uint32).
@@ -75,11 +75,13 @@ DECODE_BUDGET_FACTOR = 64
 
 
 def short_repr(v: Any) -> str:
+    """``repr(v)`` cut to 40 characters, for error messages about file values."""
     s = repr(v)
     return s if len(s) <= 40 else s[:37] + "..."
 
 
 def ceil4(n: int) -> int:
+    """``n`` rounded up to a multiple of 4 (GLB chunks and matrix columns are 4-byte aligned)."""
     return (n + 3) & ~3
 
 

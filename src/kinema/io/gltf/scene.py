@@ -18,7 +18,6 @@ from ...skeleton import ZERO_QUAT_EPS
 from .reader import CheckedDoc
 
 FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 __all__ = ["decompose", "trs_matrix", "node_local", "node_parents", "is_similarity", "unique_names", "fold",
            "fold_hierarchy", "FoldedHierarchy", "MATRIX_SHEAR_TOL", "SIMILARITY_RTOL"]

@@ -452,6 +452,9 @@ def test_a_full_disk_names_the_file_and_keeps_the_old_one(tmp_path: Path, monkey
     assert info.value.errno == errno.ENOSPC
     assert info.value.filename == os.fspath(out)
     assert str(out) in str(info.value) and "No space left on device" in str(info.value)
+    from kinema.cli._app import one_line  # what the commands print for it
+
+    assert one_line(info.value) == f"{out}: No space left on device"
     assert out.read_bytes() == b"old"
     assert sorted(os.listdir(tmp_path)) == [out.name]  # no temporary file left
     monkeypatch.undo()

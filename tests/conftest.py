@@ -1,4 +1,5 @@
-"""Shared fixtures.  Third-party files live in ../shared/data (CI lays shared/ beside the clone)."""
+"""Shared fixtures.  The third-party test files live in ``tests/data`` (with their SOURCES.md and licences),
+so a clean clone runs its tests with nothing beside it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("KINEMA_SHARED_DATA", ROOT.parent / "shared" / "data"))
+#: The third-party files the tests read (``bvh/``, ``gltf/``), copied byte for byte with their provenance.
+TEST_DATA = ROOT / "tests" / "data"
 
 # The first call of each kernel compiles it (seconds); hypothesis deadlines
 # would count that.  Examples stay bounded for a 2-core CI machine.
@@ -26,9 +28,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "kinema"))
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """``../shared/data``; the test fails (not skips) when it is missing, since CI always provides it."""
-    assert SHARED_DATA.is_dir(), f"third-party test data not found at {SHARED_DATA}"
-    return SHARED_DATA
+    """:data:`TEST_DATA`, the third-party files shared by the tests (``bvh/``, ``gltf/``).
+
+    The test fails (not skips) when it is missing: the files are part of the repository.
+    """
+    assert TEST_DATA.is_dir(), f"third-party test data not found at {TEST_DATA}"
+    return TEST_DATA
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kinema
+from _io_mutate import GOOD_BVH, small_capture
 from kinema import Clip, FileFormatError, Pose, ShapeError, Skeleton, SkeletonError, forward_kinematics
 from kinema import rotation as R
 from kinema.io import load_bvh, save_bvh
@@ -435,32 +436,8 @@ def test_save_is_atomic_and_keeps_an_existing_file_on_failure(tmp_path: Path, mo
 
 
 # ----------------------------------------------------------------- bad files
-GOOD = (
-    "HIERARCHY\n"            # 1
-    "ROOT Hips\n"            # 2
-    "{\n"                    # 3
-    "  OFFSET 0 0 0\n"       # 4
-    "  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation\n"  # 5
-    "  JOINT Leg\n"          # 6
-    "  {\n"                  # 7
-    "    OFFSET 1 -2 0\n"    # 8
-    "    CHANNELS 3 Zrotation Xrotation Yrotation\n"  # 9
-    "    End Site\n"         # 10
-    "    {\n"                # 11
-    "      OFFSET 0 -3 0\n"  # 12
-    "    }\n"                # 13
-    "  }\n"                  # 14
-    "}\n"                    # 15
-    "MOTION\n"               # 16
-    "Frames: 3\n"            # 17
-    "Frame Time: 0.04\n"     # 18
-    "1 2 3 4 5 6 7 8 9\n"    # 19
-    "1 2 3 4 5 6 7 8 9\n"    # 20
-    "1 2 3 4 5 6 7 8 9\n"    # 21
-)
-
 BAD_CASES = [
-    # (name, mutation of GOOD, line, message fragment)
+    # (name, mutation of GOOD_BVH, line, message fragment)
     ("truncated motion", lambda s: s[: s.rindex("1 2 3 4 5")], 20, "truncated MOTION"),
     ("truncated mid-line", lambda s: s[:-8], 21, "truncated MOTION"),
     ("truncated hierarchy", lambda s: s[: s.index("  JOINT")], 5, "unexpected end of file"),
@@ -500,10 +477,10 @@ BAD_CASES = [
 def test_bad_files_raise_file_format_error_with_line(tmp_path: Path, name: str, mutate: Any, line: int,
                                                      fragment: str) -> None:
     good = tmp_path / "good.bvh"
-    good.write_text(GOOD)
+    good.write_text(GOOD_BVH)
     load_bvh(good)  # the unmutated file is fine
     p = tmp_path / "bad.bvh"
-    p.write_bytes(mutate(GOOD).encode("utf-8", "surrogateescape"))
+    p.write_bytes(mutate(GOOD_BVH).encode("utf-8", "surrogateescape"))
     with pytest.raises(FileFormatError) as info:
         load_bvh(p)
     err = info.value
@@ -518,21 +495,13 @@ def test_missing_file_is_an_os_error(tmp_path: Path) -> None:
         load_bvh(tmp_path / "nope.bvh")
 
 
-def _small_real(shared_data: Path, frames: int = 6) -> bytes:
-    text = real_file(shared_data).read_bytes()
-    head, _, rest = text.partition(b"Frame Time:")
-    time_line, _, motion = rest.partition(b"\n")
-    lines = motion.splitlines(keepends=True)[:frames]
-    return head.replace(b"Frames:\t455", b"Frames:\t%d" % frames) + b"Frame Time:" + time_line + b"\n" + b"".join(lines)
-
-
 @settings(max_examples=150)
 @given(data=st.data())
 def test_fuzz_mutated_real_file_only_raises_file_format_error(shared_data: Path, tmp_path_factory: Any,
                                                               data: st.DataObject) -> None:
     """Mutations of the real file (a few frames of it) either load to finite arrays or raise
     FileFormatError with the file and a line inside it: never another exception."""
-    src = bytearray(_small_real(shared_data))
+    src = bytearray(small_capture(shared_data))
     n_ops = data.draw(st.integers(1, 4))
     for _ in range(n_ops):
         op = data.draw(st.sampled_from(["delete", "insert", "replace", "truncate", "dup_line", "swap_token"]))
@@ -587,7 +556,7 @@ def test_no_jit_path_gives_identical_results(shared_data: Path, tmp_path: Path) 
     and Python cannot: they agree to 2 ulp of a unit quaternion.
     """
     src = tmp_path / "small.bvh"
-    src.write_bytes(_small_real(shared_data, frames=40))
+    src.write_bytes(small_capture(shared_data, frames=40))
     outs = {}
     for flag in ("0", "1"):
         env = dict(os.environ, NUMBA_DISABLE_JIT=flag)

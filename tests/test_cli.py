@@ -2,7 +2,7 @@
 
 Most tests call :func:`kinema.cli.main` in this process (kernels stay
 compiled); the exit-status, traceback and Ctrl-C tests run the real command
-in a subprocess.  The capture ../shared/data/bvh/test_mocapbank.bvh is read in
+in a subprocess.  The capture tests/data/bvh/test_mocapbank.bvh is read in
 place (a test fixture, never copied into the package).
 """
 

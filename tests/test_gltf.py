@@ -1,6 +1,6 @@
 """glTF 2.0 / GLB in and out (kinema.io.load_gltf / save_gltf), on the Khronos sample files and synthetic files.
 
-The real files are ../shared/data/gltf/*.gltf (CC BY 4.0, Cesium, from KhronosGroup/glTF-Sample-Models;
+The real files are tests/data/gltf/*.gltf (CC BY 4.0, Cesium, from KhronosGroup/glTF-Sample-Models;
 provenance in that folder's SOURCES.md).  Independent references used here: the file's JSON read with
 ``json`` and its accessors decoded with plain ``np.frombuffer`` (no kinema code), node matrices composed
 with scipy's Rotation, and the Khronos glTF-Validator (npm ``gltf-validator``) when node and npm exist.
@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 import kinema
+from _io_mutate import json_leaves
 from kinema import Clip, FileFormatError, Pose, Skeleton, forward_kinematics
-from kinema.io import load_gltf, save_gltf
-from kinema.io._gltf import bone_mesh
+from kinema.io import bone_mesh, load_gltf, save_gltf
 
 pytest.importorskip("pygltflib")
 
@@ -1010,18 +1010,6 @@ def test_bad_json_text_and_glb_container(shared_data: Path, tmp_path: Path) -> N
 _FUZZ_SETTINGS = settings(deadline=None, suppress_health_check=list(HealthCheck))
 
 
-def _leaves(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if k != "uri":
-                out += _leaves(v, prefix + (k,))
-    elif isinstance(obj, list) and len(obj) <= 20:
-        for i, v in enumerate(obj):
-            out += _leaves(v, prefix + (i,))
-    return out
-
-
 _REAL_DOCS: dict[str, dict[str, Any]] = {}
 
 
@@ -1054,7 +1042,7 @@ def test_fuzz_json_values(shared_data: Path, tmp_path_factory: pytest.TempPathFa
     """Replace 1-3 JSON values of a real file with junk: it loads or raises FileFormatError, nothing else."""
     doc = _doc(shared_data, name)
     for _ in range(data.draw(st.integers(1, 3))):
-        leaves = [p for p in _leaves(doc) if p]
+        leaves = [p for p in json_leaves(doc) if p]
         where = data.draw(st.sampled_from(leaves))
         obj: Any = doc
         for k in where[:-1]:

@@ -1,6 +1,6 @@
 """kinema.mocap: contact detection, foot locking and reach re-aiming on a real BVH capture.
 
-The capture (../shared/data/bvh/test_mocapbank.bvh, 19 joints + 5 end sites,
+The capture (tests/data/bvh/test_mocapbank.bvh, 19 joints + 5 end sites,
 455 frames, centimetres) is a test fixture only.  Tolerances: bone lengths
 1e-9 relative (float64 FK); locked feet 1e-9 of the leg length; reach 1e-4
 (file units) as the issue asks, the solve itself gives ~1e-12.

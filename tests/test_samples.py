@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -19,10 +20,20 @@ JOINTS = ("root", "chest", "neck", "right_shoulder", "right_elbow", "right_wrist
           "left_wrist", "right_hip", "right_knee", "right_ankle", "left_hip", "left_knee", "left_ankle")
 
 
-def test_bundled_files_match_shared_data_and_keep_attribution(shared_data: Path) -> None:
-    for name in ("humanoid.urdf", "humanoid3d_walk.txt", "humanoid3d_run.txt", "LICENSE.pybullet-zlib.txt",
-                 "SOURCES.md"):
-        assert Path(samples.data_path(name)).read_bytes() == (shared_data / "deepmimic" / name).read_bytes()
+#: sha256 of the upstream copies (the project's shared data folder, taken from the pybullet 3.2.7 wheel):
+#: the bundled files must stay byte for byte those, attribution included.
+UPSTREAM_SHA256 = {
+    "humanoid.urdf": "4a449f923dcbd242c1c6a3ad15e62047c6cb2fc1d275bf31a339bf60d27a6894",
+    "humanoid3d_walk.txt": "32d082c3599bc40aac50b1afa196ff1e2cf3842bb40f0541ab088845f6328a41",
+    "humanoid3d_run.txt": "2cbe488023b243e5769299158ce7c78875ec4b701a2ffe6c0beeaf83d16ca87b",
+    "LICENSE.pybullet-zlib.txt": "885cd516a8420acb7c3e0b1a7119913b686495001ae564e3229740460e8cff59",
+    "SOURCES.md": "20be7324fd84fa4662df2327f35692d0030aec89004c02075b64268ff0f974f9",
+}
+
+
+def test_bundled_files_match_upstream_and_keep_attribution() -> None:
+    for name, digest in UPSTREAM_SHA256.items():
+        assert hashlib.sha256(Path(samples.data_path(name)).read_bytes()).hexdigest() == digest, name
     with pytest.raises(FileNotFoundError):
         samples.data_path("test_mocapbank.bvh")  # the mocap fixture is never shipped
     assert not hasattr(samples, "sample_bvh_path")

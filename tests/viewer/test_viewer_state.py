@@ -17,7 +17,7 @@ from kinema import FileFormatError, SolverInputError, forward_kinematics, rotati
 from kinema.limits import EulerRange, Hinge, SwingTwist
 from kinema.viewer import SOLVERS, ViewerState, available_solvers, load_any
 from kinema.viewer._geometry import bone_instances, limit_segments, unit_bone_mesh
-from kinema.viewer._state import skinned_mesh_from_gltf, urdf_hinge_limits
+from kinema.viewer._state import urdf_hinge_limits
 
 # Bone lengths are kept by rotations only: 1e-9 relative in float64.
 LENGTH_RTOL = 1e-9
@@ -313,14 +313,15 @@ def test_load_real_files(shared_data: Path) -> None:
 def test_skinned_mesh_bind_transforms_reproduce_gltf_skinning(shared_data: Path) -> None:
     """viser skins by ``T_current @ inverse(T_bind)``; with T_bind = inverse(IBM) that is glTF's ``T @ IBM``."""
     asset = kinema.io.load_gltf(shared_data / "gltf" / "RiggedFigure.gltf")
-    mesh = skinned_mesh_from_gltf(asset.mesh)
+    mesh = asset.mesh
+    assert mesh is not None
     clip = next(iter(asset.clips.values()))
     pose = clip.pose[clip.n_frames - 1]
     fk = forward_kinematics(asset.skeleton, pose)
     r_cur = rotation.as_matrix(fk.rotations)
     r_bind = rotation.as_matrix(mesh.bind_rotations)
     w = mesh.skin_weights(asset.skeleton.n_joints)  # dense (V, J)
-    v = mesh.vertices
+    v = mesh.positions
     # per joint: v' = R_cur R_bind^T (v - p_bind) + p_cur
     local = np.einsum("jba,jvb->jva", r_bind, v[None] - mesh.bind_positions[:, None])
     moved = np.einsum("jab,jvb->jva", r_cur, local) + fk.positions[:, None]

@@ -104,7 +104,9 @@ def atomic_write(
     The temporary file lives in ``path``'s folder (same file system, so the
     final :func:`os.replace` is atomic).  It is flushed and fsync-ed before
     the rename, and removed on any exception (``KeyboardInterrupt`` too),
-    which is then re-raised.  A symlink at ``path`` is followed: its target is
+    which is then re-raised; an ``OSError`` that names no file (``ENOSPC``
+    from a write or ``fsync``) is re-raised as an ``OSError`` of the same
+    ``errno`` naming ``path``.  A symlink at ``path`` is followed: its target is
     replaced and the link kept.  An existing destination keeps its permission
     bits; a new one gets ``0o666`` minus the umask, like :func:`open`.
     A missing destination folder raises :class:`FileNotFoundError`.
@@ -137,12 +139,16 @@ def atomic_write(
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, dest)
-    except BaseException:
+    except BaseException as exc:
         # Failed or interrupted: the destination is untouched; drop the partial file.
         if not owned:  # fdopen itself failed: the descriptor is still ours to close
             with contextlib.suppress(OSError):
                 os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
+            # A write or fsync error (a full disk) names no file: name the destination.
+            raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from exc
         raise
     _fsync_dir(folder)
+

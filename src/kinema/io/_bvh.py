@@ -47,10 +47,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import rotation as rot
-from ..errors import FileFormatError, ShapeError, SkeletonError
+from ..errors import FileFormatError, ShapeError, SkeletonError, SolverInputError
 from ..pose import Clip, Pose
 from ..skeleton import Skeleton
 from ._atomic import atomic_write
+from ._read import read_regular
 
 __all__ = ["load_bvh", "save_bvh"]
 
@@ -83,6 +84,12 @@ _CHANNEL_KINDS = {"position", "rotation"}
 #: Z-up to Y-up change of basis, Rx(-90 deg) as xyzw: maps +Z to +Y and +Y to -Z.
 _Z_TO_Y = np.array([-math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5)])
 
+#: A count (CHANNELS, Frames) is ASCII digits, at most this many (int() refuses other digits
+#: such as "²", and far longer strings only arrive in broken files).
+_MAX_COUNT_DIGITS = 18
+_COUNT_RE = re.compile(f"[0-9]{{1,{_MAX_COUNT_DIGITS}}}")
+#: Longest piece of a broken line quoted in an error message.
+_SHOWN_CHARS = 60
 _NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
 _FRAMES_RE = re.compile(r"frames\s*:\s*(\S+)\Z", re.IGNORECASE)
@@ -114,6 +121,11 @@ class _Lines:
 
     def error(self, message: str, line: int | None = None) -> FileFormatError:
         return FileFormatError(self.path, self.number if line is None else line, message)
+
+
+def _clip(text: str) -> str:
+    """``text`` cut to ``_SHOWN_CHARS`` characters for an error message."""
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
 
 
 def _number(token: str, lines: _Lines, what: str) -> float:
@@ -184,8 +196,8 @@ class _Hierarchy:
 
 def _parse_channels(rest: str, lines: _Lines) -> tuple[str, ...]:
     parts = rest.split()
-    if not parts or not parts[0].isdigit():
-        raise lines.error(f"CHANNELS must start with the channel count, got {rest!r}")
+    if not parts or not _COUNT_RE.fullmatch(parts[0]):
+        raise lines.error(f"CHANNELS must start with the channel count (digits 0-9), got {_clip(rest)!r}")
     count = int(parts[0])
     names = tuple(parts[1:])
     if count != len(names):
@@ -355,14 +367,17 @@ def _change_basis(q_change: FloatArray, t: FloatArray, r: FloatArray) -> tuple[F
 
 def _check_up(up: str) -> str:
     if not isinstance(up, str) or up.lower() not in ("y", "z"):
-        raise ValueError(f"up must be 'y' or 'z', got {up!r}")
+        raise SolverInputError(f"up must be 'y' or 'z', got {up!r}")
     return up.lower()
 
 
 def _check_scale(scale: float) -> float:
-    s = float(scale)
+    try:
+        s = float(scale)
+    except (TypeError, ValueError):
+        raise SolverInputError(f"scale must be a positive finite number, got {scale!r}") from None
     if not (math.isfinite(s) and s > 0):
-        raise ValueError(f"scale must be positive and finite, got {scale!r}")
+        raise SolverInputError(f"scale must be positive and finite, got {scale!r}")
     return s
 
 
@@ -380,12 +395,13 @@ def load_bvh(path: PathLike, *, scale: float = 1.0, up: str = "y") -> tuple[Skel
     layout is ``skeleton.meta["bvh_channels"]``.
 
     Raises :class:`kinema.FileFormatError` (file and line) for any malformed
-    file; ``OSError`` when the file cannot be read.
+    file or one that is not a regular file (a FIFO, a device);
+    ``OSError`` when the file cannot be read; :class:`kinema.SolverInputError`
+    for a bad ``scale`` or ``up``.
     """
     scale = _check_scale(scale)
     up = _check_up(up)
-    with open(path, "rb") as f:
-        data = f.read()
+    data = read_regular(os.fspath(path))
     return _parse(data, path, scale, up)
 
 
@@ -395,8 +411,8 @@ def _parse(data: bytes, path: PathLike | None, scale: float, up: str) -> tuple[S
     h = _parse_hierarchy(lines)
     line = lines.next("'Frames:'")
     m = _FRAMES_RE.match(line)
-    if not m or not m.group(1).isdigit():
-        raise lines.error(f"expected 'Frames: <count>', got {line!r}")
+    if not m or not _COUNT_RE.fullmatch(m.group(1)):
+        raise lines.error(f"expected 'Frames: <count>' (digits 0-9, at most {_MAX_COUNT_DIGITS}), got {_clip(line)!r}")
     n_frames = int(m.group(1))
     line = lines.next("'Frame Time:'")
     m = _FRAME_TIME_RE.match(line)
@@ -405,6 +421,8 @@ def _parse(data: bytes, path: PathLike | None, scale: float, up: str) -> tuple[S
     frame_time = _number(m.group(1), lines, "Frame Time")
     if frame_time <= 0:
         raise lines.error(f"Frame Time must be positive, got {frame_time}")
+    if not math.isfinite(1.0 / frame_time):
+        raise lines.error(f"Frame Time {m.group(1)} is too small: the frame rate 1 / Frame Time overflows")
     # The motion starts right after the Frame Time line (byte offset, as the
     # hierarchy may hold multi-byte names).
     start = len(text[: lines.end].encode("utf-8")) + (3 if data.startswith(codecs.BOM_UTF8) else 0)
@@ -540,10 +558,10 @@ def save_bvh(
     scale = _check_scale(scale)
     up = _check_up(up)
     if rotation_order not in ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"):
-        raise ValueError("rotation_order must be an intrinsic Tait-Bryan sequence such as 'ZXY', "
+        raise SolverInputError("rotation_order must be an intrinsic Tait-Bryan sequence such as 'ZXY', "
                          f"got {rotation_order!r}")
     if not isinstance(precision, int) or not 0 <= precision <= 17:
-        raise ValueError(f"precision must be an int in [0, 17], got {precision!r}")
+        raise SolverInputError(f"precision must be an int in [0, 17], got {precision!r}")
     n = skeleton.n_joints
     pose = clip.pose
     if pose.n_joints != n:
@@ -566,7 +584,7 @@ def save_bvh(
     if clip.times is not None and clip.n_frames > 2:
         steps = np.diff(clip.times)
         if np.max(np.abs(steps - steps.mean())) > EVEN_FRAMES_RTOL * steps.mean():
-            raise ValueError("BVH frames are evenly spaced but this clip's times are not; "
+            raise SolverInputError("BVH frames are evenly spaced but this clip's times are not; "
                              "resample it first (e.g. load_gltf(..., fps=30))")
     t = full.translations
     r = rot.normalize(full.rotations)

@@ -286,7 +286,7 @@ class ViewerApp:
         self._skinned = None
         if mesh is not None:
             self._skinned = scene.add_mesh_skinned(
-                "/mesh", mesh.vertices, mesh.faces,
+                "/mesh", mesh.positions, mesh.indices,
                 bone_wxyzs=xyzw_to_wxyz(mesh.bind_rotations), bone_positions=mesh.bind_positions,
                 skin_weights=mesh.skin_weights(skel.n_joints), color=MESH_COLOR, opacity=0.85,
             )

@@ -37,6 +37,7 @@ from .. import rotation as rot
 from ..errors import KinemaError, SolverInputError
 from ..fk import forward_kinematics
 from ..limits import Limit
+from ..mesh import SkinnedMesh
 from ..pose import Clip, Pose
 from ..skeleton import Skeleton
 
@@ -149,34 +150,6 @@ def humanoid_limb_ends(skeleton: Skeleton) -> list[str]:
 
 
 @dataclass
-class SkinnedMesh:
-    """A skinned triangle mesh in its bind pose (what a glTF skin holds).
-
-    * ``vertices``: ``(V, 3)`` bind-pose positions in world space.
-    * ``faces``: ``(F, 3)`` int vertex indices.
-    * ``joints``: ``(V, 4)`` int, skeleton joint index per influence.
-    * ``weights``: ``(V, 4)`` float, influence weights (rows sum to 1).
-    * ``bind_positions`` / ``bind_rotations``: ``(J, 3)`` / ``(J, 4)`` xyzw,
-      each joint's world transform at bind time (the inverse of its inverse
-      bind matrix); the mesh follows a joint by the change from this.
-    """
-
-    vertices: FloatArray
-    faces: NDArray[np.int64]
-    joints: NDArray[np.int64]
-    weights: FloatArray
-    bind_positions: FloatArray
-    bind_rotations: FloatArray
-
-    def skin_weights(self, n_joints: int) -> FloatArray:
-        """Dense ``(V, n_joints)`` weights (what viser's ``add_mesh_skinned`` takes)."""
-        w = np.zeros((self.vertices.shape[0], n_joints))
-        rows = np.repeat(np.arange(self.vertices.shape[0]), self.joints.shape[1])
-        np.add.at(w, (rows, self.joints.reshape(-1)), self.weights.reshape(-1))
-        return w
-
-
-@dataclass
 class ChainStatus:
     """Diagnostics of one goal after the last evaluation.
 
@@ -251,32 +224,11 @@ def load_any(path: str | os.PathLike[str]) -> tuple[Skeleton, Clip | None, Skinn
 
 
 def _unpack_gltf(asset: Any) -> tuple[Skeleton, Clip | None, SkinnedMesh | None]:
-    """Skeleton, first clip and skinned mesh of a :class:`kinema.io._gltf.GltfAsset`."""
+    """Skeleton, first clip and skinned mesh (:class:`kinema.mesh.SkinnedMesh`) of a :class:`kinema.io.GltfAsset`."""
     skel: Skeleton = asset.skeleton
     clips = dict(getattr(asset, "clips", {}) or {})
     clip = next(iter(clips.values())) if clips else None
-    mesh = getattr(asset, "mesh", None)
-    return skel, clip, (None if mesh is None else skinned_mesh_from_gltf(mesh))
-
-
-def skinned_mesh_from_gltf(mesh: Any) -> SkinnedMesh:
-    """A :class:`SkinnedMesh` from a ``GltfMesh``: bind transforms are the inverse bind matrices inverted.
-
-    ``T_bind = inverse(IBM)`` per joint; its rotation is the matrix's
-    linear part with the (uniform) scale divided out.
-    """
-    ibm = np.asarray(mesh.inverse_bind_matrices, dtype=np.float64)
-    bind = np.linalg.inv(ibm)
-    lin = bind[:, :3, :3]
-    scale = np.cbrt(np.abs(np.linalg.det(lin)))[:, None, None]
-    return SkinnedMesh(
-        vertices=np.asarray(mesh.positions, dtype=np.float64),
-        faces=np.asarray(mesh.indices, dtype=np.int64),
-        joints=np.asarray(mesh.joints, dtype=np.int64),
-        weights=np.asarray(mesh.weights, dtype=np.float64),
-        bind_positions=bind[:, :3, 3].copy(),
-        bind_rotations=rot.from_matrix(lin / scale),
-    )
+    return skel, clip, getattr(asset, "mesh", None)
 
 
 def load_sample() -> tuple[Skeleton, Clip | None, SkinnedMesh | None, Mapping[Any, Limit] | None]:

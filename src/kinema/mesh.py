@@ -1,0 +1,228 @@
+"""Skinned triangle meshes and linear blend skinning, shared by the glTF io and the viewer.
+
+* :class:`SkinnedMesh`: a triangle mesh bound to a skeleton's joints (what a
+  glTF skin holds; ``kinema.io.GltfMesh`` is this class), with its linear
+  blend skinning (:meth:`SkinnedMesh.skinned_positions`), its joints' bind
+  transforms and dense skin weights (what a renderer such as viser takes).
+* :func:`linear_blend_skinning`: the skinning formula on plain arrays.
+* :func:`bone_mesh`: a generated skin (capsules along the bones) for
+  skeleton-only data such as BVH.
+
+Convention (glTF 2.0): column vectors, ``v_world = sum_k w_k T_world[j_k] @
+IBM[j_k] @ v`` with ``IBM`` the inverse bind matrix of each joint.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import rotation
+from .pose import Pose
+from .skeleton import Skeleton
+
+__all__ = ["SkinnedMesh", "linear_blend_skinning", "bone_mesh", "BONE_MIN_LENGTH_RATIO"]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: Bones shorter than this fraction of the skeleton's extent get no capsule in
+#: :func:`bone_mesh` (a joint sitting on its parent has no direction).
+BONE_MIN_LENGTH_RATIO = 1e-6
+
+
+def linear_blend_skinning(positions: FloatArray, joints: IntArray, weights: FloatArray,
+                          skin_matrices: FloatArray) -> FloatArray:
+    """World vertex positions ``(*batch, V, 3)`` by linear blend skinning.
+
+    * ``positions``: ``(V, 3)`` bind-pose vertex positions (mesh space).
+    * ``joints`` / ``weights``: ``(V, K)`` joint index and weight of each influence.
+    * ``skin_matrices``: ``(*batch, J, 4, 4)`` per joint ``T_world_joint @ IBM``.
+
+    ``v_world = sum_k weights[v, k] * (skin_matrices[joints[v, k]] @ [v, 1])[:3]``.
+    """
+    per = skin_matrices[..., joints, :3, :]  # (*b, V, K, 3, 4)
+    hom = np.concatenate([positions, np.ones((positions.shape[0], 1))], axis=1)
+    moved = np.einsum("...vkij,vj->...vki", per, hom)
+    return np.asarray(np.einsum("...vki,vk->...vi", moved, weights), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class SkinnedMesh:
+    """Skinned triangle mesh, everything needed to draw it (bind pose, mesh space).
+
+    * ``positions``: ``(V, 3)`` float64 vertex positions (file units, metres in glTF).
+    * ``normals``: ``(V, 3)`` unit normals, or None.
+    * ``uvs``: ``(V, 2)`` TEXCOORD_0, or None.
+    * ``indices``: ``(T, 3)`` int64 triangle vertex indices (strips and fans
+      are converted to triangle lists).
+    * ``joints``: ``(V, K)`` int64 **skeleton** joint indices (already mapped
+      from the file's skin order), ``K`` a multiple of 4.
+    * ``weights``: ``(V, K)`` float64 skin weights (unused slots 0).
+    * ``inverse_bind_matrices``: ``(J, 4, 4)`` per skeleton joint, row-major,
+      column-vector convention: ``v_joint = IBM @ v_mesh``.
+    * ``material``: the glTF material object (JSON dict, textures removed) or None.
+
+    Skinning (glTF linear blend skinning):
+    ``v_world = sum_k w_k T_world_joint[j_k] @ IBM[j_k] @ v``.
+    """
+
+    positions: FloatArray
+    indices: IntArray
+    joints: IntArray
+    weights: FloatArray
+    inverse_bind_matrices: FloatArray
+    normals: FloatArray | None = None
+    uvs: FloatArray | None = None
+    material: dict[str, Any] | None = None
+    name: str = "mesh"
+
+    @property
+    def n_vertices(self) -> int:
+        return int(self.positions.shape[0])
+
+    def skinned_positions(self, skeleton: Skeleton, pose: Pose) -> FloatArray:
+        """World vertex positions ``(*batch, V, 3)`` of ``pose`` by linear blend skinning."""
+        from .fk import forward_kinematics
+
+        fk = forward_kinematics(skeleton, pose, matrices=True)
+        assert fk.matrices is not None
+        return linear_blend_skinning(self.positions, self.joints, self.weights,
+                                     fk.matrices @ self.inverse_bind_matrices)
+
+    @cached_property
+    def _bind(self) -> tuple[FloatArray, FloatArray]:
+        bind = np.linalg.inv(np.asarray(self.inverse_bind_matrices, dtype=np.float64))
+        lin = bind[:, :3, :3]
+        scale = np.cbrt(np.abs(np.linalg.det(lin)))[:, None, None]
+        return bind[:, :3, 3].copy(), rotation.from_matrix(lin / scale)
+
+    @property
+    def bind_positions(self) -> FloatArray:
+        """``(J, 3)`` each joint's world position at bind time (the translation of ``inverse(IBM)``)."""
+        return self._bind[0]
+
+    @property
+    def bind_rotations(self) -> FloatArray:
+        """``(J, 4)`` xyzw, each joint's world rotation at bind time: the linear part of
+        ``inverse(IBM)`` with its uniform scale divided out.
+
+        Posing a joint by the change from its bind transform moves the vertices
+        it weighs as :meth:`skinned_positions` does (for similarity transforms):
+        ``R_now R_bind^T (v - p_bind) + p_now``, which is how viser skins.
+        """
+        return self._bind[1]
+
+    def skin_weights(self, n_joints: int) -> FloatArray:
+        """Dense ``(V, n_joints)`` weights: row ``v`` holds vertex ``v``'s weight per joint."""
+        w = np.zeros((self.n_vertices, n_joints))
+        rows = np.repeat(np.arange(self.n_vertices), self.joints.shape[1])
+        np.add.at(w, (rows, self.joints.reshape(-1)), self.weights.reshape(-1))
+        return w
+
+
+def _capsule(length: float, radius: float, segments: int, rings: int) -> tuple[FloatArray, FloatArray, IntArray]:
+    """Capsule along +z from 0 to ``length``: positions, unit normals, triangles."""
+    ring_z: list[float] = []
+    ring_r: list[float] = []
+    ring_nz: list[float] = []
+    for i in range(1, rings + 1):  # bottom cap, from the pole up to the equator
+        phi = -0.5 * math.pi + 0.5 * math.pi * i / rings
+        ring_z.append(radius * math.sin(phi))
+        ring_r.append(math.cos(phi))
+        ring_nz.append(math.sin(phi))
+    for i in range(rings):  # top cap, from the equator to just below the pole
+        phi = 0.5 * math.pi * i / rings
+        ring_z.append(length + radius * math.sin(phi))
+        ring_r.append(math.cos(phi))
+        ring_nz.append(math.sin(phi))
+    a = 2.0 * math.pi * np.arange(segments) / segments
+    ca, sa = np.cos(a), np.sin(a)
+    pos = [np.array([[0.0, 0.0, -radius]])]
+    nrm = [np.array([[0.0, 0.0, -1.0]])]
+    for z, rr, nz in zip(ring_z, ring_r, ring_nz, strict=True):
+        pos.append(np.stack([radius * rr * ca, radius * rr * sa, np.full(segments, z)], axis=1))
+        nrm.append(np.stack([rr * ca, rr * sa, np.full(segments, nz)], axis=1))
+    pos.append(np.array([[0.0, 0.0, length + radius]]))
+    nrm.append(np.array([[0.0, 0.0, 1.0]]))
+    n_rings = len(ring_z)
+    top = 1 + n_rings * segments
+    tris = []
+    s = np.arange(segments)
+    s1 = (s + 1) % segments
+    tris.append(np.stack([np.zeros(segments, dtype=np.int64), 1 + s1, 1 + s], axis=1))
+    for i in range(n_rings - 1):
+        a0 = 1 + i * segments
+        b0 = a0 + segments
+        tris.append(np.stack([a0 + s, a0 + s1, b0 + s1], axis=1))
+        tris.append(np.stack([a0 + s, b0 + s1, b0 + s], axis=1))
+    last = 1 + (n_rings - 1) * segments
+    tris.append(np.stack([last + s, last + s1, np.full(segments, top)], axis=1))
+    return np.concatenate(pos), np.concatenate(nrm), np.concatenate(tris).astype(np.int64)
+
+
+def bone_mesh(skeleton: Skeleton, *, radius: float | None = None, segments: int = 8, rings: int = 3) -> SkinnedMesh:
+    """A generated skin: one capsule per bone (parent joint to child joint), weighted 1 to the parent.
+
+    ``radius`` defaults to 12% of each bone's rest length.  Built at the rest
+    pose in world space with ``IBM = inverse(T_world_joint)``, so posing the
+    skeleton moves each capsule rigidly with its bone.  Bones shorter than
+    ``BONE_MIN_LENGTH_RATIO`` of the skeleton's extent get no capsule (no
+    direction); a skeleton with no such bone gets a sphere on every joint.
+    """
+    from .fk import forward_kinematics
+
+    fk = forward_kinematics(skeleton, skeleton.rest_pose(), matrices=True)
+    world = fk.matrices
+    assert world is not None
+    p = fk.positions
+    extent = float(np.max(np.ptp(p, axis=0))) if skeleton.n_joints > 1 else 0.0
+    min_len = BONE_MIN_LENGTH_RATIO * extent
+    pos_l: list[FloatArray] = []
+    nrm_l: list[FloatArray] = []
+    tri_l: list[IntArray] = []
+    jnt_l: list[IntArray] = []
+    base = 0
+    z = np.array([0.0, 0.0, 1.0])
+    bones = [(int(skeleton.parents[j]), j) for j in range(skeleton.n_joints) if skeleton.parents[j] >= 0]
+    bones = [(a, b) for a, b in bones if np.linalg.norm(p[b] - p[a]) > min_len and extent > 0.0]
+    if not bones:
+        # Degenerate skeleton (one joint, or all joints on one spot): a sphere per joint.
+        r0 = radius if radius is not None else (0.05 * extent if extent > 0.0 else 0.05)
+        segs = [(j, j, r0) for j in range(skeleton.n_joints)]
+    else:
+        segs = []
+        for a, b in bones:
+            length = float(np.linalg.norm(p[b] - p[a]))
+            segs.append((a, b, radius if radius is not None else 0.12 * length))
+    for a, b, rad in segs:
+        d = p[b] - p[a]
+        length = float(np.linalg.norm(d))
+        cp, cn, ct = _capsule(length, rad, segments, rings)
+        qd = rotation.from_two_vectors(z, d) if length > 0.0 else np.array([0.0, 0.0, 0.0, 1.0])
+        pos_l.append(rotation.rotate(qd, cp) + p[a])
+        nrm_l.append(rotation.rotate(qd, cn))
+        tri_l.append(ct + base)
+        jnt_l.append(np.full(cp.shape[0], a, dtype=np.int64))
+        base += cp.shape[0]
+    n_v = base
+    joints = np.zeros((n_v, 4), dtype=np.int64)
+    joints[:, 0] = np.concatenate(jnt_l)
+    weights = np.zeros((n_v, 4))
+    weights[:, 0] = 1.0
+    return SkinnedMesh(
+        positions=np.concatenate(pos_l),
+        indices=np.concatenate(tri_l),
+        joints=joints,
+        weights=weights,
+        inverse_bind_matrices=np.asarray(np.linalg.inv(world), dtype=np.float64),
+        normals=np.concatenate(nrm_l),
+        name="bones",
+    )
+
+

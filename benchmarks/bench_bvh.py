@@ -11,7 +11,6 @@ Run: ``.venv/bin/pytest benchmarks/bench_bvh.py --benchmark-only``
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import pytest
 
 from kinema.io import load_bvh, save_bvh
 
-SHARED = Path(os.environ.get("KINEMA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+SHARED = Path(__file__).resolve().parents[1] / "tests" / "data"  # the test fixtures, with their provenance
 REAL = SHARED / "bvh" / "test_mocapbank.bvh"
 
 SIDE_BY_SIDE_FRAMES = 455 * 16  # 7,280

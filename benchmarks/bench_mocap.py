@@ -1,7 +1,7 @@
 """Foot locking throughput and batch scaling.
 
 * ``footlock-45500``: :func:`kinema.mocap.footlock` on the 19-joint capture
-  (../shared/data/bvh/test_mocapbank.bvh, a test fixture) repeated 100 times
+  (tests/data/bvh/test_mocapbank.bvh, a test fixture) repeated 100 times
   (45,500 frames), next to two baselines in the same run: forward kinematics
   of the same clip (a yardstick: footlock does a few FK passes' worth of work
   on the legs), and the naive per-frame approach, one two-bone call per leg
@@ -16,7 +16,6 @@ asserted.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +27,7 @@ from kinema.cli import main
 from kinema.cli._bench import repeat_clip
 from kinema.io import load_bvh, save_bvh
 
-SHARED = Path(os.environ.get("KINEMA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+SHARED = Path(__file__).resolve().parents[1] / "tests" / "data"  # the test fixtures, with their provenance
 REPEATS = 100
 PER_FRAME_FRAMES = 2000
 BATCH_FILES = 8

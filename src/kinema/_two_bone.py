@@ -180,22 +180,31 @@ class TwoBone(Solver):
         flags = (_HAS_POLE if po is not None else 0) | (_HAS_HINT if hi is not None else 0) \
             | (_HAS_END_ROTATION if er is not None else 0) | (_CONTINUITY if self.continuity else 0) \
             | (_HAS_HINGE if self._hinge is not None else 0)
-        shapes = [pose.batch_shape, tg.shape[:-1]]
-        shapes += [x.shape for x in (w, so, m) if x.ndim == 0 or x.shape != (1,)]
-        shapes += [x.shape[:-1] for x in (po, hi, er) if x is not None]
+        pose_batch = pose.batch_shape
+        shapes = [pose_batch, tg.shape[:-1]]
+        for x in (w, so, m):
+            if x.ndim == 0 or x.shape != (1,):
+                shapes.append(x.shape)
+        vectors: list[tuple[FloatArray, tuple[int, ...]]] = [(tg, (3,))]  # broadcast (and copied) by prepare
+        for v, tail in ((po, (3,)), (hi, (3,)), (er, (4,))):
+            if v is not None:
+                shapes.append(v.shape[:-1])
+                vectors.append((v, tail))
         batch = broadcast_batch(*shapes)
-        prep = prepare(self.skeleton, pose, [(tg if tg.shape[:-1] == batch else np.broadcast_to(tg, batch + (3,)),
-                                              (3,))], out, rotations_only=True)
+        if batch and tg.shape[:-1] != batch:
+            vectors[0] = (np.broadcast_to(tg, batch + (3,)), (3,))  # the target sets the batch of the output
+        prep = prepare(self.skeleton, pose, vectors, out, rotations_only=True)
         n = prep.n
-        po_r = _Z3_ROW if po is None else _own_rows(po, batch, n, (3,))
-        hi_r = _Z3_ROW if hi is None else _own_rows(hi, batch, n, (3,))
-        er_r = _Z4_ROW if er is None else _own_rows(er, batch, n, (4,))
+        rows = iter(prep.extras[1:])
+        po_r = _Z3_ROW if po is None else next(rows)
+        hi_r = _Z3_ROW if hi is None else next(rows)
+        er_r = _Z4_ROW if er is None else next(rows)
         err = np.empty(n)
         reached = np.empty(n, dtype=np.bool_)
         bend = np.empty((n, 3))
         status = np.zeros(n, dtype=np.int64)
         hits = np.zeros(n, dtype=np.int64)
-        shared = pose.batch_shape == () and out is not pose
+        shared = pose_batch == () and out is not pose
         hinge = _NO_HINGE if self._hinge is None else self._hinge
         args = (self._plan, hinge, prep.t, prep.r, prep.s, prep.extras[0], po_r, hi_r, er_r, flags,
                 _flat(w, batch, n), _flat(so, batch, n), _flat(m, batch, n), self.twist_spread, shared,
@@ -279,6 +288,8 @@ def _own_rows(a: FloatArray, batch: tuple[int, ...], n: int, tail: tuple[int, ..
 
 def _flat(a: FloatArray, batch: tuple[int, ...], n: int) -> FloatArray:
     """A per-item option as ``(1,)`` (one value for all) or ``(N,)``, the solver's own array."""
+    if a is _ONES or a is _ZEROS or a is _NO_MARGIN:
+        return a  # the defaults: this module's own (1,) arrays, never written
     if a.shape == (1,) or a.ndim == 0:
         return np.array(a, dtype=np.float64, order="C").reshape(1)
     return _own_rows(a, batch, n, ())

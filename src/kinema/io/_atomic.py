@@ -16,6 +16,12 @@ Usage::
 
 A writer that is handed the path of one of its own inputs refuses (``inputs``):
 a converter must never overwrite the file it reads.
+
+A process killed outright (SIGKILL, power loss) cannot remove its temporary
+file.  Temporary names carry the writer's process id
+(``.NAME.PID-RANDOM.tmp``), and every write removes the temporary files in
+its folder whose writer is no longer running (:func:`remove_stale_temps`),
+so a leftover lasts only until the next write into that folder.
 """
 
 from __future__ import annotations
@@ -23,11 +29,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-__all__ = ["atomic_write", "same_file"]
+__all__ = ["atomic_write", "same_file", "remove_stale_temps", "is_temp_name"]
 
 #: Attempts at a fresh temporary name before giving up (names are 64 random bits,
 #: so a second attempt only happens when a stale file happens to collide).
@@ -38,6 +45,56 @@ _TEMP_NAME_TRIES = 16
 _NEW_FILE_MODE = 0o666
 
 PathLike = str | os.PathLike[str]
+
+#: A temporary file of :func:`atomic_write`: ``.NAME.PID-RANDOM.tmp`` (PID: the writer's process id).
+_TEMP_NAME = re.compile(r"^\..+\.(?P<pid>[0-9]+)-[0-9a-f]{16}\.tmp$")
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether ``name`` (a bare file name) is one of :func:`atomic_write`'s temporary files."""
+    return _TEMP_NAME.match(name) is not None
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists (POSIX: signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        return True
+    return True
+
+
+def remove_stale_temps(folder: PathLike) -> list[str]:
+    """Remove ``folder``'s temporary files left by writers that are no longer running; returns their paths.
+
+    Only regular files named like :func:`atomic_write`'s temporaries whose
+    process id is not a running process are removed (a writer that is still
+    at work keeps its file).  POSIX only (elsewhere there is no safe way to
+    ask whether a process exists): returns ``[]``.
+    """
+    if os.name != "posix":
+        return []
+    removed = []
+    me = os.getpid()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    for entry in entries:
+        m = _TEMP_NAME.match(entry.name)
+        if m is None:
+            continue
+        pid = int(m.group("pid"))
+        try:
+            if pid == me or _running(pid) or not entry.is_file(follow_symlinks=False):
+                continue
+            os.unlink(entry.path)
+        except OSError:  # gone already (another writer cleaned it), or not ours to remove
+            continue
+        removed.append(entry.path)
+    return removed
 
 
 def same_file(a: PathLike, b: PathLike) -> bool:
@@ -54,9 +111,9 @@ def same_file(a: PathLike, b: PathLike) -> bool:
 
 
 def _open_temp(folder: str, name: str) -> tuple[int, str]:
-    """Create ``folder/.name.<random>.tmp`` exclusively; returns ``(fd, path)``."""
+    """Create ``folder/.name.<pid>-<random>.tmp`` exclusively; returns ``(fd, path)``."""
     for _ in range(_TEMP_NAME_TRIES):
-        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(8)}.tmp")
+        tmp = os.path.join(folder, f".{name}.{os.getpid()}-{secrets.token_hex(8)}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), _NEW_FILE_MODE)
         except FileExistsError:  # a stale temp file with the same random name: draw again
@@ -102,7 +159,8 @@ def atomic_write(
       is written, so an input is never overwritten.
 
     The temporary file lives in ``path``'s folder (same file system, so the
-    final :func:`os.replace` is atomic).  It is flushed and fsync-ed before
+    final :func:`os.replace` is atomic); stale ones of killed writers there
+    are removed first (:func:`remove_stale_temps`).  It is flushed and fsync-ed before
     the rename, and removed on any exception (``KeyboardInterrupt`` too),
     which is then re-raised.  A symlink at ``path`` is followed: its target is
     replaced and the link kept.  An existing destination keeps its permission
@@ -121,6 +179,7 @@ def atomic_write(
     if os.path.isdir(dest):
         raise IsADirectoryError(errno.EISDIR, "destination is a folder", os.fspath(path))
     folder, name = os.path.split(dest)
+    remove_stale_temps(folder)
     fd, tmp = _open_temp(folder, name)
     owned = False  # True once a file object owns (and will close) fd
     try:

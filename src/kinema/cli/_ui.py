@@ -51,7 +51,15 @@ def one_line(e: BaseException) -> str:
     return printable(" ".join(text.split()))
 
 
-class _CompileListener:
+def _rich_available() -> bool:
+    try:
+        import rich  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class _CompileDepth:
     """numba ``"numba:compile"`` events -> ``on_change(True)`` at the first start, ``(False)`` at the last end.
 
     numba fires the event only for a real compilation (a kernel loaded from
@@ -64,41 +72,34 @@ class _CompileListener:
         self._depth = 0
         self._lock = threading.Lock()
 
-    def notify(self, event: Any) -> None:
+    def change(self, start: bool) -> None:
         with self._lock:
-            if event.is_start:
-                self._depth += 1
-                changed = self._depth == 1
-            else:
-                self._depth = max(self._depth - 1, 0)
-                changed = self._depth == 0
+            self._depth = self._depth + 1 if start else max(self._depth - 1, 0)
             depth = self._depth
-        if changed:
+        if depth == (1 if start else 0):
             self._on_change(depth > 0)
 
 
 @contextlib.contextmanager
 def compile_notice(on_change: Callable[[bool], None]) -> Iterator[None]:
     """Within the block, ``on_change(True)`` when numba starts compiling and ``(False)`` when it is done."""
-    try:
-        from numba.core import event as ev
-    except ImportError:  # pragma: no cover - numba is a dependency; an old one without events shows nothing
-        yield
-        return
-    listener = _CompileListener(on_change)
-    ev.register("numba:compile", listener)  # type: ignore[arg-type]
+    from numba.core import event as ev  # here, not at import: ``kinema --help`` needs no numba
+
+    depth = _CompileDepth(on_change)
+
+    class Listener(ev.Listener):  # type: ignore[misc]
+        def on_start(self, event: Any) -> None:
+            depth.change(True)
+
+        def on_end(self, event: Any) -> None:
+            depth.change(False)
+
+    listener = Listener()
+    ev.register("numba:compile", listener)
     try:
         yield
     finally:
-        ev.unregister("numba:compile", listener)  # type: ignore[arg-type]
-
-
-def _rich_available() -> bool:
-    try:
-        import rich  # noqa: F401
-    except ImportError:
-        return False
-    return True
+        ev.unregister("numba:compile", listener)
 
 
 class _NullProgress:

@@ -230,6 +230,12 @@ def test_batch_help_explains_its_arguments(capsys: pytest.CaptureFixture[str]) -
     assert "INPUT_DIR" in out and "folder of input files" in out
     assert "arguments passed on:" in out and "reach:    --effector --target --frames" in out
     assert "--dask-timeout" in out
+    passed_on = out.split("arguments passed on:\n", 1)[1].split("\n  (see", 1)[0]
+    for line in passed_on.splitlines()[1:]:
+        command, options = line.split(":", 1)
+        code, own, _ = run(capsys, command.strip(), "--help")
+        for option in options.split():
+            assert f" {option}" in own, (command, option)  # every option listed is the command's
 
 
 # ------------------------------------------------------------- figures
@@ -281,7 +287,7 @@ def test_warmup_compiles_what_the_commands_use(capsys: pytest.CaptureFixture[str
     code, out, _ = run(capsys, "warmup")
     assert code == 0
     for what in ("solve_two_bone", "solve_ccd", "solve_fabrik", "solve_fabrik_tree", "solve_chains",
-                 "forward_kinematics", "BVH reader and writer"):
+                 "forward_kinematics", "BVH reader and writer", "footlock", "reach"):
         assert f"\n{what} " in out, what
     assert "kernels ready in" in out
     for info in pkgutil.iter_modules(_kernels.__path__):

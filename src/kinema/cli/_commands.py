@@ -524,13 +524,20 @@ def run_sample(args: argparse.Namespace, ui: UI) -> int:
 
 
 # =================================================================== warmup
+#: Targets in warmup's large batch: more than any solver's serial-batch limit, so the parallel
+#: kernels compile too (the solvers run batches up to a small size in the calling thread).
+WARMUP_BATCH = 1024
+
+
 def warm_kernels() -> list[tuple[str, float]]:
     """Compile (or load from numba's cache) every kernel: ``[(what, seconds), ...]``.
 
-    Imports every ``kinema._kernels`` module, then calls each solver once on
-    a tiny input through the public API (one target and a batch of two,
-    which take different paths), forward kinematics, the BVH reader and
-    writer, and foot locking (contacts).
+    Imports every ``kinema._kernels`` module, then calls each solver through
+    the public API on the bundled humanoid with one target, two targets and
+    :data:`WARMUP_BATCH` targets (each takes its own path: single call, small
+    batch in this thread, parallel batch), forward kinematics the same way,
+    the BVH reader and writer, and what the commands run: foot locking and
+    reaches (two-bone and spine chain) on the sample walk.
     """
     import importlib
     import pkgutil
@@ -554,30 +561,37 @@ def warm_kernels() -> list[tuple[str, float]]:
             importlib.import_module(f"{_kernels.__name__}.{info.name}")
 
     sk = samples.humanoid()
+    walk = samples.clip("walk")
     pose = sk.rest_pose()
     arm = ("right_shoulder", "right_elbow", "right_wrist")
-    shoulder = forward_kinematics(sk, pose).positions[sk.index("right_shoulder")]
-    one = shoulder + np.array([0.25, -0.2, 0.2])
-    two = np.stack([one, shoulder + np.array([0.1, -0.3, 0.1])])
     spine = ("root", "right_wrist")
+    shoulder = forward_kinematics(sk, pose).positions[sk.index("right_shoulder")]
+    offsets = np.random.default_rng(0).normal(0.0, 0.2, size=(WARMUP_BATCH, 3))
+    sizes = [shoulder + offsets[0], shoulder + offsets[:2], shoulder + offsets]
+
+    def each(solve: Any) -> Any:
+        return lambda: [solve(t) for t in sizes]
+
     step("kernel modules", modules)
-    step("forward_kinematics", lambda: (forward_kinematics(sk, pose), forward_kinematics(sk, pose, matrices=True)))
-    step("solve_two_bone", lambda: (solve_two_bone(sk, pose, arm, one), solve_two_bone(sk, pose, arm, two)))
-    step("solve_ccd", lambda: (solve_ccd(sk, pose, spine, one), solve_ccd(sk, pose, spine, two)))
-    step("solve_fabrik", lambda: (solve_fabrik(sk, pose, spine, one), solve_fabrik(sk, pose, spine, two)))
-    step("solve_fabrik_tree", lambda: (solve_fabrik_tree(sk, pose, {"right_wrist": one, "left_wrist": one}),
-                                       solve_fabrik_tree(sk, pose, {"right_wrist": two, "left_wrist": two})))
-    step("solve_chains", lambda: (solve_chains(sk, pose, [Goal(spine, one)]),
-                                  solve_chains(sk, pose, [Goal(spine, two)])))
+    step("forward_kinematics", lambda: [forward_kinematics(sk, p, matrices=m) for p in
+                                        (pose, walk.pose[:2], walk.pose.broadcast()) for m in (False, True)])
+    step("solve_two_bone", each(lambda t: solve_two_bone(sk, pose, arm, t)))
+    step("solve_ccd", each(lambda t: solve_ccd(sk, pose, spine, t)))
+    step("solve_fabrik", each(lambda t: solve_fabrik(sk, pose, spine, t)))
+    step("solve_fabrik_tree", each(lambda t: solve_fabrik_tree(sk, pose, {"right_wrist": t, "left_wrist": t})))
+    step("solve_chains", each(lambda t: solve_chains(sk, pose, [Goal(spine, t)])))
 
     def bvh() -> None:
         with tempfile.TemporaryDirectory(prefix="kinema-warmup-") as tmp:
             path = os.path.join(tmp, "walk.bvh")
-            save_bvh(path, sk, samples.clip("walk"))
+            save_bvh(path, sk, walk)
             load_bvh(path)
 
     step("BVH reader and writer", bvh)
-    step("footlock (contacts)", lambda: mocap.footlock(sk, samples.clip("walk")))
+    step("footlock", lambda: mocap.footlock(sk, walk))
+    wrist = forward_kinematics(sk, walk.pose[20]).positions[sk.index("right_wrist")]
+    step("reach", lambda: [mocap.reach(sk, walk, "right_wrist", wrist + 0.05, (16, 24), chain=c)
+                           for c in (None, "chest")])
     return steps
 
 

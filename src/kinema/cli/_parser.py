@@ -77,8 +77,8 @@ COMMAND_EXAMPLES = {
     "batch": (
         "arguments passed on:\n"
         "  Every option after INPUT_DIR that batch does not know goes to COMMAND, for every file:\n"
-        "  footlock: --feet --height --speed --ground --hysteresis --min-contact --ease --no-hips --tolerance\n"
-        "  reach:    --effector --target --frames --blend --chain --free-orientation --tolerance\n"
+        "  footlock: --feet --height --speed --ground --hysteresis --min-contact --ease --no-hips --tolerance --clip\n"
+        "  reach:    --effector --target --frames --blend --chain --free-orientation --tolerance --clip\n"
         "  convert:  --scale --fps --mesh --clip\n"
         "  (see kinema COMMAND --help).  batch sets IN, -o and --force of each file itself.\n"
         "\nexamples:\n  kinema batch footlock captures/ -o locked/\n"
@@ -204,8 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder of input files: every file matching --pattern in it (and in its "
                         "subfolders with --recursive) is one job; hidden files are left out")
     p.add_argument("-o", "--output", required=True, metavar="OUTPUT_DIR",
-                   help="folder for the outputs (created when the first output is written); each output "
-                        "has its input's name (and relative folder), with the extension --to")
+                   help="folder for the outputs (created if missing, and removed again if nothing was written); "
+                        "each output has its input's name (and relative folder), with the extension --to")
     p.add_argument("--workers", type=int, metavar="N",
                    help="worker processes (default: one per CPU; 1 runs in this process; with --dask local, "
                         "the cluster's workers, default 2)")

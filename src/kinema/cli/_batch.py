@@ -326,7 +326,12 @@ def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
     try:
         if todo:
             dask = _Dask(args.dask, args.workers, float(args.dask_timeout)) if args.dask else None
-            created = make_folders(out_dir)
+            try:
+                created = make_folders(out_dir)
+            except BaseException:
+                if dask is not None:
+                    dask.close(cancel=True)
+                raise
             where = _run_jobs(command, extra, todo, dask, args.workers, rows, ui)
     finally:
         remove_empty_folders(created)
@@ -352,8 +357,8 @@ def _run_jobs(command: str, extra: list[str], todo: list[Job], dask: _Dask | Non
     work_root = None if dask is not None else tempfile.mkdtemp(prefix="kinema-batch-")
     engine: Any = dask
     try:
-        if engine is not None:
-            window = IN_FLIGHT_PER_WORKER * dask.n_workers  # type: ignore[union-attr]
+        if dask is not None:
+            window = IN_FLIGHT_PER_WORKER * dask.n_workers
         elif (workers or os.cpu_count() or 1) == 1 or len(todo) == 1:
             engine, window = _Serial(), 1
         else:

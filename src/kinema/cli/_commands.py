@@ -3,7 +3,8 @@
 Each file-producing command (``convert``, ``footlock``, ``reach``) is split
 into ``add_<name>_options`` (argparse), ``<name>_motion`` (the work on one
 loaded :class:`~kinema.cli._files.Motion`, returning the new clip and its
-metrics) and ``report_<name>`` (text).  The single-file commands and the
+figures: units in the keys, ``status`` "ok" or "missed") and ``report_<name>``
+(text, the same figures).  The single-file commands and the
 batch workers call the very same functions, so a batch output is byte for
 byte what the single command writes.
 """

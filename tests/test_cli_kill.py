@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ from kinema.io._atomic import is_temp_name
 
 CLI = [sys.executable, "-m", "kinema.cli"]
 
-#: Seconds a killed batch's workers get to be gone (they poll their parent every 0.2 s).
+#: Seconds a killed batch's workers get to be gone (a thread in each waits on the parent's sentinel pipe).
 WORKERS_GONE_S = 5.0
 
 linux_only = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc (Linux)")
@@ -82,10 +83,10 @@ def test_an_output_that_cannot_be_written_fails_that_file_only(capsys: pytest.Ca
 
     real = atomic._open_temp
 
-    def full_disk(folder: str, name: str) -> tuple[int, str]:
+    def full_disk(folder: str, name: str, claim: Callable[[str], None]) -> int:
         if name == "b.bvh":
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.path.join(folder, name))
-        return real(folder, name)
+        return real(folder, name, claim)
 
     monkeypatch.setattr(atomic, "_open_temp", full_disk)
     out2 = tmp_path / "out2"
@@ -194,7 +195,7 @@ def _start_batch(long_walks: Path, tmp_path: Path) -> tuple[subprocess.Popen[str
     while True:  # wait until both workers have a file in their temporary folders: mid-batch
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() - t0 < 300, "the batch did not start"
-        busy = [d for root in work.iterdir() for d in root.iterdir()] if work.exists() else []
+        busy = [d for root in _batch_folders(work) for d in root.iterdir()]
         if len(busy) >= 2:
             break
         time.sleep(0.01)
@@ -208,9 +209,14 @@ def _assert_all_gone(pids: set[int]) -> None:
     assert not [p for p in pids if _alive(p)], "a batch process survived its parent"
 
 
+def _batch_folders(work: Path) -> list[Path]:
+    """The batch's temporary folders in ``work`` (TMPDIR); other libraries' passing files are not its own."""
+    return [p for p in work.iterdir() if p.name.startswith("kinema-batch-") and p.is_dir()]
+
+
 def _left_behind(out_dir: Path, work: Path) -> list[Path]:
     temps = [p for p in out_dir.iterdir() if is_temp_name(p.name)] if out_dir.exists() else []
-    return temps + list(work.iterdir())
+    return temps + [p for p in work.iterdir() if p.name.startswith("kinema-")]
 
 
 @linux_only

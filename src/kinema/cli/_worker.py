@@ -3,17 +3,25 @@
 :func:`process_file` is the only task ``kinema batch`` runs; the local pool
 starts its processes with :func:`worker_init`, which makes a worker stop
 (and remove its temporary files) when the parent stops it with SIGTERM or
-when the parent dies, however it dies (SIGKILL included): the kernel's
-parent-death signal on Linux, and on every POSIX system a thread that
-watches the parent's process id.
+when the parent dies, however it dies (SIGKILL included): a thread waits on
+multiprocessing's parent sentinel (a pipe that reads end-of-file once the
+parent process is gone), and a worker that ends by itself because the
+pool's pipes closed cleans up on its way out.
+
+(Linux's parent-death signal, ``prctl(PR_SET_PDEATHSIG)``, is not used: it
+fires when the *thread* that started the worker ends, which for a killed
+parent can come while the parent process still exists, so a worker cannot
+tell from it that the batch's folder is now its to remove.)
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.connection
+import multiprocessing.util
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import threading
 import time
@@ -26,11 +34,17 @@ from ._ui import one_line
 
 __all__ = ["process_file", "worker_init", "stop_worker", "PARENT_POLL_S"]
 
-#: Seconds between a pool worker's looks at its parent's process id.
+#: Seconds between a pool worker's looks at its parent's process id (when it has no parent sentinel).
 PARENT_POLL_S = 0.2
 
-#: ``prctl`` option that sends the calling process a signal when its parent dies (Linux).
-_PR_SET_PDEATHSIG = 1
+#: Priority of the exit hook that removes the batch's folder (multiprocessing runs hooks >= 0 at exit).
+_EXIT_HOOK_PRIORITY = 100
+
+#: A stopped worker's cleanup retries its ``rmtree`` up to this many times, this far apart: the
+#: worker's main thread (or another worker cleaning the same folder) may add an entry while the
+#: tree is being removed, and a removal that meets a new entry leaves the folder behind.
+CLEANUP_TRIES = 50
+CLEANUP_RETRY_S = 0.02
 
 #: The temporary folder of the file this worker is processing (None between
 #: files), and the batch's folder of all worker folders: what a stopped
@@ -41,15 +55,30 @@ _PARENT_PID: int | None = None
 
 
 def _parent_gone() -> bool:
-    return _PARENT_PID is not None and os.getppid() != _PARENT_PID
+    """True once the process that started this worker has died (re-parented, or its sentinel pipe closed)."""
+    if _PARENT_PID is None:
+        return False
+    if os.getppid() != _PARENT_PID:
+        return True
+    parent = multiprocessing.parent_process()
+    return parent is not None and not parent.is_alive()
+
+
+def _remove_tree(path: str) -> None:
+    for _ in range(CLEANUP_TRIES):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
+            return
+        time.sleep(CLEANUP_RETRY_S)
 
 
 def _clean_and_exit(status: int) -> None:
-    if _WORK_DIR is not None:
-        shutil.rmtree(_WORK_DIR, ignore_errors=True)
+    work_dir = _WORK_DIR
+    if work_dir is not None:
+        _remove_tree(work_dir)
     if _parent_gone() and _WORK_ROOT is not None:
         # Nobody else will remove the batch's folder (results that were in flight live there too).
-        shutil.rmtree(_WORK_ROOT, ignore_errors=True)
+        _remove_tree(_WORK_ROOT)
     os._exit(status)
 
 
@@ -66,22 +95,18 @@ def stop_worker(signum: int, frame: Any) -> None:
 
 
 def _watch_parent() -> None:
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.sentinel is not None:
+        multiprocessing.connection.wait([parent.sentinel])  # returns when the parent is gone
     while not _parent_gone():
         time.sleep(PARENT_POLL_S)
     _clean_and_exit(128 + signal.SIGTERM)
 
 
-def _set_parent_death_signal(signum: int) -> None:
-    """Linux: have the kernel send ``signum`` when the parent dies (best effort elsewhere: nothing)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
-    except (OSError, AttributeError):  # no prctl: the watching thread still ends the worker
-        pass
+def _on_exit() -> None:
+    """A worker ending by itself (the pool's pipes closed because the parent died) still cleans up."""
+    if _parent_gone() and _WORK_ROOT is not None:
+        _remove_tree(_WORK_ROOT)
 
 
 def worker_init(parent_pid: int, work_root: str | None) -> None:
@@ -90,9 +115,9 @@ def worker_init(parent_pid: int, work_root: str | None) -> None:
     _PARENT_PID, _WORK_ROOT = parent_pid, work_root
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, stop_worker)
-    _set_parent_death_signal(signal.SIGTERM)
-    if _parent_gone():  # died before the death signal was armed
+    if _parent_gone():  # died while this worker was starting
         _clean_and_exit(128 + signal.SIGTERM)
+    multiprocessing.util.Finalize(None, _on_exit, exitpriority=_EXIT_HOOK_PRIORITY)
     threading.Thread(target=_watch_parent, name="kinema-watch-parent", daemon=True).start()
 
 

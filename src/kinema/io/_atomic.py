@@ -31,7 +31,7 @@ import errno
 import os
 import re
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 __all__ = ["atomic_write", "same_file", "remove_stale_temps", "is_temp_name"]
@@ -110,15 +110,20 @@ def same_file(a: PathLike, b: PathLike) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def _open_temp(folder: str, name: str) -> tuple[int, str]:
-    """Create ``folder/.name.<pid>-<random>.tmp`` exclusively; returns ``(fd, path)``."""
+def _open_temp(folder: str, name: str, claim: Callable[[str], None]) -> int:
+    """Create ``folder/.name.<pid>-<random>.tmp`` exclusively; returns its descriptor.
+
+    ``claim(path)`` is called with each name *before* the file is created, so a
+    caller interrupted (Ctrl-C, SIGTERM) right after the creation, before this
+    returns, still knows which file to remove.
+    """
     for _ in range(_TEMP_NAME_TRIES):
         tmp = os.path.join(folder, f".{name}.{os.getpid()}-{secrets.token_hex(8)}.tmp")
+        claim(tmp)
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), _NEW_FILE_MODE)
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), _NEW_FILE_MODE)
         except FileExistsError:  # a stale temp file with the same random name: draw again
             continue
-        return fd, tmp
     raise FileExistsError(errno.EEXIST, f"could not create a unique temporary file next to {name!r}", folder)
 
 
@@ -180,9 +185,12 @@ def atomic_write(
         raise IsADirectoryError(errno.EISDIR, "destination is a folder", os.fspath(path))
     folder, name = os.path.split(dest)
     remove_stale_temps(folder)
-    fd, tmp = _open_temp(folder, name)
+    claimed: list[str] = []  # the temporary name, known before the file exists
+    fd = -1
     owned = False  # True once a file object owns (and will close) fd
     try:
+        fd = _open_temp(folder, name, claimed.append)
+        tmp = claimed[-1]
         if exists:
             with contextlib.suppress(OSError):  # e.g. on a file system without chmod
                 os.chmod(tmp, os.stat(dest).st_mode & 0o7777)
@@ -198,10 +206,11 @@ def atomic_write(
         os.replace(tmp, dest)
     except BaseException:
         # Failed or interrupted: the destination is untouched; drop the partial file.
-        if not owned:  # fdopen itself failed: the descriptor is still ours to close
+        if not owned and fd >= 0:  # fdopen itself failed: the descriptor is still ours to close
             with contextlib.suppress(OSError):
                 os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        if claimed:  # created, or interrupted between creating it and getting its descriptor
+            with contextlib.suppress(OSError):
+                os.unlink(claimed[-1])
         raise
     _fsync_dir(folder)

@@ -88,8 +88,7 @@ def stop_worker(signum: int, frame: Any) -> None:
     Workers never write into the output folder (the parent writes every
     output), so ending one mid-file loses nothing; exiting at once (rather
     than raising) keeps the pool from handing it the next file.  When the
-    parent is gone (the parent-death signal), the batch's whole temporary
-    folder goes too.
+    parent is gone, the batch's whole temporary folder goes too.
     """
     _clean_and_exit(128 + signum)
 

@@ -90,3 +90,29 @@ def test_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(IsADirectoryError):
         with atomic_write(tmp_path):
             pass
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process ids are checked with POSIX kill(pid, 0)")
+def test_temp_files_of_dead_writers_are_removed_by_the_next_write(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from kinema.io._atomic import is_temp_name, remove_stale_temps
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)  # exited (and reaped): no such process now
+    stale = tmp_path / f".out.bvh.{dead_pid}-0123456789abcdef.tmp"
+    live = tmp_path / f".out.bvh.{os.getppid()}-0123456789abcdef.tmp"  # a running writer's file stays
+    other = tmp_path / f".notes.{dead_pid}.tmp"  # not one of ours (no random part)
+    link = tmp_path / f".x.bvh.{dead_pid}-fedcba9876543210.tmp"
+    for p in (stale, live, other):
+        p.write_text("partial")
+    link.symlink_to(tmp_path / "elsewhere")  # only regular files are removed
+    assert is_temp_name(stale.name) and is_temp_name(live.name) and not is_temp_name(other.name)
+    with atomic_write(tmp_path / "new.bvh", mode="w") as f:
+        assert not stale.exists()  # removed before this write began
+        mine = [p.name for p in tmp_path.iterdir() if p.name.startswith(".new.bvh.")]
+        assert len(mine) == 1 and is_temp_name(mine[0]) and f".{os.getpid()}-" in mine[0]
+        f.write("done")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name, link.name, "new.bvh"])
+    assert remove_stale_temps(tmp_path) == []

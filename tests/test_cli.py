@@ -55,10 +55,13 @@ def test_help_lists_every_command_with_examples(capsys: pytest.CaptureFixture[st
     assert code == 0
     for name in ("info", "convert", "footlock", "reach", "batch", "bench", "sample"):
         assert f"\n    {name} " in out
-    assert "examples:" in out and "kinema footlock --sample walk -o walk_locked.bvh" in out
+    assert "examples:" in out and "kinema footlock --sample walk -o out/walk_locked.bvh --force" in out
+    assert "exit status:" in out and "3  missed" in out
     for name in ("footlock", "reach", "batch", "convert"):
         code, out, _ = run(capsys, name, "--help")
         assert code == 0 and "examples:" in out, name
+        if name != "convert":
+            assert "3  missed" in out, name
 
 
 def test_console_script_is_declared_and_runs() -> None:
@@ -94,7 +97,8 @@ def test_footlock_output_loads_back_and_skates_less(capsys: pytest.CaptureFixtur
     code, out, _ = run(capsys, "footlock", capture_path, "-o", out_path, "--json")
     assert code == 0
     metrics = json.loads(out)
-    assert metrics["skate_after"] <= 0.2 * metrics["skate_before"]
+    assert metrics["skate_after_units_per_s"] <= 0.2 * metrics["skate_before_units_per_s"]
+    assert metrics["status"] == "ok" and metrics["units"] == "cm"
     sk0, clip0 = load_bvh(capture_path)
     sk1, clip1 = load_bvh(out_path)
     assert sk1.names == sk0.names and clip1.n_frames == clip0.n_frames
@@ -111,15 +115,17 @@ def test_footlock_output_loads_back_and_skates_less(capsys: pytest.CaptureFixtur
 def test_footlock_on_the_bundled_sample_prints_before_and_after(capsys: pytest.CaptureFixture[str],
                                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                                                 ) -> None:
-    """The README's main job: ``kinema footlock --sample walk -o walk_locked.bvh``."""
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, "footlock", "--sample", "walk", "-o", "walk_locked.bvh")
     assert code == 0, err
-    lines = dict(line.split(None, 1) if not line.startswith(("foot skate", "max joint", "hips low"))
-                 else (line[:15].strip(), line[15:].strip()) for line in out.splitlines())
+    lines = dict((line[:12].strip(), line[12:].strip()) for line in out.splitlines())
     assert lines["input"].startswith("sample:walk (39 frames)")
+    assert lines["contacts"] == ("left_ankle 1 contact over 19 frames, right_ankle 1 contact over 19 frames "
+                                 "(of 39 frames)")
     assert "->" in lines["foot skate"] and "m/s" in lines["foot skate"] and "(-100.0%)" in lines["foot skate"]
-    assert "deg/s" in lines["max joint speed"]
+    assert "deg/s" in lines["joint speed"] and "largest of the changed joints" in lines["joint speed"]
+    assert lines["changed"].startswith("right_hip, right_knee, right_ankle, left_hip, left_knee, left_ankle")
+    assert lines["result"].startswith("ok: within")
     assert lines["wrote"] == "walk_locked.bvh"
     sk, clip = load_bvh(tmp_path / "walk_locked.bvh")
     assert sk.n_joints == 15 and clip.n_frames == 39
@@ -160,7 +166,7 @@ def test_reach_cli_lands_within_1e4(capsys: pytest.CaptureFixture[str], capture_
                          "--blend", "15", "--json")
     assert code == 0, err
     m = json.loads(out)
-    assert m["range"] == [200, 260] and m["blend"] == 15
+    assert m["range"] == [200, 260] and m["blend_frames"] == 15 and m["status"] == "ok"
     sk1, clip1 = load_bvh(out_path)
     p = world(sk1, clip1)[:, j]
     assert np.linalg.norm(p[200:261] - target, axis=-1).max() < 1e-4
@@ -171,12 +177,17 @@ def test_reach_cli_lands_within_1e4(capsys: pytest.CaptureFixture[str], capture_
     assert np.abs(p1[outside] - p0[outside]).max() < 1e-3
 
 
-def test_reach_warns_when_out_of_reach(capsys: pytest.CaptureFixture[str], capture_path: Path,
-                                       tmp_path: Path) -> None:
+def test_reach_out_of_reach_is_missed_with_exit_status_3(capsys: pytest.CaptureFixture[str], capture_path: Path,
+                                                          tmp_path: Path) -> None:
+    # also: a negative first value works without the --target= form
     code, out, err = run(capsys, "reach", capture_path, "-o", tmp_path / "r.bvh", "--effector", "RightWrist",
-                         "--target", "1000,1000,1000", "--frames", "10:20")
-    assert code == 0
-    assert "warning: the effector misses the target" in err
+                         "--target", "-1000,1000,1000", "--frames", "10:20", "--json")
+    assert code == 3
+    m = json.loads(out)
+    assert m["status"] == "missed" and m["target_units"] == [-1000.0, 1000.0, 1000.0]
+    assert m["error_max_units"] > 1000.0 and m["tolerance_units"] == pytest.approx(1e-6 * 166.7, rel=0.05)
+    assert one_error_line(err).startswith("kinema reach: missed: the effector ends ")
+    assert load_bvh(tmp_path / "r.bvh")[1].n_frames == 455  # written anyway
 
 
 # ------------------------------------------------------------------ convert
@@ -301,18 +312,18 @@ def test_batch_reports_a_failed_file_continues_and_resumes(capsys: pytest.Captur
     code, out, err = run(capsys, "batch", "footlock", src, "-o", out_dir, "--workers", "1")
     assert code == 1
     assert "broken.bvh" in err and "FAILED" in out
-    assert "3 done, 0 skipped, 1 failed" in out
+    assert "3 ok, 0 missed, 1 failed, 0 skipped" in out
     assert sorted(p.name for p in out_dir.iterdir()) == ["capture.bvh", "run.glb", "walk.bvh"]
     for name in ("capture.bvh", "walk.bvh"):
         assert load_bvh(out_dir / name)[1].n_frames in (455, 39)
     assert next(iter(load_gltf(out_dir / "run.glb").clips.values())).n_frames == 25
     stamp = (out_dir / "walk.bvh").stat().st_mtime_ns
     code, out, _ = run(capsys, "batch", "footlock", src, "-o", out_dir, "--workers", "1")
-    assert "0 done, 3 skipped, 1 failed" in out  # resumed: finished outputs are not redone
+    assert "0 ok, 0 missed, 1 failed, 3 skipped" in out  # resumed: finished outputs are not redone
     assert (out_dir / "walk.bvh").stat().st_mtime_ns == stamp
     code, out, _ = run(capsys, "batch", "footlock", src, "-o", out_dir, "--workers", "1", "--force",
                        "--pattern", "*.bvh")
-    assert code == 1 and "2 done, 0 skipped, 1 failed" in out
+    assert code == 1 and "2 ok, 0 missed, 1 failed, 0 skipped" in out
 
 
 def test_batch_output_equals_the_single_command(capsys: pytest.CaptureFixture[str], batch_inputs: Path,
@@ -411,7 +422,7 @@ def test_ctrl_c_stops_a_batch_cleanly_and_it_resumes(long_capture: Path, tmp_pat
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert res.returncode == 0, res.stderr
     assert list(work.iterdir()) == []
-    assert f"{4 - len(finished)} done, {len(finished)} skipped, 0 failed" in res.stdout
+    assert f"{4 - len(finished)} ok, 0 missed, 0 failed, {len(finished)} skipped" in res.stdout
     assert sorted(p.name for p in out_dir.iterdir()) == [f"take{i}.bvh" for i in range(4)]
 
 
@@ -435,7 +446,7 @@ def test_batch_convert_to_glb_in_metres(capsys: pytest.CaptureFixture[str], batc
     code, out, err = run(capsys, "batch", "convert", batch_inputs, "-o", out_dir, "--to", "glb", "--scale", "0.01",
                          "--workers", "1")
     assert code == 0, err
-    assert "3 done, 0 skipped, 0 failed" in out
+    assert "3 ok, 0 missed, 0 failed, 0 skipped" in out
     assert sorted(p.name for p in out_dir.iterdir()) == ["capture.glb", "run.glb", "walk.glb"]
     sk0, clip0 = load_bvh(batch_inputs / "capture.bvh")
     asset = load_gltf(out_dir / "capture.glb")

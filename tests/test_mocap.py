@@ -224,7 +224,32 @@ def test_no_angular_speed_spike(capture: tuple[Skeleton, Clip], locked: mocap.Fo
     for name in LEG_JOINTS:
         j = sk.index(name)
         assert w1[:, j].max() <= 1.02 * w0[:, j].max(), name
-    assert locked.metrics["max_angular_speed_after"] == pytest.approx(w1.max(), rel=1e-12)
+    legs = [sk.index(n) for n in LEG_JOINTS]
+    assert sorted(locked.metrics["changed_joints"]) == sorted(LEG_JOINTS)
+    # the figures are the largest speed of the joints footlock changed, named by one of them
+    assert locked.metrics["joint_speed_after"] == pytest.approx(w1[:, legs].max(), rel=1e-12)
+    assert locked.metrics["joint_speed_before"] == pytest.approx(w0[:, legs].max(), rel=1e-12)
+    for when in ("before", "after"):
+        assert locked.metrics[f"joint_speed_{when}_joint"] in LEG_JOINTS
+
+
+def test_contacts_are_counted_per_foot(locked: mocap.FootlockResult) -> None:
+    c = locked.contacts
+    per_foot = locked.metrics["contact_frames_per_foot"]
+    assert list(per_foot) == list(c.names)
+    for k, name in enumerate(c.names):
+        assert per_foot[name] == int(c.mask[:, k].sum()) <= c.mask.shape[0]  # never more than the clip's frames
+        assert locked.metrics["contacts_per_foot"][name] == len(c.runs(k)[0])
+    assert sum(locked.metrics["contacts_per_foot"].values()) == locked.metrics["contacts"]
+
+
+def test_an_empty_clip_is_a_clear_error(capture: tuple[Skeleton, Clip]) -> None:
+    sk, clip = capture
+    empty = Clip(Pose(clip.pose.translations[:0], clip.pose.rotations[:0]), clip.fps)
+    with pytest.raises(kinema.SolverInputError, match="no frames"):
+        mocap.footlock(sk, empty)
+    with pytest.raises(kinema.SolverInputError, match="no frames"):
+        mocap.reach(sk, empty, "RightWrist", [0.0, 0.0, 0.0], (0, 0))
 
 
 def test_feet_do_not_jump(capture: tuple[Skeleton, Clip], locked: mocap.FootlockResult) -> None:

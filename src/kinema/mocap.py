@@ -483,7 +483,14 @@ class FootlockResult:
     * ``hips_drop``: ``(F,)`` how far the root was lowered (units, >= 0).
     * ``ik_error``: ``(F, K)`` distance of each foot from its (eased) target
       after the solve; 0 on frames that were not solved.
-    * ``metrics``: before/after numbers, see :meth:`FootlockResult.summary`.
+    * ``metrics``: before/after numbers, lengths in the clip's units, angular
+      speeds in rad/s: ``frames``, ``feet`` (names), ``contacts`` (all feet),
+      ``contacts_per_foot`` and ``contact_frames_per_foot`` (name -> count),
+      ``skate_before``/``skate_after`` (:func:`foot_skate`, units/s),
+      ``skate_reduction`` (fraction), ``changed_joints`` (the legs' hip, knee
+      and foot), ``joint_speed_before``/``joint_speed_after`` (largest angular
+      speed of the changed joints, with ``..._joint`` and ``..._frame``),
+      ``hips_drop_max`` and ``ik_error_max`` (units).
     """
 
     clip: Clip
@@ -517,22 +524,20 @@ def _joint_max_speed(clip: Clip, joints: IntArray | None = None) -> tuple[FloatA
 
 
 def _speed_metrics(skeleton: Skeleton, before: Clip, after: Clip, changed: Sequence[int]) -> dict[str, Any]:
-    """Largest joint angular speed before and after; only ``changed`` joints are recomputed."""
-    w0, f0 = _joint_max_speed(before)
-    w1, f1 = w0.copy(), f0.copy()
+    """Largest angular speed (rad/s) of the ``changed`` joints, before and after, with where it is.
+
+    Only the joints a function changed are compared (the others are the same
+    before and after, and naming one of them would say nothing about the change).
+    """
     ch = np.asarray(sorted(set(int(c) for c in changed)), dtype=np.int64)
-    if ch.size:
-        w1[ch], f1[ch] = _joint_max_speed(after, ch)
-    j0 = int(np.argmax(w0)) if w0.size else 0
-    j1 = int(np.argmax(w1)) if w1.size else 0
-    return {
-        "max_angular_speed_before": float(w0[j0]) if w0.size else 0.0,
-        "max_angular_speed_before_joint": skeleton.names[j0],
-        "max_angular_speed_before_frame": int(f0[j0]) if w0.size else 0,
-        "max_angular_speed_after": float(w1[j1]) if w1.size else 0.0,
-        "max_angular_speed_after_joint": skeleton.names[j1],
-        "max_angular_speed_after_frame": int(f1[j1]) if w1.size else 0,
-    }
+    out: dict[str, Any] = {"changed_joints": [skeleton.names[j] for j in ch]}
+    for when, clip in (("before", before), ("after", after)):
+        w, f = _joint_max_speed(clip, ch) if ch.size else (np.zeros(0), np.zeros(0, dtype=np.int64))
+        k = int(np.argmax(w)) if w.size else -1
+        out[f"joint_speed_{when}"] = float(w[k]) if w.size else 0.0
+        out[f"joint_speed_{when}_joint"] = skeleton.names[int(ch[k])] if w.size else ""
+        out[f"joint_speed_{when}_frame"] = int(f[k]) if w.size else 0
+    return out
 
 
 def footlock(
@@ -577,8 +582,10 @@ def footlock(
     """
     from ._two_bone import solve_two_bone
 
-    t_out, r_out, scales = _clip_arrays(skeleton, clip)
     n = clip.n_frames
+    if n == 0:
+        raise SolverInputError("the clip has no frames: there is nothing to foot-lock")
+    t_out, r_out, scales = _clip_arrays(skeleton, clip)
     idx = _resolve_feet(skeleton, feet if feet is not None else (contacts.feet if contacts is not None else None))
     ease = float(ease)
     if not (np.isfinite(ease) and ease >= 0):
@@ -667,7 +674,8 @@ def footlock(
         "frames": n,
         "feet": list(contacts.names),
         "contacts": contacts.n_contacts,
-        "contact_frames": int(contacts.mask.sum()),
+        "contacts_per_foot": {name: int(contacts.runs(i)[0].size) for i, name in enumerate(contacts.names)},
+        "contact_frames_per_foot": {name: int(contacts.mask[:, i].sum()) for i, name in enumerate(contacts.names)},
         "skate_before": skate0,
         "skate_after": skate1,
         "skate_reduction": (1.0 - skate1 / skate0) if skate0 > 0 else 0.0,
@@ -688,7 +696,11 @@ class ReachResult:
     * ``weights``: ``(F,)`` blend weight (1 over ``A..B``, eased ramps, 0 elsewhere).
     * ``error``: ``(F,)`` distance of the effector from its (blended) target
       on the solved frames (from FK of the output), 0 elsewhere.
-    * ``metrics``: ``max_error`` over ``A..B``, frame range, blend window, ...
+    * ``metrics``: ``max_error`` (largest distance from the target over
+      ``A..B``, clip units), ``range``, ``blend`` (frames), ``solved_frames``,
+      ``moved_max`` (how far the target moved the effector, units),
+      ``changed_joints`` and ``joint_speed_before``/``joint_speed_after``
+      (rad/s, largest over the changed joints, with ``..._joint`` and ``..._frame``).
     """
 
     clip: Clip
@@ -727,8 +739,10 @@ def reach(
       (else it rides rigidly on its parent).
     * ``tolerance``/``max_iterations``: for the CCD part of ``chain``.
     """
-    t_all, r_out, scales = _clip_arrays(skeleton, clip)
     n = clip.n_frames
+    if n == 0:
+        raise SolverInputError("the clip has no frames: there is nothing to re-aim")
+    t_all, r_out, scales = _clip_arrays(skeleton, clip)
     eff = resolve_joint(skeleton, effector)
     tgt = np.asarray(target, dtype=np.float64)
     if tgt.shape != (3,) or not np.all(np.isfinite(tgt)):
@@ -772,9 +786,7 @@ def reach(
     p_out = forward_kinematics(skeleton, Pose(t_all[solve_frames], r_out[solve_frames],
                                               _rows(scales, solve_frames))).positions[:, eff]
     err[solve_frames] = np.linalg.norm(p_out - goal, axis=-1)
-    w0 = max_angular_speed(clip)[0]
-    w1 = max_angular_speed(out)[0]
-    metrics = {
+    metrics: dict[str, Any] = {
         "frames": n,
         "effector": skeleton.names[eff],
         "range": [a, b],
@@ -782,9 +794,8 @@ def reach(
         "solved_frames": int(solve_frames.size),
         "max_error": float(err[a:b + 1].max()),
         "moved_max": float(np.linalg.norm(anim - goal, axis=-1).max()) if solve_frames.size else 0.0,
-        "max_angular_speed_before": w0,
-        "max_angular_speed_after": w1,
     }
+    metrics.update(_speed_metrics(skeleton, clip, out, changed))
     return ReachResult(clip=out, weights=w, error=err, metrics=metrics)
 
 

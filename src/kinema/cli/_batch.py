@@ -8,14 +8,20 @@ Engines (same outputs, byte for byte, whichever runs):
   cluster (``kinema[dask]``); ``local`` starts a ``LocalCluster`` of
   ``--workers`` (default 2) single-threaded worker processes.
 
-Every task is :func:`kinema.cli._commands.process_file`: it gets the input's
+Every task is :func:`kinema.cli._worker.process_file`: it gets the input's
 bytes and returns the output's bytes on Dask (so workers need no shared file
 system; a remote cluster needs kinema installed, nothing else); local
 workers read the input file and leave the output in a private temporary
 folder, so only small messages cross the pool's pipes.  This process writes
 each output atomically as its task finishes; an existing output is skipped
 unless ``--force`` (an interrupted batch resumes where it stopped), a failed
-file is reported and the rest go on, and a summary table ends the run.
+file (bad input, or an output that cannot be written: a folder or a symlink
+in its place, a read-only folder, a full disk) is reported and the rest go
+on, and a summary table ends the run.
+
+SIGINT (Ctrl-C) and SIGTERM stop the workers and remove the batch's
+temporary folder; workers also stop by themselves when this process dies
+(:func:`kinema.cli._worker.worker_init`).
 """
 
 from __future__ import annotations
@@ -34,9 +40,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..io._atomic import atomic_write, same_file
-from ._commands import command_argv, process_file
-from ._files import FORMATS, CliError
-from ._ui import UI
+from ._commands import command_argv
+from ._files import FORMATS, CliError, Interrupted, make_folders, remove_empty_folders
+from ._parser import build_parser
+from ._status import EXIT_FAILED, EXIT_MISSED, EXIT_OK
+from ._ui import UI, one_line
+from ._worker import process_file, worker_init
 
 __all__ = ["run_batch", "find_jobs", "Job"]
 
@@ -92,14 +101,6 @@ WORKER_STOP_TIMEOUT_S = 5.0
 CTRL_C_POLL_S = 0.05
 
 
-def _worker_init() -> None:
-    """Pool workers leave Ctrl-C to the parent; SIGTERM (the parent stopping them) cleans up and exits."""
-    from ._commands import stop_worker
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, stop_worker)
-
-
 class _Serial:
     name = "serial"
     ships_bytes = False  # workers read the input files themselves
@@ -122,41 +123,44 @@ class _Serial:
 class _Pool:
     ships_bytes = False
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, work_root: str | None) -> None:
         import multiprocessing
 
         self.name = f"local pool, {workers} workers"
         # spawn: workers start clean (no inherited threads or numba state), the same on every OS.
         self._ex = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=_worker_init)
-        # Ctrl-C only sets a flag while the pool runs; wait_first raises KeyboardInterrupt at a safe point.
+                                       initializer=worker_init, initargs=(os.getpid(), work_root))
+        # Ctrl-C and SIGTERM only set a flag while the pool runs; wait_first raises at a safe point.
         # (Raised inside concurrent.futures' wait, it can leave a future's lock held, and the pool's
         # shutdown then waits forever: a batch hung on Ctrl-C once in CI.)
-        self._interrupted = False
-        self._old_sigint: Any = None
+        self._interrupted: int | None = None
+        self._old_handlers: dict[int, Any] = {}
         if threading.current_thread() is threading.main_thread():
-            self._old_sigint = signal.signal(signal.SIGINT, self._on_sigint)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old_handlers[sig] = signal.signal(sig, self._on_signal)
 
-    def _on_sigint(self, signum: int, frame: Any) -> None:
-        self._interrupted = True
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._interrupted = signum
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         return self._ex.submit(fn, *args)
 
     def wait_first(self, futures: list[Any]) -> Iterable[Any]:
-        while not self._interrupted:
+        while self._interrupted is None:
             done = wait(futures, timeout=CTRL_C_POLL_S, return_when=FIRST_COMPLETED).done
             if done:
                 return done
-        raise KeyboardInterrupt
+        if self._interrupted == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Interrupted(self._interrupted)
 
     def result(self, f: Any) -> Any:
         return f.result()
 
     def close(self, cancel: bool) -> None:
-        if self._old_sigint is not None:
-            signal.signal(signal.SIGINT, self._old_sigint)
-            self._old_sigint = None
+        for sig, old in self._old_handlers.items():
+            signal.signal(sig, old)
+        self._old_handlers = {}
         if not cancel:
             self._ex.shutdown(wait=True)
             return
@@ -177,7 +181,7 @@ class _Pool:
 class _Dask:
     ships_bytes = True  # a remote worker may not see this file system
 
-    def __init__(self, address: str, workers: int | None) -> None:
+    def __init__(self, address: str, workers: int | None, timeout: float) -> None:
         try:
             from distributed import Client, LocalCluster
         except ImportError:
@@ -193,9 +197,10 @@ class _Dask:
             self.name = f"dask LocalCluster, {n} workers"
         else:
             try:
-                self._client = Client(address, timeout=30)
+                self._client = Client(address, timeout=timeout)
             except Exception as e:
-                raise CliError(f"cannot connect to the Dask scheduler at {address}: {e}") from None
+                raise CliError(f"cannot connect to the Dask scheduler at {address} within {timeout:g} s "
+                               f"(--dask-timeout): {one_line(e)}") from None
             n_workers = len(self._client.scheduler_info().get("workers", {}))
             self.name = f"dask {address}, {n_workers} workers"
         self.n_workers = len(self._client.scheduler_info().get("workers", {})) or 1
@@ -221,16 +226,31 @@ class _Dask:
 
 # -------------------------------------------------------------------- batch
 def _install(res: dict[str, Any], job: Job) -> None:
-    """Write a finished file's output into place atomically (from bytes, or from the worker's folder)."""
-    with atomic_write(job.dst, mode="wb", inputs=[job.src]) as f:
-        if "data" in res:
-            f.write(res["data"])
-        else:
-            try:
-                with open(res["path"], "rb") as src:
-                    shutil.copyfileobj(src, f, CHUNK_BYTES)
-            finally:
-                _remove_dir(res["dir"])
+    """Write a finished file's output into place atomically (from bytes, or from the worker's folder).
+
+    Raises ``OSError`` or :class:`CliError` when it cannot (the caller records the file as failed):
+    a folder or a symlink at the output path (a batch never writes through a link: it could point
+    anywhere), a read-only folder, a full disk.  A subfolder made for it is removed again then.
+    """
+    try:
+        if os.path.islink(job.dst):
+            raise CliError(f"{job.dst}: is a symlink; batch does not write through links (remove it)")
+        if os.path.isdir(job.dst):
+            raise CliError(f"{job.dst}: is a folder, not a file")
+        created = make_folders(os.path.dirname(os.path.abspath(job.dst)))
+        try:
+            with atomic_write(job.dst, mode="wb", inputs=[job.src]) as f:
+                if "data" in res:
+                    f.write(res["data"])
+                else:
+                    with open(res["path"], "rb") as src:
+                        shutil.copyfileobj(src, f, CHUNK_BYTES)
+        except BaseException:
+            remove_empty_folders(created)
+            raise
+    finally:
+        if "dir" in res:
+            _remove_dir(res["dir"])
 
 
 def _remove_dir(path: str) -> None:
@@ -247,8 +267,6 @@ def _remove_dir(path: str) -> None:
 
 def _check_options(command: str, extra: list[str]) -> None:
     """Validate the command's options once, before any work (one-line error on a bad one)."""
-    from ._app import build_parser
-
     for bad in ("-o", "--output", "--sample", "--force", "--json"):
         if any(x == bad or x.startswith(bad + "=") for x in extra):
             raise CliError(f"batch sets {bad} itself; remove it from the {command} options")
@@ -256,24 +274,28 @@ def _check_options(command: str, extra: list[str]) -> None:
 
 
 def _describe(command: str, res: dict[str, Any]) -> tuple[str, str]:
-    """``(frames, result)`` columns of the summary for one finished file."""
+    """``(frames, result)`` columns of the summary for one finished file (the same figures as the command's)."""
     m = res.get("metrics", {})
     frames = str(m.get("frames", ""))
+    u = m.get("units", "")
+    miss = (f"missed by {m['error_max_units']:.4g} {u} (tolerance {m['tolerance_units']:.3g} {u}); "
+            if m.get("status") == "missed" else "")
     if command == "footlock":
-        s0, s1 = m["skate_before"], m["skate_after"]
-        red = f" ({-100.0 * m['skate_reduction']:+.1f}%)" if s0 > 0 else ""
-        return frames, f"skate {s0:.3g} -> {s1:.3g} {m.get('units', '')}/s{red}"
+        s0, s1 = m["skate_before_units_per_s"], m["skate_after_units_per_s"]
+        red = f" ({-m['skate_reduction_percent']:+.1f}%)" if s0 > 0 else ""
+        return frames, f"{miss}skate {s0:.3g} -> {s1:.3g} {u}/s{red}"
     if command == "reach":
-        return frames, f"error {m['max_error']:.3g} {m.get('units', '')}"
+        return frames, miss or f"error {m['error_max_units']:.3g} {u}"
     return frames, f"{m.get('joints', '')} joints"
 
 
 def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
+    """Run ``args.command`` over the folder; returns 0 (all ok or skipped), 3 (some missed) or 1 (some failed)."""
     command = args.command
     in_dir, out_dir = args.input_dir, args.output
     if not os.path.isdir(in_dir):
         raise CliError(f"{in_dir}: no such folder")
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+    if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
         raise CliError(f"{out_dir}: exists and is not a folder")
     if os.path.isdir(out_dir) and same_file(in_dir, out_dir):
         raise CliError("the output folder is the input folder: outputs would replace their inputs")
@@ -287,86 +309,108 @@ def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
     jobs = find_jobs(in_dir, out_dir, patterns, to, args.recursive)
     if not jobs:
         raise CliError(f"{in_dir}: no files match {', '.join(patterns)}")
-    os.makedirs(out_dir, exist_ok=True)
 
     rows: dict[str, tuple[str, str, str, str, str]] = {}
     todo: list[Job] = []
     for j in jobs:
-        if os.path.exists(j.dst) and not args.force:
+        if os.path.lexists(j.dst) and not args.force:
             rows[j.name] = (j.name, "skipped", "", "output exists (--force redoes it)", "")
         else:
             todo.append(j)
 
     t_start = time.perf_counter()
-    failed = 0
-    engine: Any = None
-    if todo:
-        if args.dask:
-            engine = _Dask(args.dask, args.workers)
-            window = IN_FLIGHT_PER_WORKER * engine.n_workers
-        elif (args.workers or os.cpu_count() or 1) == 1 or len(todo) == 1:
-            engine = _Serial()
-            window = 1
-        else:
-            n = min(args.workers or os.cpu_count() or 1, len(todo))
-            engine = _Pool(n)
-            window = IN_FLIGHT_PER_WORKER * n
-        pending: dict[Any, Job] = {}
-        queue = iter(todo)
-        # Local workers put their per-file folders in here; removing it at the
-        # end (finished, failed or interrupted) also removes the folders of
-        # results that were in flight when the pool was stopped.
-        work_root = None if engine.ships_bytes else tempfile.mkdtemp(prefix="kinema-batch-")
-        try:
-            with ui.progress(len(todo), f"{command} ({engine.name})") as bar:
-                def fill() -> None:
-                    while len(pending) < window:
-                        job = next(queue, None)
-                        if job is None:
-                            return
-                        ext = os.path.splitext(job.dst)[1]
-                        if engine.ships_bytes:
-                            with open(job.src, "rb") as f:
-                                data: bytes | None = f.read()
-                            path = None
-                        else:
-                            data, path = None, os.path.abspath(job.src)
-                        pending[engine.submit(process_file, command, extra, job.name, data, ext, path,
-                                             work_root)] = job
-
-                fill()
-                while pending:
-                    for fut in list(engine.wait_first(list(pending))):
-                        job = pending.pop(fut)
-                        try:
-                            res = engine.result(fut)
-                        except Exception as e:  # the worker itself died (e.g. out of memory)
-                            from ._app import one_line
-
-                            res = {"ok": False, "error": f"worker failed: {one_line(e)}", "seconds": 0.0}
-                        if res["ok"]:
-                            _install(res, job)
-                            frames, result = _describe(command, res)
-                            rows[job.name] = (job.name, "ok", frames, result, f"{res['seconds']:.2f}")
-                        else:
-                            failed += 1
-                            rows[job.name] = (job.name, "FAILED", "", res["error"], f"{res['seconds']:.2f}")
-                            ui.note(f"kinema batch: {job.name}: {res['error']}")
-                        bar.advance()
-                    fill()
-        except BaseException:
-            engine.close(cancel=True)  # finished-but-not-installed outputs go with work_root below
-            raise
-        finally:
-            if work_root is not None:
-                _remove_dir(work_root)
-        engine.close(cancel=False)
+    where = "nothing to run"
+    # The output folder is made only once the engine is up (a Dask scheduler that cannot be
+    # reached leaves nothing behind), and removed again at the end if it is still empty.
+    created: list[str] = []
+    try:
+        if todo:
+            dask = _Dask(args.dask, args.workers, float(args.dask_timeout)) if args.dask else None
+            try:
+                created = make_folders(out_dir)
+            except BaseException:
+                if dask is not None:
+                    dask.close(cancel=True)
+                raise
+            where = _run_jobs(command, extra, todo, dask, args.workers, rows, ui)
+    finally:
+        remove_empty_folders(created)
     wall = time.perf_counter() - t_start
 
-    done = sum(1 for r in rows.values() if r[1] == "ok")
-    skipped = sum(1 for r in rows.values() if r[1] == "skipped")
+    counts = {status: sum(1 for r in rows.values() if r[1] == status)
+              for status in ("ok", "missed", "FAILED", "skipped")}
     ui.table(("file", "status", "frames", "result", "s"), [rows[j.name] for j in jobs],
              title=f"kinema batch {command}: {in_dir} -> {out_dir}", align="llrlr")
-    where = engine.name if engine is not None else "nothing to run"
-    ui.print(f"{done} done, {skipped} skipped, {failed} failed in {wall:.2f} s ({where})")
-    return 1 if failed else 0
+    ui.print(f"{counts['ok']} ok, {counts['missed']} missed, {counts['FAILED']} failed, {counts['skipped']} skipped "
+             f"in {wall:.2f} s ({where})")
+    if counts["FAILED"]:
+        return EXIT_FAILED
+    return EXIT_MISSED if counts["missed"] else EXIT_OK
+
+
+def _run_jobs(command: str, extra: list[str], todo: list[Job], dask: _Dask | None, workers: int | None,
+              rows: dict[str, tuple[str, str, str, str, str]], ui: UI) -> str:
+    """Run ``todo`` on ``dask``, a local pool or in this process, filling ``rows``; returns the engine's name."""
+    # Local workers put their per-file folders in here; removing it at the end
+    # (finished, failed or interrupted) also removes the folders of results
+    # that were in flight when the pool was stopped.
+    work_root = None if dask is not None else tempfile.mkdtemp(prefix="kinema-batch-")
+    engine: Any = dask
+    try:
+        if dask is not None:
+            window = IN_FLIGHT_PER_WORKER * dask.n_workers
+        elif (workers or os.cpu_count() or 1) == 1 or len(todo) == 1:
+            engine, window = _Serial(), 1
+        else:
+            n = min(workers or os.cpu_count() or 1, len(todo))
+            engine, window = _Pool(n, work_root), IN_FLIGHT_PER_WORKER * n
+        pending: dict[Any, Job] = {}
+        queue = iter(todo)
+        with ui.progress(len(todo), f"{command} ({engine.name})") as bar:
+            def fill() -> None:
+                while len(pending) < window:
+                    job = next(queue, None)
+                    if job is None:
+                        return
+                    ext = os.path.splitext(job.dst)[1]
+                    if engine.ships_bytes:
+                        with open(job.src, "rb") as f:
+                            data: bytes | None = f.read()
+                        path = None
+                    else:
+                        data, path = None, os.path.abspath(job.src)
+                    pending[engine.submit(process_file, command, extra, job.name, data, ext, path,
+                                          work_root)] = job
+
+            fill()
+            while pending:
+                for fut in list(engine.wait_first(list(pending))):
+                    job = pending.pop(fut)
+                    try:
+                        res = engine.result(fut)
+                    except Exception as e:  # the worker itself died (e.g. out of memory)
+                        res = {"ok": False, "error": f"worker failed: {one_line(e)}", "seconds": 0.0}
+                    if res["ok"]:
+                        try:
+                            _install(res, job)
+                        except (OSError, CliError) as e:  # this output cannot be written: the others go on
+                            res = {"ok": False, "error": f"cannot write the output: {one_line(e)}",
+                                   "seconds": res["seconds"]}
+                    if res["ok"]:
+                        frames, result = _describe(command, res)
+                        status = "missed" if res["metrics"].get("status") == "missed" else "ok"
+                        rows[job.name] = (job.name, status, frames, result, f"{res['seconds']:.2f}")
+                    else:
+                        rows[job.name] = (job.name, "FAILED", "", res["error"], f"{res['seconds']:.2f}")
+                        ui.note(f"kinema batch: {job.name}: {res['error']}")
+                    bar.advance()
+                fill()
+    except BaseException:
+        if engine is not None:
+            engine.close(cancel=True)  # finished-but-not-installed outputs go with work_root below
+        raise
+    finally:
+        if work_root is not None:
+            _remove_dir(work_root)
+    engine.close(cancel=False)
+    return str(engine.name)

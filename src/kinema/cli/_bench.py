@@ -64,7 +64,8 @@ def _best(fn: Any, repeat: int) -> float:
 
 def _batch_scaling(ui: UI, repeat: int) -> list[tuple[str, str, str]]:
     from .. import samples
-    from ._app import main
+    from ._batch import run_batch
+    from ._parser import build_parser
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="kinema-bench-") as tmp:
@@ -79,8 +80,9 @@ def _batch_scaling(ui: UI, repeat: int) -> list[tuple[str, str, str]]:
         for workers in (1, 2):
             def run(w: int = workers) -> None:
                 out = os.path.join(tmp, f"out{w}")
-                code = main(["batch", "footlock", src, "-o", out, "--workers", str(w), "--force", "-q",
-                             "--no-progress"])
+                args, extra = build_parser().parse_known_args(["batch", "footlock", src, "-o", out, "--workers",
+                                                               str(w), "--force"])
+                code = run_batch(args, extra, UI(quiet=True, progress=False))
                 if code:
                     raise CliError(f"batch with {w} workers failed (exit {code})")
 

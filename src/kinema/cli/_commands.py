@@ -3,7 +3,8 @@
 Each file-producing command (``convert``, ``footlock``, ``reach``) is split
 into ``add_<name>_options`` (argparse), ``<name>_motion`` (the work on one
 loaded :class:`~kinema.cli._files.Motion`, returning the new clip and its
-metrics) and ``report_<name>`` (text).  The single-file commands and the
+figures: units in the keys, ``status`` "ok" or "missed") and ``report_<name>``
+(text, the same figures).  The single-file commands and the
 batch workers call the very same functions, so a batch output is byte for
 byte what the single command writes.
 """
@@ -24,14 +25,28 @@ from ..fk import forward_kinematics
 from ..pose import Clip
 from ..skeleton import Skeleton
 from ._files import CliError, Motion, _even, check_output, format_of, load_motion, load_sample, save_motion, scaled
-from ._ui import UI
+from ._status import EXIT_MISSED, EXIT_OK
+from ._ui import UI, printable
 
-__all__ = ["FILE_COMMANDS", "command_argv", "add_input", "add_convert_options", "add_footlock_options",
-           "add_reach_options", "run_info", "run_convert", "run_footlock", "run_reach", "run_sample", "transform",
-           "units_guess", "read_input"]
+__all__ = ["FILE_COMMANDS", "DASK_CONNECT_TIMEOUT_S", "MISS_RTOL", "command_argv", "add_input",
+           "add_convert_options", "add_footlock_options", "add_reach_options", "positive_number", "run_info",
+           "run_convert", "run_footlock", "run_reach", "run_sample", "run_warmup", "transform", "units_guess",
+           "read_input", "joint_positions", "tree_lines"]
 
 #: Commands that read one motion file and write one (what ``batch`` can run).
 FILE_COMMANDS = ("footlock", "reach", "convert")
+
+#: Seconds ``batch --dask ADDRESS`` waits for the scheduler by default (``--dask-timeout``).
+DASK_CONNECT_TIMEOUT_S = 5.0
+
+#: Default ``--tolerance`` of reach and footlock, as a fraction of the figure's rest height: an
+#: effector (foot) ending farther than this from its target is reported as "missed" (exit status 3).
+#: Reachable targets land to rounding (~1e-12 of the height); 1e-6 of a 1.7 m figure is 1.7 um.
+MISS_RTOL = 1e-6
+
+#: ``kinema info`` indents the tree up to this depth; deeper joints show their depth as a number
+#: instead (a 10,000-deep chain would otherwise print lines of 40,000 spaces).
+TREE_MAX_INDENT = 32
 
 
 # ================================================================== helpers
@@ -84,7 +99,8 @@ def _frame_range(text: str) -> tuple[int, int]:
     return lo, hi
 
 
-def _positive(text: str) -> float:
+def positive_number(text: str) -> float:
+    """argparse type: a finite number > 0."""
     try:
         v = float(text)
     except ValueError:
@@ -142,6 +158,16 @@ def _deg(x: float) -> str:
 
 
 # ===================================================================== info
+def joint_positions(m: Motion, frame: int) -> np.ndarray:
+    """``(J, 3)`` world position of every joint at ``frame`` (0-based), in the file's units."""
+    n = m.clip.n_frames
+    if n == 0:
+        raise CliError(f"{m.source}: the clip has no frames")
+    if not 0 <= frame < n:
+        raise CliError(f"--frame {frame}: {m.source} has frames 0:{n - 1}")
+    return forward_kinematics(m.skeleton, m.clip.pose[frame]).positions
+
+
 def run_info(args: argparse.Namespace, ui: UI) -> int:
     m = read_input(args)
     sk, clip = m.skeleton, m.clip
@@ -153,6 +179,7 @@ def run_info(args: argparse.Namespace, ui: UI) -> int:
         feet = [sk.names[f] for f in mocap.find_feet(sk)]
     except Exception:
         feet = []
+    positions = joint_positions(m, args.frame) if args.joints else None
     info: dict[str, Any] = {
         "file": m.source,
         "format": m.kind,
@@ -171,8 +198,11 @@ def run_info(args: argparse.Namespace, ui: UI) -> int:
         "names": list(sk.names),
         "parents": [int(x) for x in sk.parents],
     }
+    if positions is not None:
+        info["frame"] = args.frame
+        info["positions"] = {name: [float(x) for x in p] for name, p in zip(sk.names, positions, strict=True)}
     if args.json:
-        ui.print(json.dumps(info, indent=2))
+        ui.print(json.dumps(info, indent=2))  # JSON escapes control characters itself
         return 0
     joints = f"{sk.n_joints}" + (f" ({sk.n_joints - n_end} + {n_end} end sites)" if n_end else "")
     timing = f"{clip.n_frames} at {clip.fps:.6g} fps ({clip.duration:.3f} s)"
@@ -187,55 +217,71 @@ def run_info(args: argparse.Namespace, ui: UI) -> int:
     rows.append(("feet", ", ".join(feet) if feet else "none found by name (footlock needs --feet)"))
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
-        ui.print(f"{k.ljust(width)}  {v}")
+        ui.print(printable(f"{k.ljust(width)}  {v}"))
     ui.print("")
+    if positions is not None:
+        ui.table(("joint", "x", "y", "z"),
+                 [(printable(name), *(f"{x:.6g}" for x in p)) for name, p in zip(sk.names, positions, strict=True)],
+                 title=f"world positions at frame {args.frame} ({short}, {up} up):", align="lrrr")
+        return 0
     ui.print("skeleton:")
-    for line in _tree_lines(sk):
+    for line in tree_lines(sk):
         ui.print(line)
     return 0
 
 
-def _tree_lines(sk: Skeleton) -> list[str]:
+def tree_lines(sk: Skeleton) -> list[str]:
+    """The joint tree as text lines (``|--``/`` `-- `` branches), names escaped for the terminal.
+
+    Iterative (a depth-first walk with an explicit stack), so a 10,000-deep
+    chain prints like any other; beyond :data:`TREE_MAX_INDENT` levels a
+    line shows its depth as a number instead of more indentation.
+    """
+    children: list[list[int]] = [[] for _ in range(sk.n_joints)]
+    roots: list[int] = []
+    for j, p in enumerate(sk.parents):
+        (children[int(p)] if p >= 0 else roots).append(j)
     lines: list[str] = []
-
-    def walk(j: int, prefix: str, last: bool, root: bool) -> None:
-        lines.append((prefix + ("`-- " if last else "|-- ") if not root else "") + sk.names[j])
-        kids = sk.children(j)
-        child_prefix = prefix + ("    " if last else "|   ") if not root else ""
-        for i, c in enumerate(kids):
-            walk(c, child_prefix, i == len(kids) - 1, False)
-
-    for j in range(sk.n_joints):
-        if sk.parents[j] < 0:
-            walk(j, "", True, True)
+    # (joint, prefix of its line, is the last child, depth); reversed pushes keep the file order
+    stack: list[tuple[int, str, bool, int]] = [(r, "", True, 0) for r in reversed(roots)]
+    while stack:
+        j, prefix, last, depth = stack.pop()
+        name = printable(sk.names[j])
+        if depth == 0:
+            lines.append(name)
+            child_prefix = ""
+        elif depth <= TREE_MAX_INDENT:
+            lines.append(prefix + ("`-- " if last else "|-- ") + name)
+            child_prefix = prefix + ("    " if last else "|   ")
+        else:
+            lines.append(f"{prefix}... [depth {depth}] {name}")
+            child_prefix = prefix
+        kids = children[j]
+        for i in range(len(kids) - 1, -1, -1):
+            stack.append((kids[i], child_prefix, i == len(kids) - 1, depth + 1))
     return lines
 
 
 # ================================================================== convert
 def add_convert_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scale", type=_positive, default=1.0, help="multiply every length (e.g. 0.01: cm to m)")
-    p.add_argument("--fps", type=_positive, help="resample a glTF animation at this rate")
+    p.add_argument("--scale", type=positive_number, default=1.0, help="multiply every length (e.g. 0.01: cm to m)")
+    p.add_argument("--fps", type=positive_number, help="resample a glTF animation at this rate")
     p.add_argument("--mesh", choices=("keep", "bones", "none"),
                    help="glTF output mesh: keep the loaded one, capsules along the bones, or none "
                         "(default: keep if there is one, else bones)")
-
-
-def convert_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip, dict[str, Any]]:
-    sk, clip = scaled(m.skeleton, m.clip, float(args.scale))
-    return sk, clip, {"frames": clip.n_frames, "joints": sk.n_joints, "fps": float(clip.fps)}
 
 
 # ================================================================= footlock
 def add_footlock_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("contacts (defaults are estimated from the clip)")
     g.add_argument("--feet", type=_names, metavar="L,R", help="foot joints (default: joints named *foot*/*ankle*)")
-    g.add_argument("--height", type=_positive, metavar="H",
+    g.add_argument("--height", type=positive_number, metavar="H",
                    help=f"contact height above the ground, file units (default {mocap.HEIGHT_ON_FRACTION:g} "
                         "of the leg length)")
-    g.add_argument("--speed", type=_positive, metavar="V",
+    g.add_argument("--speed", type=positive_number, metavar="V",
                    help="contact speed, units/s (default: estimated from the foot's noise while low)")
     g.add_argument("--ground", type=float, metavar="Y", help="ground height (default: estimated per foot)")
-    g.add_argument("--hysteresis", type=_positive, default=mocap.DEFAULT_HYSTERESIS, metavar="R",
+    g.add_argument("--hysteresis", type=positive_number, default=mocap.DEFAULT_HYSTERESIS, metavar="R",
                    help="a contact ends above R x the thresholds (default %(default)s)")
     g.add_argument("--min-contact", type=_non_negative, default=mocap.DEFAULT_MIN_CONTACT_S, metavar="S",
                    help="drop contacts shorter than S seconds (default %(default)s)")
@@ -243,45 +289,110 @@ def add_footlock_options(p: argparse.ArgumentParser) -> None:
     s.add_argument("--ease", type=_non_negative, default=mocap.DEFAULT_EASE_S, metavar="S",
                    help="seconds to ease the IK in and out around each contact (default %(default)s)")
     s.add_argument("--no-hips", action="store_true", help="never lower the hips (feet may fall short instead)")
+    _tolerance(s, "a foot")
+
+
+def _tolerance(p: Any, what: str) -> None:
+    p.add_argument("--tolerance", type=positive_number, metavar="D",
+                   help=f"{what} ending farther than D (file units) from its target is reported as missed, "
+                        f"exit status 3 (default {MISS_RTOL:g} of the figure's height)")
+
+
+def _tolerance_of(m: Motion, args: argparse.Namespace) -> float:
+    given = getattr(args, "tolerance", None)
+    return float(given) if given is not None else MISS_RTOL * max(units_guess(m.skeleton)[2], 1e-12)
 
 
 def footlock_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip, dict[str, Any]]:
+    """Foot-lock one motion; returns the skeleton, the locked clip and its figures (see :func:`report_footlock`).
+
+    Figure keys carry their unit: ``_units`` is the file's length unit
+    (``units``: "m", "cm", ...), ``_deg_per_s`` angular speed; ``status`` is
+    "ok" or "missed" (a foot ended farther than ``tolerance_units`` from its lock).
+    """
     if args.hysteresis < 1.0:
         raise CliError(f"--hysteresis must be >= 1, got {args.hysteresis}")
+    if m.clip.n_frames == 0:
+        raise CliError(f"{m.source}: the clip has no frames; there is nothing to foot-lock")
     res = mocap.footlock(
         m.skeleton, m.clip, args.feet, ease=args.ease, lower_hips=not args.no_hips, height=args.height,
         speed=args.speed, ground=args.ground, hysteresis=args.hysteresis, min_duration=args.min_contact,
     )
-    metrics = dict(res.metrics)
-    metrics["units"] = units_guess(m.skeleton)[0]
-    return m.skeleton, res.clip, metrics
+    r = res.metrics
+    tol = _tolerance_of(m, args)
+    figures: dict[str, Any] = {
+        "command": "footlock",
+        "status": "missed" if r["ik_error_max"] > tol else "ok",
+        "frames": r["frames"],
+        "units": units_guess(m.skeleton)[0],
+        "feet": r["feet"],
+        "contacts_per_foot": r["contacts_per_foot"],
+        "contact_frames_per_foot": r["contact_frames_per_foot"],
+        "skate_before_units_per_s": r["skate_before"],
+        "skate_after_units_per_s": r["skate_after"],
+        "skate_reduction_percent": 100.0 * r["skate_reduction"],
+        "changed_joints": r["changed_joints"],
+        "joint_speed_before_deg_per_s": math.degrees(r["joint_speed_before"]),
+        "joint_speed_before_joint": r["joint_speed_before_joint"],
+        "joint_speed_after_deg_per_s": math.degrees(r["joint_speed_after"]),
+        "joint_speed_after_joint": r["joint_speed_after_joint"],
+        "hips_drop_max_units": r["hips_drop_max"],
+        "error_max_units": r["ik_error_max"],
+        "tolerance_units": tol,
+    }
+    return m.skeleton, res.clip, figures
 
 
-def report_footlock(ui: UI, src: str, out: str, metrics: dict[str, Any]) -> None:
-    u = metrics.get("units", "units")
-    s0, s1 = metrics["skate_before"], metrics["skate_after"]
-    red = f" ({-100.0 * metrics['skate_reduction']:+.1f}%)" if s0 > 0 else ""
+def _speeds(f: dict[str, Any]) -> str:
+    return (f"{f['joint_speed_before_deg_per_s']:.1f} deg/s ({f['joint_speed_before_joint']}) -> "
+            f"{f['joint_speed_after_deg_per_s']:.1f} deg/s ({f['joint_speed_after_joint']}), "
+            f"largest of the changed joints")
+
+
+def report_footlock(ui: UI, src: str, out: str, f: dict[str, Any]) -> None:
+    u = f["units"]
+    s0, s1 = f["skate_before_units_per_s"], f["skate_after_units_per_s"]
+    red = f" ({-f['skate_reduction_percent']:+.1f}%)" if s0 > 0 else ""
+    per_foot = ", ".join(f"{name} {_count(f['contacts_per_foot'][name], 'contact')} over "
+                         f"{_count(f['contact_frames_per_foot'][name], 'frame')}" for name in f["feet"])
     rows = [
-        ("input", f"{src} ({metrics['frames']} frames)"),
-        ("feet", f"{', '.join(metrics['feet'])}: {metrics['contacts']} contacts, "
-                 f"{metrics['contact_frames']} contact frames"),
+        ("input", f"{src} ({f['frames']} frames)"),
+        ("contacts", f"{per_foot} (of {f['frames']} frames)"),
         ("foot skate", f"{s0:.4g} -> {s1:.4g} {u}/s mean horizontal foot speed in contacts{red}"),
-        ("max joint speed", f"{_deg(metrics['max_angular_speed_before'])} "
-                            f"({metrics['max_angular_speed_before_joint']}) -> "
-                            f"{_deg(metrics['max_angular_speed_after'])} ({metrics['max_angular_speed_after_joint']})"),
-        ("hips lowered", f"up to {metrics['hips_drop_max']:.4g} {u}"),
+        ("joint speed", _speeds(f)),
+        ("changed", f"{', '.join(f['changed_joints'])} (and the hips' height)"),
+        ("hips lowered", f"up to {f['hips_drop_max_units']:.4g} {u}"),
+        ("result", _status_text(f)),
         ("wrote", out),
     ]
+    _rows(ui, rows)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
+def _status_text(f: dict[str, Any]) -> str:
+    u = f["units"]
+    what = "a foot" if f["command"] == "footlock" else "the effector"
+    if f["status"] == "missed":
+        return (f"missed: {what} ends {f['error_max_units']:.4g} {u} from its target "
+                f"(tolerance {f['tolerance_units']:.3g} {u})")
+    return f"ok: within {f['error_max_units']:.3g} {u} of the target (tolerance {f['tolerance_units']:.3g} {u})"
+
+
+def _rows(ui: UI, rows: list[tuple[str, str]]) -> None:
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
-        ui.print(f"{k.ljust(width)}  {v}")
+        ui.print(printable(f"{k.ljust(width)}  {v}"))
 
 
 # ==================================================================== reach
 def add_reach_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--effector", required=True, metavar="NAME", help="joint that reaches (e.g. RightWrist)")
     p.add_argument("--target", required=True, type=_xyz, metavar="X,Y,Z",
-                   help="new world target, file units (negative first value: --target=-1,2,3)")
+                   help="new world target, file units (e.g. -30,120,40; kinema info FILE --joints shows where "
+                        "the joints are)")
     p.add_argument("--frames", required=True, type=_frame_range, metavar="A:B",
                    help="frames (0-based, inclusive) where the effector holds the target")
     p.add_argument("--blend", type=int, metavar="N",
@@ -291,48 +402,68 @@ def add_reach_options(p: argparse.ArgumentParser) -> None:
                         "instead of two-bone IK on the arm")
     p.add_argument("--free-orientation", action="store_true",
                    help="let the effector turn with its parent instead of keeping its animated orientation")
+    _tolerance(p, "an effector")
 
 
 def reach_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip, dict[str, Any]]:
+    """Re-aim one motion's reach; returns the skeleton, the new clip and its figures (units in the keys)."""
     if args.blend is not None and args.blend < 0:
         raise CliError(f"--blend must be >= 0 frames, got {args.blend}")
     a, b = args.frames
+    if m.clip.n_frames == 0:
+        raise CliError(f"{m.source}: the clip has no frames; there is nothing to re-aim")
     if b >= m.clip.n_frames:
         raise CliError(f"--frames {a}:{b}: the clip has frames 0:{m.clip.n_frames - 1}")
     res = mocap.reach(m.skeleton, m.clip, args.effector, args.target, (a, b), blend=args.blend, chain=args.chain,
                       keep_orientation=not args.free_orientation)
-    metrics = dict(res.metrics)
-    metrics["target"] = list(args.target)
-    metrics["units"] = units_guess(m.skeleton)[0]
-    return m.skeleton, res.clip, metrics
+    r = res.metrics
+    tol = _tolerance_of(m, args)
+    figures: dict[str, Any] = {
+        "command": "reach",
+        "status": "missed" if r["max_error"] > tol else "ok",
+        "frames": r["frames"],
+        "units": units_guess(m.skeleton)[0],
+        "effector": r["effector"],
+        "target_units": [float(x) for x in args.target],
+        "range": r["range"],
+        "blend_frames": r["blend"],
+        "error_max_units": r["max_error"],
+        "tolerance_units": tol,
+        "moved_max_units": r["moved_max"],
+        "changed_joints": r["changed_joints"],
+        "joint_speed_before_deg_per_s": math.degrees(r["joint_speed_before"]),
+        "joint_speed_before_joint": r["joint_speed_before_joint"],
+        "joint_speed_after_deg_per_s": math.degrees(r["joint_speed_after"]),
+        "joint_speed_after_joint": r["joint_speed_after_joint"],
+    }
+    return m.skeleton, res.clip, figures
 
 
-#: ``reach`` warns when the effector ends farther than this from the target
-#: (relative to the figure's height): the target is out of the arm's reach.
-REACH_WARN_RTOL = 1e-6
-
-
-def report_reach(ui: UI, src: str, out: str, metrics: dict[str, Any]) -> None:
-    u = metrics.get("units", "units")
-    a, b = metrics["range"]
+def report_reach(ui: UI, src: str, out: str, f: dict[str, Any]) -> None:
+    u = f["units"]
+    a, b = f["range"]
     rows = [
-        ("input", f"{src} ({metrics['frames']} frames)"),
-        ("effector", f"{metrics['effector']} -> ({', '.join(f'{x:g}' for x in metrics['target'])})"
-                     f" over frames {a}:{b}, blend {metrics['blend']} frames"),
-        ("error", f"{metrics['max_error']:.3g} {u} (largest over {a}:{b})"),
-        ("moved", f"up to {metrics['moved_max']:.4g} {u} from the animation"),
-        ("max joint speed", f"{_deg(metrics['max_angular_speed_before'])} -> "
-                            f"{_deg(metrics['max_angular_speed_after'])}"),
+        ("input", f"{src} ({f['frames']} frames)"),
+        ("effector", f"{f['effector']} -> ({', '.join(f'{x:g}' for x in f['target_units'])}) {u}"
+                     f" over frames {a}:{b}, blend {f['blend_frames']} frames"),
+        ("error", f"{f['error_max_units']:.3g} {u} (largest over {a}:{b})"),
+        ("moved", f"up to {f['moved_max_units']:.4g} {u} from the animation"),
+        ("joint speed", _speeds(f)),
+        ("result", _status_text(f)),
         ("wrote", out),
     ]
-    width = max(len(k) for k, _ in rows)
-    for k, v in rows:
-        ui.print(f"{k.ljust(width)}  {v}")
+    _rows(ui, rows)
+
+
+def convert_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip, dict[str, Any]]:
+    sk, clip = scaled(m.skeleton, m.clip, float(args.scale))
+    return sk, clip, {"command": "convert", "status": "ok", "frames": clip.n_frames, "joints": sk.n_joints,
+                      "fps": float(clip.fps)}
 
 
 # ============================================================ shared runner
 def transform(command: str, m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip, dict[str, Any]]:
-    """The work of a file command on one motion."""
+    """The work of a file command on one motion: ``(skeleton, clip, figures)``; ``figures["status"]`` ok/missed."""
     if command == "footlock":
         return footlock_motion(m, args)
     if command == "reach":
@@ -347,29 +478,29 @@ def _run_file_command(command: str, args: argparse.Namespace, ui: UI) -> int:
     inputs = [args.input] if args.input else []
     check_output(out, inputs, args.force)  # before any work: fail fast
     even = format_of(out) == "bvh"
-    with ui.status("loading (the first run also compiles kinema's kernels; cached afterwards)") as st:
+    with ui.status("loading") as st:
         m = read_input(args, even_frames=even)
         st.describe(f"{command}: {m.source}")
-        t0 = time.perf_counter()
-        sk, clip, metrics = transform(command, m, args)
-        metrics["seconds"] = time.perf_counter() - t0
+        sk, clip, figures = transform(command, m, args)
         st.describe(f"writing {out}")
         save_motion(out, sk, clip, name=m.clip_name, mesh=getattr(args, "mesh", None), inputs=inputs,
                     force=args.force)
     if getattr(args, "json", False):
-        metrics["output"] = out
-        metrics["input"] = m.source
-        ui.print(json.dumps(metrics, indent=2))
+        figures["output"] = out
+        figures["input"] = m.source
+        figures["seconds"] = time.perf_counter() - getattr(args, "started", time.perf_counter())
+        ui.print(json.dumps(figures, indent=2))
     elif command == "footlock":
-        report_footlock(ui, m.source, out, metrics)
+        report_footlock(ui, m.source, out, figures)
     elif command == "reach":
-        report_reach(ui, m.source, out, metrics)
-        if metrics["max_error"] > REACH_WARN_RTOL * max(units_guess(sk)[2], 1e-12):
-            ui.note(f"warning: the effector misses the target by up to {metrics['max_error']:.4g} "
-                    f"{metrics['units']} (out of reach)")
+        report_reach(ui, m.source, out, figures)
     else:
-        ui.print(f"wrote {out} ({metrics['joints']} joints, {metrics['frames']} frames at {metrics['fps']:.6g} fps)")
-    return 0
+        ui.print(f"wrote {out} ({figures['joints']} joints, {figures['frames']} frames at {figures['fps']:.6g} fps)")
+    if figures["status"] == "missed":
+        ui.note(f"kinema {command}: missed: {_status_text(figures).removeprefix('missed: ')}; "
+                f"the output was written (exit status {EXIT_MISSED})")
+        return EXIT_MISSED
+    return EXIT_OK
 
 
 def run_convert(args: argparse.Namespace, ui: UI) -> int:
@@ -393,87 +524,84 @@ def run_sample(args: argparse.Namespace, ui: UI) -> int:
     return 0
 
 
-#: The temporary folder of the file a batch worker is processing (None between
-#: files): what a stopped worker removes before it exits (see ``_batch``).
-_WORK_DIR: str | None = None
+# =================================================================== warmup
+#: Targets in warmup's large batch: more than any solver's serial-batch limit, so the parallel
+#: kernels compile too (the solvers run batches up to a small size in the calling thread).
+WARMUP_BATCH = 1024
 
 
-def stop_worker(signum: int, frame: Any) -> None:
-    """SIGTERM in a batch worker: remove its temporary folder and exit now.
+def warm_kernels() -> list[tuple[str, float]]:
+    """Compile (or load from numba's cache) every kernel: ``[(what, seconds), ...]``.
 
-    Workers never write into the output folder (the parent writes every
-    output), so ending one mid-file loses nothing; exiting at once (rather
-    than raising) keeps the pool from handing it the next file.
+    Imports every ``kinema._kernels`` module, then calls each solver through
+    the public API on the bundled humanoid with one target, two targets and
+    :data:`WARMUP_BATCH` targets (each takes its own path: single call, small
+    batch in this thread, parallel batch), forward kinematics the same way,
+    the BVH reader and writer, and what the commands run: foot locking and
+    reaches (two-bone and spine chain) on the sample walk.
     """
-    import shutil
-
-    if _WORK_DIR is not None:
-        shutil.rmtree(_WORK_DIR, ignore_errors=True)
-    os._exit(128 + signum)
-
-
-def process_file(command: str, argv: list[str], name: str, data: bytes | None, out_ext: str,
-                 path: str | None = None, work_root: str | None = None) -> dict[str, Any]:
-    """Batch worker: run ``command`` (with option list ``argv``) on one input file.
-
-    Two modes, one computation (so the output does not depend on the engine):
-
-    * ``data`` given (Dask: the worker may be on another machine): the input's
-      bytes come in and the output's bytes go back (``"data"``);
-    * ``data`` None (local pool): the input is read from ``path`` and the
-      output is left in a private temporary folder whose paths come back
-      (``"path"``, ``"dir"``; the parent copies the file into place atomically
-      and removes the folder).  Only small messages cross the pool's pipes,
-      so a worker stopped by Ctrl-C can never leave a half-sent message that
-      would hang the pool.  The folder is made inside ``work_root``, a
-      folder the parent owns and removes when the batch ends however it ends,
-      so a result lost to Ctrl-C cannot leave its folder behind.
-
-    The input is copied into the temporary folder under its own name and
-    processed by the same code as the single-file command.  Returns
-    ``{"ok": True, "metrics": {...}, "seconds": s, ...}`` or
-    ``{"ok": False, "error": "one line", "seconds": s}``.
-    """
-    import shutil
+    import importlib
+    import pkgutil
     import tempfile
 
-    from ._app import build_parser
+    from .. import _kernels, samples
+    from .._ccd import Goal, solve_ccd, solve_chains
+    from .._fabrik import solve_fabrik, solve_fabrik_tree
+    from .._two_bone import solve_two_bone
+    from ..io import load_bvh, save_bvh
 
-    global _WORK_DIR
+    steps: list[tuple[str, float]] = []
+
+    def step(what: str, fn: Any) -> None:
+        t0 = time.perf_counter()
+        fn()
+        steps.append((what, time.perf_counter() - t0))
+
+    def modules() -> None:
+        for info in pkgutil.iter_modules(_kernels.__path__):
+            importlib.import_module(f"{_kernels.__name__}.{info.name}")
+
+    sk = samples.humanoid()
+    walk = samples.clip("walk")
+    pose = sk.rest_pose()
+    arm = ("right_shoulder", "right_elbow", "right_wrist")
+    spine = ("root", "right_wrist")
+    shoulder = forward_kinematics(sk, pose).positions[sk.index("right_shoulder")]
+    offsets = np.random.default_rng(0).normal(0.0, 0.2, size=(WARMUP_BATCH, 3))
+    sizes = [shoulder + offsets[0], shoulder + offsets[:2], shoulder + offsets]
+
+    def each(solve: Any) -> Any:
+        return lambda: [solve(t) for t in sizes]
+
+    step("kernel modules", modules)
+    step("forward_kinematics", lambda: [forward_kinematics(sk, p, matrices=m) for p in
+                                        (pose, walk.pose[:2], walk.pose.broadcast()) for m in (False, True)])
+    step("solve_two_bone", each(lambda t: solve_two_bone(sk, pose, arm, t)))
+    step("solve_ccd", each(lambda t: solve_ccd(sk, pose, spine, t)))
+    step("solve_fabrik", each(lambda t: solve_fabrik(sk, pose, spine, t)))
+    step("solve_fabrik_tree", each(lambda t: solve_fabrik_tree(sk, pose, {"right_wrist": t, "left_wrist": t})))
+    step("solve_chains", each(lambda t: solve_chains(sk, pose, [Goal(spine, t)])))
+
+    def bvh() -> None:
+        with tempfile.TemporaryDirectory(prefix="kinema-warmup-") as tmp:
+            path = os.path.join(tmp, "walk.bvh")
+            save_bvh(path, sk, walk)
+            load_bvh(path)
+
+    step("BVH reader and writer", bvh)
+    step("footlock", lambda: mocap.footlock(sk, walk))
+    wrist = forward_kinematics(sk, walk.pose[20]).positions[sk.index("right_wrist")]
+    step("reach", lambda: [mocap.reach(sk, walk, "right_wrist", wrist + 0.05, (16, 24), chain=c)
+                           for c in (None, "chest")])
+    return steps
+
+
+def run_warmup(args: argparse.Namespace, ui: UI) -> int:
     t0 = time.perf_counter()
-    src = name
-    tmp = tempfile.mkdtemp(prefix="kinema-batch-", dir=work_root)
-    _WORK_DIR = tmp
-    keep = False
-    try:
-        if data is None:
-            if path is None:
-                raise ValueError("process_file needs data or path")
-            shutil.copyfile(path, os.path.join(tmp, os.path.basename(name)))
-        else:
-            with open(os.path.join(tmp, os.path.basename(name)), "wb") as f:
-                f.write(data)
-        src = os.path.join(tmp, os.path.basename(name))
-        out = os.path.join(tmp, "out" + out_ext)
-        args = build_parser().parse_args(command_argv(command, src, out, argv))
-        m = load_motion(src, clip_name=args.clip, fps=getattr(args, "fps", None), even_frames=format_of(out) == "bvh")
-        sk, clip, metrics = transform(command, m, args)
-        save_motion(out, sk, clip, name=m.clip_name, mesh=getattr(args, "mesh", None), inputs=[src])
-        res: dict[str, Any] = {"ok": True, "metrics": metrics, "seconds": time.perf_counter() - t0}
-        if data is None:
-            res.update(path=out, dir=tmp)
-            keep = True
-        else:
-            with open(out, "rb") as f:
-                res["data"] = f.read()
-        return res
-    except KeyboardInterrupt:
-        raise
-    except BaseException as e:  # a failed file is reported; the batch goes on
-        from ._app import one_line
-
-        return {"ok": False, "error": one_line(e).replace(src, name), "seconds": time.perf_counter() - t0}
-    finally:
-        if not keep:
-            shutil.rmtree(tmp, ignore_errors=True)
-        _WORK_DIR = None
+    with ui.status("warming up kinema's kernels"):
+        steps = warm_kernels()
+    total = time.perf_counter() - t0
+    ui.table(("kernels", "seconds"), [(what, f"{dt:.2f}") for what, dt in steps], align="lr")
+    ui.print(f"kernels ready in {total:.2f} s (compiled now, or loaded from numba's cache if they were compiled "
+             "before); later commands start without compiling")
+    return 0

@@ -6,7 +6,12 @@ Safety rules, shared by every command and the batch engine:
   :func:`kinema.io._atomic.atomic_write`: temporary file in the output's
   folder, renamed when complete), so Ctrl-C or a crash leaves no partial file;
 * an output that is one of the inputs is refused, even with ``--force``;
-* an existing output is refused unless ``--force``.
+* an existing output is refused unless ``--force`` (a symlink counts as
+  existing, even one that points nowhere: it is never written through
+  without ``--force``);
+* a missing output folder is created when the output is written (and
+  removed again if the write fails), so ``-o out/x.bvh`` works in a fresh
+  clone.
 """
 
 from __future__ import annotations
@@ -20,8 +25,8 @@ from ..io._atomic import same_file
 from ..pose import Clip, Pose
 from ..skeleton import Skeleton
 
-__all__ = ["CliError", "Motion", "FORMATS", "format_of", "load_motion", "load_sample", "check_output",
-           "save_motion", "scaled"]
+__all__ = ["CliError", "Interrupted", "Motion", "FORMATS", "format_of", "load_motion", "load_sample", "check_output",
+           "save_motion", "scaled", "make_folders", "remove_empty_folders"]
 
 #: File extensions the command line reads and writes, and their format.
 FORMATS = {".bvh": "bvh", ".gltf": "gltf", ".glb": "gltf"}
@@ -42,6 +47,18 @@ UNIT_SCALE_SNAP = 1e-5
 
 class CliError(Exception):
     """A user-facing error: printed as one line, exit status 1."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """The command was stopped by a signal (SIGTERM; Ctrl-C is a plain KeyboardInterrupt).
+
+    A ``KeyboardInterrupt``, so every cleanup that handles Ctrl-C handles it
+    too; the exit status is ``128 + signum``.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by signal {signum}")
+        self.signum = signum
 
 
 @dataclass
@@ -122,18 +139,53 @@ def load_sample(name: str) -> Motion:
 
 
 def check_output(out: str, inputs: list[str], force: bool) -> None:
-    """Refuse an output that is an input (always) or exists (unless ``force``)."""
+    """Refuse an output that is an input (always) or exists (unless ``force``; a dangling symlink exists).
+
+    The output's folder may be missing (:func:`save_motion` creates it), but
+    its nearest existing ancestor must be a folder.
+    """
     format_of(out)
     for src in inputs:
         if os.path.exists(src) and same_file(out, src):
             raise CliError(f"{out}: refusing to overwrite the input file")
     if os.path.isdir(out):
         raise CliError(f"{out}: is a folder; give a file name")
-    folder = os.path.dirname(os.path.abspath(out))
+    if os.path.lexists(out) and not force:
+        what = "a symlink to " + os.readlink(out) if os.path.islink(out) else "a file"
+        raise CliError(f"{out}: already exists ({what}); pass --force to replace it")
+    folder = _nearest_existing(os.path.dirname(os.path.abspath(out)))
     if not os.path.isdir(folder):
-        raise CliError(f"{out}: folder {folder} does not exist")
-    if os.path.exists(out) and not force:
-        raise CliError(f"{out}: already exists; pass --force to replace it")
+        raise CliError(f"{out}: {folder} is not a folder")
+
+
+def _nearest_existing(folder: str) -> str:
+    while not os.path.lexists(folder):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return folder
+
+
+def make_folders(folder: str) -> list[str]:
+    """Create ``folder`` and its missing ancestors; returns those created, deepest first."""
+    created: list[str] = []
+    folder = os.path.abspath(folder)
+    while not os.path.lexists(folder):
+        created.append(folder)
+        folder = os.path.dirname(folder)
+    for f in reversed(created):
+        os.mkdir(f)
+    return created
+
+
+def remove_empty_folders(created: list[str]) -> None:
+    """Remove the folders :func:`make_folders` created, deepest first, as long as they are empty."""
+    for f in created:
+        try:
+            os.rmdir(f)
+        except OSError:  # not empty (or gone): keep it and everything above it
+            return
 
 
 def save_motion(out: str, skeleton: Skeleton, clip: Clip, *, name: str = "clip", mesh: str | None = None,
@@ -146,20 +198,25 @@ def save_motion(out: str, skeleton: Skeleton, clip: Clip, *, name: str = "clip",
     """
     check_output(out, inputs or [], force)
     kind = format_of(out)
-    if kind == "bvh":
-        from ..io import save_bvh
-
-        skeleton, clip = _unit_scales(skeleton, clip)
-        save_bvh(out, skeleton, clip)
-        return
+    created = make_folders(os.path.dirname(os.path.abspath(out)))
     try:
-        from ..io import save_gltf
-    except ImportError as e:
-        raise CliError(f"writing glTF needs pygltflib: pip install 'kinema[io]' ({e})") from None
-    has_mesh = skeleton.meta.get("gltf_mesh") is not None
-    choice = mesh or ("keep" if has_mesh else "bones")
-    mesh_arg: object = {"keep": None if has_mesh else False, "bones": "bones", "none": False}[choice]
-    save_gltf(out, skeleton, {name: clip}, mesh=mesh_arg)  # type: ignore[arg-type]
+        if kind == "bvh":
+            from ..io import save_bvh
+
+            skeleton, clip = _unit_scales(skeleton, clip)
+            save_bvh(out, skeleton, clip)
+            return
+        try:
+            from ..io import save_gltf
+        except ImportError as e:
+            raise CliError(f"writing glTF needs pygltflib: pip install 'kinema[io]' ({e})") from None
+        has_mesh = skeleton.meta.get("gltf_mesh") is not None
+        choice = mesh or ("keep" if has_mesh else "bones")
+        mesh_arg: object = {"keep": None if has_mesh else False, "bones": "bones", "none": False}[choice]
+        save_gltf(out, skeleton, {name: clip}, mesh=mesh_arg)  # type: ignore[arg-type]
+    except BaseException:
+        remove_empty_folders(created)
+        raise
 
 
 def _unit_scales(skeleton: Skeleton, clip: Clip) -> tuple[Skeleton, Clip]:

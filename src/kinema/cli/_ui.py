@@ -10,10 +10,45 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+import threading
+import unicodedata
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["UI"]
+__all__ = ["UI", "COMPILING", "compile_notice", "one_line", "printable"]
+
+#: What the spinner says while numba compiles a kernel (a real compile, not a cache load).
+COMPILING = "compiling kernels (first use, cached afterwards)"
+
+
+def printable(text: str, *, keep: str = "") -> str:
+    """``text`` safe for a terminal: control and format characters escaped (``\\x1b``, ``\\u200b``).
+
+    Names come from files (a joint named ``ESC[2J`` must not clear the
+    user's screen); characters in ``keep`` (e.g. ``"\\n"``) pass as they are.
+    """
+    if text.isprintable() and not keep:
+        return text
+    out = []
+    for ch in text:
+        if ch in keep or ch == " " or not unicodedata.category(ch).startswith(("C", "Z")):
+            out.append(ch)
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return "".join(out)
+
+
+def one_line(e: BaseException) -> str:
+    """An exception as one printable line: its message (naming the file of an OSError), else its type."""
+    if isinstance(e, OSError) and e.strerror:
+        where = f"{e.filename}: " if e.filename else ""
+        text = f"{where}{e.strerror}"
+    else:
+        text = str(e) or type(e).__name__
+    if isinstance(e, KeyError) and text.startswith(("'", '"')):
+        text = f"missing key {text}"
+    return printable(" ".join(text.split()))
 
 
 def _rich_available() -> bool:
@@ -22,6 +57,49 @@ def _rich_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+class _CompileDepth:
+    """numba ``"numba:compile"`` events -> ``on_change(True)`` at the first start, ``(False)`` at the last end.
+
+    numba fires the event only for a real compilation (a kernel loaded from
+    its on-disk cache fires nothing), so what the caller shows is true.
+    Nested compiles (a kernel compiling the kernels it calls) count once.
+    """
+
+    def __init__(self, on_change: Callable[[bool], None]) -> None:
+        self._on_change = on_change
+        self._depth = 0
+        self._lock = threading.Lock()
+
+    def change(self, start: bool) -> None:
+        with self._lock:
+            self._depth = self._depth + 1 if start else max(self._depth - 1, 0)
+            depth = self._depth
+        if depth == (1 if start else 0):
+            self._on_change(depth > 0)
+
+
+@contextlib.contextmanager
+def compile_notice(on_change: Callable[[bool], None]) -> Iterator[None]:
+    """Within the block, ``on_change(True)`` when numba starts compiling and ``(False)`` when it is done."""
+    from numba.core import event as ev  # here, not at import: ``kinema --help`` needs no numba
+
+    depth = _CompileDepth(on_change)
+
+    class Listener(ev.Listener):  # type: ignore[misc]
+        def on_start(self, event: Any) -> None:
+            depth.change(True)
+
+        def on_end(self, event: Any) -> None:
+            depth.change(False)
+
+    listener = Listener()
+    ev.register("numba:compile", listener)
+    try:
+        yield
+    finally:
+        ev.unregister("numba:compile", listener)
 
 
 class _NullProgress:
@@ -35,15 +113,32 @@ class _NullProgress:
 
 
 class _RichProgress:
-    def __init__(self, progress: Any, task: Any) -> None:
+    def __init__(self, progress: Any, task: Any, text: str) -> None:
         self._progress = progress
         self._task = task
+        self._text = text
+        self._compiling = False
 
     def advance(self, n: int = 1) -> None:
         self._progress.advance(self._task, n)
 
     def describe(self, text: str) -> None:
-        self._progress.update(self._task, description=text)
+        self._text = printable(text)
+        self._show()
+
+    def compiling(self, active: bool) -> None:
+        """numba started (True) or finished (False) compiling: say so next to the description."""
+        self._compiling = active
+        self._show()
+
+    @property
+    def shown(self) -> str:
+        """The text the spinner shows now."""
+        return f"{self._text}: {COMPILING}" if self._compiling and self._text else (
+            COMPILING if self._compiling else self._text)
+
+    def _show(self) -> None:
+        self._progress.update(self._task, description=self.shown)
 
 
 class UI:
@@ -58,11 +153,11 @@ class UI:
     # ------------------------------------------------------------- results
     def print(self, text: str = "") -> None:
         if not self.quiet:
-            print(text, flush=True)
+            print(printable(text, keep="\n\t"), flush=True)
 
     def note(self, text: str) -> None:
         """A remark on stderr (warnings, skipped work); shown even with --quiet."""
-        print(text, file=sys.stderr, flush=True)
+        print(printable(text, keep="\n\t"), file=sys.stderr, flush=True)
 
     def table(self, headers: Sequence[str], rows: Sequence[Sequence[str]], title: str | None = None,
               align: str | None = None) -> None:
@@ -77,9 +172,10 @@ class UI:
             for i, h in enumerate(headers):
                 t.add_column(h, justify="right" if align and align[i] == "r" else "left")
             for r in rows:
-                t.add_row(*r)
+                t.add_row(*(printable(str(c)) for c in r))
             Console().print(t)
             return
+        rows = [[printable(str(c)) for c in r] for r in rows]
         cols = [list(map(str, c)) for c in zip(headers, *rows, strict=False)]
         widths = [max(len(x) for x in c) for c in cols]
 
@@ -108,7 +204,11 @@ class UI:
 
     @contextlib.contextmanager
     def status(self, text: str) -> Iterator[_NullProgress | _RichProgress]:
-        """A spinner with a changing description for one long step (load, solve, save)."""
+        """A spinner with a changing description for one long step (load, solve, save).
+
+        While numba compiles a kernel (first use; cached afterwards) the
+        spinner says :data:`COMPILING`, then goes back to its description.
+        """
         if not self.show_progress:
             yield _NullProgress()
             return
@@ -116,8 +216,10 @@ class UI:
 
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                       console=self._console(), transient=True) as p:
-            task = p.add_task(text, total=None)
-            yield _RichProgress(p, task)
+            task = p.add_task(printable(text), total=None)
+            bar = _RichProgress(p, task, printable(text))
+            with compile_notice(bar.compiling):
+                yield bar
 
     @contextlib.contextmanager
     def progress(self, total: int, text: str) -> Iterator[_NullProgress | _RichProgress]:
@@ -129,5 +231,7 @@ class UI:
 
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                       console=self._console(), transient=True) as p:
-            task = p.add_task(text, total=total)
-            yield _RichProgress(p, task)
+            task = p.add_task(printable(text), total=total)
+            bar = _RichProgress(p, task, printable(text))
+            with compile_notice(bar.compiling):
+                yield bar

@@ -16,6 +16,12 @@ Usage::
 
 A writer that is handed the path of one of its own inputs refuses (``inputs``):
 a converter must never overwrite the file it reads.
+
+A process killed outright (SIGKILL, power loss) cannot remove its temporary
+file.  Temporary names carry the writer's process id
+(``.NAME.PID-RANDOM.tmp``), and every write removes the temporary files in
+its folder whose writer is no longer running (:func:`remove_stale_temps`),
+so a leftover lasts only until the next write into that folder.
 """
 
 from __future__ import annotations
@@ -23,11 +29,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
-__all__ = ["atomic_write", "same_file"]
+__all__ = ["atomic_write", "same_file", "remove_stale_temps", "is_temp_name"]
 
 #: Attempts at a fresh temporary name before giving up (names are 64 random bits,
 #: so a second attempt only happens when a stale file happens to collide).
@@ -38,6 +45,56 @@ _TEMP_NAME_TRIES = 16
 _NEW_FILE_MODE = 0o666
 
 PathLike = str | os.PathLike[str]
+
+#: A temporary file of :func:`atomic_write`: ``.NAME.PID-RANDOM.tmp`` (PID: the writer's process id).
+_TEMP_NAME = re.compile(r"^\..+\.(?P<pid>[0-9]+)-[0-9a-f]{16}\.tmp$")
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether ``name`` (a bare file name) is one of :func:`atomic_write`'s temporary files."""
+    return _TEMP_NAME.match(name) is not None
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists (POSIX: signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        return True
+    return True
+
+
+def remove_stale_temps(folder: PathLike) -> list[str]:
+    """Remove ``folder``'s temporary files left by writers that are no longer running; returns their paths.
+
+    Only regular files named like :func:`atomic_write`'s temporaries whose
+    process id is not a running process are removed (a writer that is still
+    at work keeps its file).  POSIX only (elsewhere there is no safe way to
+    ask whether a process exists): returns ``[]``.
+    """
+    if os.name != "posix":
+        return []
+    removed = []
+    me = os.getpid()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    for entry in entries:
+        m = _TEMP_NAME.match(entry.name)
+        if m is None:
+            continue
+        pid = int(m.group("pid"))
+        try:
+            if pid == me or _running(pid) or not entry.is_file(follow_symlinks=False):
+                continue
+            os.unlink(entry.path)
+        except OSError:  # gone already (another writer cleaned it), or not ours to remove
+            continue
+        removed.append(entry.path)
+    return removed
 
 
 def same_file(a: PathLike, b: PathLike) -> bool:
@@ -53,15 +110,20 @@ def same_file(a: PathLike, b: PathLike) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def _open_temp(folder: str, name: str) -> tuple[int, str]:
-    """Create ``folder/.name.<random>.tmp`` exclusively; returns ``(fd, path)``."""
+def _open_temp(folder: str, name: str, claim: Callable[[str], None]) -> int:
+    """Create ``folder/.name.<pid>-<random>.tmp`` exclusively; returns its descriptor.
+
+    ``claim(path)`` is called with each name *before* the file is created, so a
+    caller interrupted (Ctrl-C, SIGTERM) right after the creation, before this
+    returns, still knows which file to remove.
+    """
     for _ in range(_TEMP_NAME_TRIES):
-        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(8)}.tmp")
+        tmp = os.path.join(folder, f".{name}.{os.getpid()}-{secrets.token_hex(8)}.tmp")
+        claim(tmp)
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), _NEW_FILE_MODE)
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), _NEW_FILE_MODE)
         except FileExistsError:  # a stale temp file with the same random name: draw again
             continue
-        return fd, tmp
     raise FileExistsError(errno.EEXIST, f"could not create a unique temporary file next to {name!r}", folder)
 
 
@@ -102,7 +164,8 @@ def atomic_write(
       is written, so an input is never overwritten.
 
     The temporary file lives in ``path``'s folder (same file system, so the
-    final :func:`os.replace` is atomic).  It is flushed and fsync-ed before
+    final :func:`os.replace` is atomic); stale ones of killed writers there
+    are removed first (:func:`remove_stale_temps`).  It is flushed and fsync-ed before
     the rename, and removed on any exception (``KeyboardInterrupt`` too),
     which is then re-raised; an ``OSError`` that names no file (``ENOSPC``
     from a write or ``fsync``) is re-raised as an ``OSError`` of the same
@@ -123,9 +186,13 @@ def atomic_write(
     if os.path.isdir(dest):
         raise IsADirectoryError(errno.EISDIR, "destination is a folder", os.fspath(path))
     folder, name = os.path.split(dest)
-    fd, tmp = _open_temp(folder, name)
+    remove_stale_temps(folder)
+    claimed: list[str] = []  # the temporary name, known before the file exists
+    fd = -1
     owned = False  # True once a file object owns (and will close) fd
     try:
+        fd = _open_temp(folder, name, claimed.append)
+        tmp = claimed[-1]
         if exists:
             with contextlib.suppress(OSError):  # e.g. on a file system without chmod
                 os.chmod(tmp, os.stat(dest).st_mode & 0o7777)
@@ -141,11 +208,12 @@ def atomic_write(
         os.replace(tmp, dest)
     except BaseException as exc:
         # Failed or interrupted: the destination is untouched; drop the partial file.
-        if not owned:  # fdopen itself failed: the descriptor is still ours to close
+        if not owned and fd >= 0:  # fdopen itself failed: the descriptor is still ours to close
             with contextlib.suppress(OSError):
                 os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        if claimed:  # created, or interrupted between creating it and getting its descriptor
+            with contextlib.suppress(OSError):
+                os.unlink(claimed[-1])
         if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
             # A write or fsync error (a full disk) names no file: name the destination.
             raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from exc

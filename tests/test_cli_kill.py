@@ -1,0 +1,281 @@
+"""``kinema batch`` and the single commands under faults and kills (issue 15.4, 15.5).
+
+* an output that cannot be written (a folder or a symlink in its place, a
+  read-only folder, a full disk) fails that file only; the batch goes on and
+  ends with its summary and exit status 1;
+* SIGTERM to a running batch stops its workers and removes its temporary
+  folder (exit 143); SIGKILL cannot leave workers running (they watch their
+  parent) nor their temporary folders;
+* a single command killed mid-write leaves its ``.tmp`` file only until the
+  next write into that folder.
+
+Processes are found through ``/proc`` (Linux), no psutil.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import kinema
+from kinema.cli import main
+from kinema.cli._bench import long_walk
+from kinema.io import load_bvh, save_bvh
+from kinema.io._atomic import is_temp_name
+
+CLI = [sys.executable, "-m", "kinema.cli"]
+
+#: Seconds a killed batch's workers get to be gone (a thread in each waits on the parent's sentinel pipe).
+WORKERS_GONE_S = 5.0
+
+linux_only = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc (Linux)")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def two_walks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("walks")
+    sk = kinema.samples.humanoid()
+    for name in ("a", "b", "c"):
+        save_bvh(folder / f"{name}.bvh", sk, kinema.samples.clip("walk"))
+    return folder
+
+
+def _rows(out: str) -> dict[str, list[str]]:
+    """The batch table's rows by file name (the first column)."""
+    return {ln.split()[0]: ln.split() for ln in out.splitlines() if ln.split() and ln.split()[0].endswith(".bvh")}
+
+
+# ---------------------------------------------------------- failed outputs
+def test_an_output_that_cannot_be_written_fails_that_file_only(capsys: pytest.CaptureFixture[str], two_walks: Path,
+                                                               tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    (out_dir / "a.bvh").mkdir()  # a folder where a.bvh goes
+    elsewhere = tmp_path / "elsewhere.bvh"
+    (out_dir / "b.bvh").symlink_to(elsewhere)  # a dangling link where b.bvh goes
+    code, out, err = run(capsys, "batch", "footlock", two_walks, "-o", out_dir, "--workers", "1", "--force")
+    assert code == 1
+    rows = _rows(out)
+    assert rows["a.bvh"][1] == "FAILED" and "is a folder" in out
+    assert rows["b.bvh"][1] == "FAILED" and "is a symlink" in out
+    assert rows["c.bvh"][1] == "ok"
+    assert "1 ok, 0 missed, 2 failed, 0 skipped" in out
+    assert not elsewhere.exists()  # never written through the link
+    assert load_bvh(out_dir / "c.bvh")[1].n_frames == 39
+    assert "a.bvh" in err and "b.bvh" in err
+    # a full disk while writing one output: that file fails (naming the file), the rest go on
+    import kinema.io._atomic as atomic
+
+    real = atomic._open_temp
+
+    def full_disk(folder: str, name: str, claim: Callable[[str], None]) -> int:
+        if name == "b.bvh":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.path.join(folder, name))
+        return real(folder, name, claim)
+
+    monkeypatch.setattr(atomic, "_open_temp", full_disk)
+    out2 = tmp_path / "out2"
+    code, out, err = run(capsys, "batch", "footlock", two_walks, "-o", out2, "--workers", "1")
+    assert code == 1
+    assert "2 ok, 0 missed, 1 failed, 0 skipped" in out
+    assert f"{out2 / 'b.bvh'}: No space left on device" in err
+    assert sorted(p.name for p in out2.iterdir()) == ["a.bvh", "c.bvh"]
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root may write into read-only folders")
+def test_a_read_only_output_folder_fails_each_file(capsys: pytest.CaptureFixture[str], two_walks: Path,
+                                                   tmp_path: Path) -> None:
+    out_dir = tmp_path / "ro"
+    out_dir.mkdir()
+    out_dir.chmod(0o555)
+    try:
+        code, out, _ = run(capsys, "batch", "footlock", two_walks, "-o", out_dir, "--workers", "1")
+    finally:
+        out_dir.chmod(0o755)
+    assert code == 1 and "0 ok, 0 missed, 3 failed, 0 skipped" in out and "Permission denied" in out
+
+
+# ------------------------------------------------------------------ missed
+def test_batch_reports_missed_files_with_the_distance(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    sk = kinema.samples.humanoid()
+    save_bvh(src / "walk.bvh", sk, kinema.samples.clip("walk"))
+    save_bvh(src / "run.bvh", sk, kinema.samples.clip("run"))
+    # Without the hips the walk's feet fall 3.1 cm short, the run's 0.26 cm: a 1 cm tolerance splits them.
+    code, out, _ = run(capsys, "batch", "footlock", src, "-o", tmp_path / "out", "--workers", "1", "--no-hips",
+                       "--tolerance", "0.01")
+    assert code == 3
+    rows = _rows(out)
+    assert rows["walk.bvh"][1] == "missed" and rows["run.bvh"][1] == "ok"
+    line = next(ln for ln in out.splitlines() if ln.startswith("walk.bvh"))
+    assert "missed by 0.03097 m (tolerance 0.01 m)" in line
+    assert "1 ok, 1 missed, 0 failed, 0 skipped" in out
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["run.bvh", "walk.bvh"]  # written anyway
+    # a failure outranks a miss
+    (src / "broken.bvh").write_text("HIERARCHY\n")
+    code, out, _ = run(capsys, "batch", "footlock", src, "-o", tmp_path / "out", "--workers", "1", "--no-hips",
+                       "--tolerance", "0.01", "--force")
+    assert code == 1 and "1 ok, 1 missed, 1 failed, 0 skipped" in out
+
+
+def test_single_footlock_miss_exits_3(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = run(capsys, "footlock", "--sample", "walk", "-o", tmp_path / "x.bvh", "--no-hips")
+    assert code == 3
+    assert "missed: a foot ends 0.03097 m from its target" in out
+    assert err.startswith("kinema footlock: missed: a foot ends 0.03097 m") and "exit status 3" in err
+    code, _, _ = run(capsys, "footlock", "--sample", "walk", "-o", tmp_path / "x.bvh", "--no-hips", "--force",
+                     "--tolerance", "0.05")
+    assert code == 0
+
+
+# ------------------------------------------------------------------- kills
+@pytest.fixture(scope="module")
+def long_walks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Six 40,000-frame walks (18 MB each, hard links of one file): a batch that runs for seconds."""
+    folder = tmp_path_factory.mktemp("long_walks")
+    sk, clip = long_walk(40_000)
+    save_bvh(folder / "take0.bvh", sk, clip)
+    for i in range(1, 6):
+        os.link(folder / "take0.bvh", folder / f"take{i}.bvh")
+    return folder
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2:].split()  # fields after "pid (comm)": state, ppid, ...
+
+
+def _alive(pid: int) -> bool:
+    st = _stat(pid)
+    return st is not None and st[0] not in ("Z", "X")
+
+
+def _descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        kids = set()
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                st = _stat(int(entry))
+                if st is not None and int(st[1]) in frontier:
+                    kids.add(int(entry))
+        kids -= found
+        found |= kids
+        frontier = kids
+    return found
+
+
+def _start_batch(long_walks: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path, set[int]]:
+    out_dir, work = tmp_path / "out", tmp_path / "work"
+    work.mkdir()
+    env = dict(os.environ, TMPDIR=str(work))
+    proc = subprocess.Popen([*CLI, "batch", "footlock", str(long_walks), "-o", str(out_dir), "--workers", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    t0 = time.monotonic()
+    while True:  # wait until both workers have a file in their temporary folders: mid-batch
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - t0 < 300, "the batch did not start"
+        busy = [d for root in _batch_folders(work) for d in root.iterdir()]
+        if len(busy) >= 2:
+            break
+        time.sleep(0.01)
+    return proc, out_dir, work, _descendants(proc.pid)
+
+
+def _assert_all_gone(pids: set[int]) -> None:
+    deadline = time.monotonic() + WORKERS_GONE_S
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in pids if _alive(p)], "a batch process survived its parent"
+
+
+def _batch_folders(work: Path) -> list[Path]:
+    """The batch's temporary folders in ``work`` (TMPDIR); other libraries' passing files are not its own."""
+    return [p for p in work.iterdir() if p.name.startswith("kinema-batch-") and p.is_dir()]
+
+
+def _left_behind(out_dir: Path, work: Path) -> list[Path]:
+    temps = [p for p in out_dir.iterdir() if is_temp_name(p.name)] if out_dir.exists() else []
+    return temps + [p for p in work.iterdir() if p.name.startswith("kinema-")]
+
+
+@linux_only
+def test_sigterm_stops_a_batch_its_workers_and_its_temporary_folder(long_walks: Path, tmp_path: Path) -> None:
+    proc, out_dir, work, kids = _start_batch(long_walks, tmp_path)
+    assert len(kids) >= 2
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert err.strip().endswith("kinema: interrupted (no partial output was left)")
+    _assert_all_gone(kids)
+    assert _left_behind(out_dir, work) == []
+    for p in out_dir.iterdir() if out_dir.exists() else []:  # whatever was installed is complete
+        assert load_bvh(p)[1].n_frames == 40_000
+
+
+@linux_only
+def test_sigkill_of_a_batch_leaves_no_worker_and_no_temporary_folder(long_walks: Path, tmp_path: Path) -> None:
+    proc, out_dir, work, kids = _start_batch(long_walks, tmp_path)
+    assert len(kids) >= 2
+    proc.kill()
+    proc.communicate(timeout=60)
+    _assert_all_gone(kids)
+    deadline = time.monotonic() + WORKERS_GONE_S
+    while _left_behind(out_dir, work) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _left_behind(out_dir, work) == []
+
+
+@linux_only
+def test_a_killed_writer_leaves_its_temp_file_only_until_the_next_write(long_walks: Path, tmp_path: Path) -> None:
+    out_path = tmp_path / "locked.bvh"
+    proc = subprocess.Popen([*CLI, "convert", str(long_walks / "take0.bvh"), str(out_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.monotonic()
+    while not [p for p in tmp_path.iterdir() if is_temp_name(p.name)]:  # mid-write
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - t0 < 300
+        time.sleep(0.002)
+    proc.kill()
+    proc.communicate(timeout=60)
+    stale = [p for p in tmp_path.iterdir() if is_temp_name(p.name)]
+    assert len(stale) == 1 and not out_path.exists()  # SIGKILL: nothing can clean up in that process
+    code = main(["sample", "walk", "-o", str(tmp_path / "walk.bvh")])  # the next write into the folder
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["walk.bvh"]
+
+
+@linux_only
+def test_sigterm_of_a_writer_leaves_nothing(long_walks: Path, tmp_path: Path) -> None:
+    out_path = tmp_path / "copy.bvh"
+    proc = subprocess.Popen([*CLI, "convert", str(long_walks / "take0.bvh"), str(out_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.monotonic()
+    while not [p for p in tmp_path.iterdir() if is_temp_name(p.name)]:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - t0 < 300
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert list(tmp_path.iterdir()) == []

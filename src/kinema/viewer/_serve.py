@@ -44,6 +44,28 @@ def _free_port(host: str) -> int:
         return int(s.getsockname()[1])
 
 
+#: What the viewer says once the warm-up's compilation is over.
+COMPILED = "kernels compiled (cached for the next start)"
+
+
+def warm_up_with_notice(state: ViewerState, verbose: bool = True) -> list[str]:
+    """:meth:`ViewerState.warm_up`, telling the page (a state note) and the terminal while numba compiles.
+
+    The notice is the command line's (``kinema.cli._ui.COMPILING``), raised by
+    numba's own compile events, so a start from a warm cache says nothing.
+    """
+    from ..cli._ui import COMPILING, compile_notice
+
+    def on_change(active: bool) -> None:
+        message = COMPILING if active else COMPILED
+        state.note(message)
+        if verbose:
+            print(f"[kinema view] {message}", flush=True)
+
+    with compile_notice(on_change):
+        return state.warm_up()
+
+
 def is_loopback(host: str) -> bool:
     """True when ``host`` names only this machine (``localhost``, ``127.0.0.0/8``, ``::1``)."""
     name = host.strip().strip("[]").lower()
@@ -128,8 +150,9 @@ def serve(
             print(f"kinema viewer: {src} at {url}  (Ctrl-C to stop)", flush=True)
             print(f"  Open lists the files under {files.root}; export writes into {files.out_dir}", flush=True)
         viewer = Viewer(state=state, app=app, server=server, url=url)
-        # compile the solvers now, not on the first drag
-        threading.Thread(target=state.warm_up, name="kinema-view-warm-up", daemon=True).start()
+        # compile the solvers now, not on the first drag, saying so while numba compiles
+        threading.Thread(target=warm_up_with_notice, args=(state, verbose), name="kinema-view-warm-up",
+                         daemon=True).start()
         if not block:
             return viewer
         try:

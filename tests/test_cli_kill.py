@@ -279,3 +279,26 @@ def test_sigterm_of_a_writer_leaves_nothing(long_walks: Path, tmp_path: Path) ->
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err
     assert list(tmp_path.iterdir()) == []
+
+
+def _numba_threads() -> int:
+    import numba
+
+    return int(numba.get_num_threads())
+
+
+def test_pool_workers_run_numba_on_one_thread() -> None:
+    """The pool is the parallelism: each spawned worker runs numba single-threaded (no oversubscription)."""
+    import multiprocessing
+    import os as _os
+    from concurrent.futures import ProcessPoolExecutor
+
+    from kinema.cli._worker import worker_init
+
+    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=worker_init, initargs=(_os.getpid(), None)) as ex:
+        assert list(ex.map(lambda_free_threads, range(2))) == [1, 1]
+
+
+def lambda_free_threads(_: int) -> int:
+    return _numba_threads()

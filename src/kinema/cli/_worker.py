@@ -112,6 +112,10 @@ def worker_init(parent_pid: int, work_root: str | None) -> None:
     """Pool worker start-up: Ctrl-C is the parent's; SIGTERM or the parent's death cleans up and exits."""
     global _PARENT_PID, _WORK_ROOT
     _PARENT_PID, _WORK_ROOT = parent_pid, work_root
+    # One numba thread per worker: the pool is the parallelism (N workers each starting as many numba threads
+    # as there are cores oversubscribe the machine, and two workers ran slower than one).  Set before numba is
+    # imported in this fresh (spawned) process.
+    os.environ["NUMBA_NUM_THREADS"] = "1"
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, stop_worker)
     if _parent_gone():  # died while this worker was starting

@@ -806,11 +806,14 @@ def _reach_chain(skeleton: Skeleton, pose: Pose, start: int, eff: int, goal: Flo
     CCD (:func:`kinema.solve_ccd`, steps capped at ``REACH_CHAIN_MAX_STEP``)
     lets the spine and shoulder lean toward the target; it settles to ~1e-5
     of the chain's size, so the arm (grandparent, parent, effector) is then
-    solved analytically from where CCD left it (pole: its elbow there), which
-    lands the effector exactly whenever the arm can reach.
+    solved analytically from where CCD left it, which lands the effector
+    exactly whenever the arm can reach.  The two are a :class:`~kinema.Rig`:
+    the two-bone step layers on the CCD step, with no pole, so it keeps the
+    bend plane CCD left.
     """
-    from ._ccd import solve_ccd
-    from ._two_bone import solve_two_bone
+    from ._ccd import CCD
+    from ._two_bone import TwoBone
+    from .rig import Rig, Step
 
     joints = skeleton.chain(start, eff)
     if len(joints) < 4:
@@ -818,12 +821,16 @@ def _reach_chain(skeleton: Skeleton, pose: Pose, start: int, eff: int, goal: Flo
             f"--chain from {skeleton.names[start]!r} to {skeleton.names[eff]!r} has {len(joints)} joints; "
             "start it above the arm (e.g. at a spine joint), or leave it out for two-bone IK"
         )
-    res = solve_ccd(skeleton, pose, (start, eff), goal, iterations=max_iterations, tolerance=tolerance,
-                    max_step=REACH_CHAIN_MAX_STEP)
     elbow, shoulder = int(joints[-2]), int(joints[-3])
-    fk = forward_kinematics(skeleton, res.pose)
-    arm = solve_two_bone(skeleton, res.pose, (shoulder, elbow, eff), goal, fk.positions[:, elbow],
-                         end_rotation=end_rot)
+    # The arm layers on the lean: no pole, so it keeps the bend plane the CCD step left.
+    rig = Rig(skeleton, [
+        Step("lean", CCD(skeleton, (start, eff), iterations=max_iterations, tolerance=tolerance,
+                         max_step=REACH_CHAIN_MAX_STEP)),
+        Step("arm", TwoBone(skeleton, (shoulder, elbow, eff)), layer=True,
+             options={} if end_rot is None else {"end_rotation": end_rot}),
+    ])
+    res = rig.solve(pose, {"lean": goal, "arm": goal})
+    arm = res.steps["arm"]
     changed = [int(j) for j in joints]
     if end_rot is None:  # CCD never turns the end: it rides on its parent either way
         changed.remove(eff)

@@ -205,14 +205,19 @@ def prepare(
     nj = skeleton.n_joints
     check_pose(skeleton, pose, "solve")
     pt, pr, ps = pose.translations, pose.rotations, pose.scales
-    if out is None and pt.ndim == 2 and pr.ndim == 2 and ps.ndim == 2 and all(
-            a.ndim == len(tl) for a, tl in extras):
-        # One unbatched item (the per-frame call): batch-of-one copies, no broadcasting.
-        t1 = _own_row(pt)
-        r1 = _own_row(pr)
-        s1 = _own_row(ps)
-        return Prepared((), 1, t1, r1, s1, Pose._trusted(t1[0], r1[0], s1[0]), [_own_row(a) for a, _ in extras],
-                        True)
+    if out is None and pt.ndim == 2 and pr.ndim == 2 and ps.ndim == 2:
+        one: list[FloatArray] | None = []
+        for a, tl in extras:
+            if a.ndim != len(tl):
+                one = None  # a batched input: the general path
+                break
+            one.append(_own_row(a))  # type: ignore[union-attr]
+        if one is not None:
+            # One unbatched item (the per-frame call): batch-of-one copies, no broadcasting.
+            t1 = _own_row(pt)
+            r1 = _own_row(pr)
+            s1 = _own_row(ps)
+            return Prepared((), 1, t1, r1, s1, Pose._trusted(t1[0], r1[0], s1[0]), one, True)
     batch = broadcast_batch(pose.batch_shape, *[a.shape[: a.ndim - len(tl)] for a, tl in extras])
     n = int(np.prod(batch)) if batch else 1
     if out is None:
@@ -456,9 +461,15 @@ class SolverCache:
     def get(self, cls: type[S], skeleton: Skeleton, args: tuple[Any, ...], build: Callable[[], S]) -> S:
         """The cached solver of ``cls`` for ``skeleton`` and ``args``, built by ``build()`` when missing."""
         try:
-            key: Hashable = (cls, id(skeleton), freeze(args))
+            # Plain arguments (names, numbers, None, tuples of them) hash as they are, with their types so that
+            # 1, 1.0 and True stay apart; anything else (lists, arrays, limit maps) through freeze().
+            key: Hashable = (cls, id(skeleton), tuple([(type(a), a) for a in args]))
+            hash(key)
         except TypeError:
-            return build()
+            try:
+                key = (cls, id(skeleton), freeze(args))
+            except TypeError:
+                return build()
         items = self._items
         hit = items.get(key)
         if hit is not None and hit.skeleton is skeleton:

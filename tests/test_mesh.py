@@ -14,6 +14,7 @@ import pytest
 
 import kinema
 from kinema import Pose, Skeleton, forward_kinematics
+from kinema import io
 from kinema import rotation as R
 from kinema.mesh import SkinnedMesh, bone_mesh, linear_blend_skinning
 
@@ -106,3 +107,20 @@ def test_the_mesh_is_an_explicit_argument_of_save_gltf(shared_data: Path, tmp_pa
     pose = asset.clips["animation_0"].pose[1]
     np.testing.assert_allclose(back.skinned_positions(bare, pose), asset.mesh.skinned_positions(src, pose),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_cli_output_takes_the_loaded_mesh_explicitly(shared_data: Path, tmp_path: Path) -> None:
+    """The command line hands the mesh it loaded to save_gltf (Motion.mesh), not through skeleton.meta: a
+    skeleton without any meta still writes the file's own skinned mesh."""
+    from kinema.cli import _files
+
+    m = _files.load_motion(str(shared_data / "gltf" / "RiggedFigure.gltf"))
+    assert m.mesh is not None
+    bare = kinema.Skeleton(m.skeleton.names, m.skeleton.parents, m.skeleton.translations, m.skeleton.rotations,
+                           m.skeleton.scales)
+    out = tmp_path / "figure.glb"
+    _files.save_motion(str(out), bare, m.clip, loaded_mesh=m.mesh)
+    again = io.load_gltf(out)
+    assert again.mesh is not None
+    np.testing.assert_allclose(again.mesh.positions, m.mesh.positions, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(again.mesh.indices, m.mesh.indices)

@@ -484,7 +484,7 @@ def _run_file_command(command: str, args: argparse.Namespace, ui: UI) -> int:
         sk, clip, figures = transform(command, m, args)
         st.describe(f"writing {out}")
         save_motion(out, sk, clip, name=m.clip_name, mesh=getattr(args, "mesh", None), inputs=inputs,
-                    force=args.force)
+                    force=args.force, loaded_mesh=m.mesh)
     if getattr(args, "json", False):
         figures["output"] = out
         figures["input"] = m.source

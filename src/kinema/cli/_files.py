@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -71,6 +72,8 @@ class Motion:
     kind: str  # "bvh", "gltf" or "sample"
     clip_name: str = "clip"
     clip_names: tuple[str, ...] = field(default_factory=tuple)
+    #: The skinned mesh a glTF file brought (``kinema.mesh.SkinnedMesh``), passed to ``save_gltf`` explicitly.
+    mesh: Any = None
 
 
 def format_of(path: str) -> str:
@@ -113,13 +116,14 @@ def load_motion(path: str, *, clip_name: str | None = None, fps: float | None = 
         name = names[0]
     else:
         rest = asset.skeleton.rest_pose((1,))
-        return Motion(asset.skeleton, Clip(rest, fps or DEFAULT_RESAMPLE_FPS), path, "gltf", "rest", names)
+        return Motion(asset.skeleton, Clip(rest, fps or DEFAULT_RESAMPLE_FPS), path, "gltf", "rest", names,
+                      asset.mesh)
     clip = asset.clips[name]
     if even_frames and fps is None and clip.times is not None:
         if not _even(clip.times):
             return load_motion(path, clip_name=name, fps=float(clip.fps))
         clip = Clip(clip.pose, float(clip.fps))  # float32 rounding only: same frames, even spacing
-    return Motion(asset.skeleton, clip, path, "gltf", name, names)
+    return Motion(asset.skeleton, clip, path, "gltf", name, names, asset.mesh)
 
 
 def _even(times: np.ndarray) -> bool:
@@ -189,10 +193,11 @@ def remove_empty_folders(created: list[str]) -> None:
 
 
 def save_motion(out: str, skeleton: Skeleton, clip: Clip, *, name: str = "clip", mesh: str | None = None,
-                inputs: list[str] | None = None, force: bool = True) -> None:
+                inputs: list[str] | None = None, force: bool = True, loaded_mesh: Any = None) -> None:
     """Write ``clip`` as BVH or glTF/GLB (by extension), atomically.
 
-    ``mesh`` (glTF only): ``"keep"`` the mesh the skeleton was loaded with,
+    ``mesh`` (glTF only): ``"keep"`` the mesh the input was loaded with
+    (``loaded_mesh``, :attr:`Motion.mesh`, handed to ``save_gltf``),
     ``"bones"`` capsules along the bones, ``"none"``; default keep when there
     is one, else bones (so the file opens in any glTF viewer).
     """
@@ -210,9 +215,9 @@ def save_motion(out: str, skeleton: Skeleton, clip: Clip, *, name: str = "clip",
             from ..io import save_gltf
         except ImportError as e:
             raise CliError(f"writing glTF needs pygltflib: pip install 'kinema[io]' ({e})") from None
-        has_mesh = skeleton.meta.get("gltf_mesh") is not None
+        has_mesh = loaded_mesh is not None
         choice = mesh or ("keep" if has_mesh else "bones")
-        mesh_arg: object = {"keep": None if has_mesh else False, "bones": "bones", "none": False}[choice]
+        mesh_arg: object = {"keep": loaded_mesh if has_mesh else False, "bones": "bones", "none": False}[choice]
         save_gltf(out, skeleton, {name: clip}, mesh=mesh_arg)  # type: ignore[arg-type]
     except BaseException:
         remove_empty_folders(created)

@@ -165,7 +165,8 @@ def process_file(command: str, argv: list[str], name: str, data: bytes | None, o
         args = build_parser().parse_args(command_argv(command, src, out, argv))
         m = load_motion(src, clip_name=args.clip, fps=getattr(args, "fps", None), even_frames=format_of(out) == "bvh")
         sk, clip, metrics = transform(command, m, args)
-        save_motion(out, sk, clip, name=m.clip_name, mesh=getattr(args, "mesh", None), inputs=[src])
+        save_motion(out, sk, clip, name=m.clip_name, mesh=getattr(args, "mesh", None), inputs=[src],
+                    loaded_mesh=m.mesh)
         res: dict[str, Any] = {"ok": True, "metrics": metrics, "seconds": time.perf_counter() - t0}
         if data is None:
             res.update(path=out, dir=tmp)

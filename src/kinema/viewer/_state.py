@@ -737,8 +737,7 @@ class ViewerState:
             kio.save_bvh(p, self.skeleton, clip)
         else:
             # keep the loaded skin when there is one, else write capsule bones so the file shows something
-            has_mesh = self.skeleton.meta.get("gltf_mesh") is not None
-            kio.save_gltf(p, self.skeleton, clip, mesh=None if has_mesh else "bones")
+            kio.save_gltf(p, self.skeleton, clip, mesh=self.mesh if self.mesh is not None else "bones")
         self.note(f"exported {clip.n_frames} frames to {p}")
         return p
 

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 import kinema
-from kinema import Pose, Skeleton, forward_kinematics
-from kinema import io
+from kinema import Pose, Skeleton, forward_kinematics, io
 from kinema import rotation as R
 from kinema.mesh import SkinnedMesh, bone_mesh, linear_blend_skinning
 

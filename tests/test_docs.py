@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -72,6 +73,25 @@ def test_page_examples_run(page: Path, tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", _RUNNER], input=json.dumps(blocks), capture_output=True,
                           text=True, timeout=PAGE_TIMEOUT_S, cwd=tmp_path)
     assert proc.returncode == 0, f"docs/{page.relative_to(DOCS).as_posix()}: {proc.stderr[-4000:]}"
+
+
+#: The command-line page's section whose commands need only the bundled sample, and the files they write.
+_CLI_TRY_IT = re.compile(r"^## Try it on the bundled sample\n.*?^```bash\n(.*?)^```", re.S | re.M)
+_CLI_TRY_IT_OUTPUTS = ("walk.bvh", "walk.glb", "walk_locked.bvh", "walk_reach.bvh", "glb/walk.glb")
+
+
+def test_cli_try_it_commands_run(tmp_path: Path) -> None:
+    match = _CLI_TRY_IT.search((DOCS / "cli.md").read_text(encoding="utf-8"))
+    assert match is not None, "docs/cli.md lost its 'Try it on the bundled sample' block"
+    script = "set -euo pipefail\n" + match.group(1)
+    bin_dir = str(Path(sys.executable).parent)  # this environment's `kinema`
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=PAGE_TIMEOUT_S,
+                          cwd=tmp_path, env=env)
+    assert proc.returncode == 0, f"docs/cli.md try-it block: {proc.stderr[-4000:]}"
+    for name in _CLI_TRY_IT_OUTPUTS:
+        assert (tmp_path / name).is_file() and (tmp_path / name).stat().st_size > 0, f"{name} was not written"
+    assert "15" in proc.stdout and "39" in proc.stdout  # kinema info: joints and frames of the walk
 
 
 #: Every page of the nav, as the built site's folders (mkdocs writes ``page/index.html`` per page).

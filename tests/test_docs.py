@@ -75,6 +75,20 @@ def test_page_examples_run(page: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, f"docs/{page.relative_to(DOCS).as_posix()}: {proc.stderr[-4000:]}"
 
 
+@pytest.mark.skipif(importlib.util.find_spec("PIL") is None, reason="Pillow is not installed (the test extra)")
+def test_figure_script_draws_every_figure(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(DOCS / "images" / "make_figures.py"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=PAGE_TIMEOUT_S, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    from PIL import Image
+
+    for name in ("two_bone.png", "ccd.png", "fabrik.png", "limits.png"):
+        with Image.open(tmp_path / name) as image:
+            assert image.format == "PNG" and image.width >= 600 and image.height >= 400
+            assert len(image.getcolors(1 << 16) or ()) > 2  # something was drawn on the white
+        assert (DOCS / "images" / name).is_file(), f"docs/images/{name} is not committed"
+
+
 #: The command-line page's section whose commands need only the bundled sample, and the files they write.
 _CLI_TRY_IT = re.compile(r"^## Try it on the bundled sample\n.*?^```bash\n(.*?)^```", re.S | re.M)
 _CLI_TRY_IT_OUTPUTS = ("walk.bvh", "walk.glb", "walk_locked.bvh", "walk_reach.bvh", "glb/walk.glb")
@@ -121,4 +135,6 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
                  "kinema.solve_two_bone", "kinema.solve_dls"):
         assert f'id="{name}"' in api, f"the API reference lacks {name}"
     assert "cyclic coordinate descent" in api  # solve_ccd's docstring rendered
-    assert (site / "images/viewer.png").is_file()
+    for image in ("viewer.png", "two_bone.png", "ccd.png", "fabrik.png", "limits.png"):
+        assert (site / "images" / image).is_file(), f"the site lacks images/{image}"
+    assert not (site / "images/make_figures.py").exists()

@@ -75,6 +75,19 @@ def test_page_examples_run(page: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, f"docs/{page.relative_to(DOCS).as_posix()}: {proc.stderr[-4000:]}"
 
 
+@pytest.mark.skipif(importlib.util.find_spec("griffe") is None, reason="griffe (mkdocstrings[python]) is not installed")
+def test_rst_roles_become_optional_cross_references() -> None:
+    spec = importlib.util.spec_from_file_location("rst_roles", DOCS / "_ext" / "rst_roles.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = "raises :class:`~kinema.SolverInputError`; see :func:`solve_two_bone` and ``x``."
+    assert module.convert_roles(text) == (
+        'raises <autoref identifier="kinema.SolverInputError" optional><code>SolverInputError</code></autoref>; '
+        'see <autoref identifier="kinema.solve_two_bone" optional><code>solve_two_bone</code></autoref> and ``x``.')
+    assert module.convert_roles("no roles: a `code` span") == "no roles: a `code` span"
+
+
 @pytest.mark.skipif(importlib.util.find_spec("PIL") is None, reason="Pillow is not installed (the test extra)")
 def test_figure_script_draws_every_figure(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, str(DOCS / "images" / "make_figures.py"), str(tmp_path)],
@@ -135,6 +148,9 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
                  "kinema.solve_two_bone", "kinema.solve_dls"):
         assert f'id="{name}"' in api, f"the API reference lacks {name}"
     assert "cyclic coordinate descent" in api  # solve_ccd's docstring rendered
+    # Sphinx roles became links to the documented objects (docs/_ext/rst_roles.py), none is left raw.
+    assert 'href="../errors/#kinema.SolverInputError"' in api
+    assert ":class:" not in api and ":func:" not in api
     for image in ("viewer.png", "two_bone.png", "ccd.png", "fabrik.png", "limits.png"):
         assert (site / "images" / image).is_file(), f"the site lacks images/{image}"
     assert not (site / "images/make_figures.py").exists()

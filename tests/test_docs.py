@@ -57,7 +57,8 @@ def test_docs_have_runnable_examples() -> None:
     # The pages the docs promise examples on: losing one (or breaking the fence syntax) fails here.
     names = {p.relative_to(DOCS).as_posix() for p in PAGES}
     for page in ("getting-started.md", "solvers/two-bone.md", "solvers/ccd.md", "solvers/fabrik.md",
-                 "solvers/dls.md", "limits.md", "rigs.md", "motion-quality.md", "files.md"):
+                 "solvers/dls.md", "limits.md", "rigs.md", "motion-quality.md", "files.md", "viewer.md",
+                 "performance.md"):
         assert page in names, f"docs/{page} has no ```python example"
 
 
@@ -125,7 +126,7 @@ def test_cli_try_it_commands_run(tmp_path: Path) -> None:
 SITE_PAGES = (
     "index.html", "getting-started/index.html", "solvers/index.html", "solvers/two-bone/index.html",
     "solvers/ccd/index.html", "solvers/fabrik/index.html", "solvers/dls/index.html", "limits/index.html",
-    "rigs/index.html", "motion-quality/index.html", "files/index.html", "cli/index.html",
+    "rigs/index.html", "motion-quality/index.html", "files/index.html", "cli/index.html", "viewer/index.html",
     "performance/index.html", "reference/solvers/index.html", "reference/goals-limits/index.html",
     "reference/core/index.html", "reference/rig-filters/index.html", "reference/io/index.html",
     "reference/errors/index.html",

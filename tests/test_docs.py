@@ -96,7 +96,7 @@ def test_figure_script_draws_every_figure(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-4000:]
     from PIL import Image
 
-    for name in ("two_bone.png", "ccd.png", "fabrik.png", "limits.png"):
+    for name in ("two_bone.png", "ccd.png", "fabrik.png", "dls.png", "limits.png"):
         with Image.open(tmp_path / name) as image:
             assert image.format == "PNG" and image.width >= 600 and image.height >= 400
             assert len(image.getcolors(1 << 16) or ()) > 2  # something was drawn on the white
@@ -152,6 +152,6 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
     # Sphinx roles became links to the documented objects (docs/_ext/rst_roles.py), none is left raw.
     assert 'href="../errors/#kinema.SolverInputError"' in api
     assert ":class:" not in api and ":func:" not in api
-    for image in ("viewer.png", "two_bone.png", "ccd.png", "fabrik.png", "limits.png"):
+    for image in ("viewer.png", "two_bone.png", "ccd.png", "fabrik.png", "dls.png", "limits.png"):
         assert (site / "images" / image).is_file(), f"the site lacks images/{image}"
     assert not (site / "images/make_figures.py").exists()

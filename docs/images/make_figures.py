@@ -1,6 +1,6 @@
 """Draw the documentation's solver and limit figures from real solves: ``python docs/images/make_figures.py``.
 
-Writes ``two_bone.png``, ``ccd.png``, ``fabrik.png`` and ``limits.png`` beside this file (needs Pillow,
+Writes ``two_bone.png``, ``ccd.png``, ``fabrik.png``, ``dls.png`` and ``limits.png`` beside this file (needs Pillow,
 in the ``test`` extra).  Every line and point drawn is a solver's output or a limit's clamp, projected on a
 plane; nothing is sketched by hand.
 """
@@ -138,6 +138,37 @@ def fabrik(out: Path) -> None:
     c.image.save(out)
 
 
+def _stick_figure(c: Canvas, skeleton: kinema.Skeleton, world: np.ndarray, colour: tuple[int, int, int]) -> None:
+    for j, parent in enumerate(skeleton.parents):
+        if parent >= 0:
+            c.chain(world[[parent, j]], colour, width=3)
+
+
+def dls(out: Path) -> None:
+    """The humanoid seen from its right (x forward, y up): a walk frame (grey) and the DLS solve (blue)
+    with both feet pinned (priority 1), both hands reaching forward and up, the pose goal keeping the rest."""
+    from kinema import PoseGoal, PositionGoal
+
+    skeleton = kinema.samples.humanoid()
+    pose = kinema.samples.clip("walk").pose[0]
+    world = kinema.forward_kinematics(skeleton, pose).positions
+    ix = skeleton.index
+    hands = [world[ix("left_wrist")] + [0.25, 0.1, 0.05], world[ix("right_wrist")] + [0.25, 0.1, -0.05]]
+    goals = [PositionGoal("left_ankle", world[ix("left_ankle")], priority=1),
+             PositionGoal("right_ankle", world[ix("right_ankle")], priority=1),
+             PositionGoal("left_wrist", hands[0]), PositionGoal("right_wrist", hands[1]), PoseGoal(weight=0.1)]
+    solved = kinema.DLS(skeleton, goals, root_translation=True).solve(pose).pose
+    solved_world = kinema.forward_kinematics(skeleton, solved).positions
+    c = Canvas(*_fit(world, solved_world, np.array(hands)))
+    _stick_figure(c, skeleton, world, GREY)
+    _stick_figure(c, skeleton, solved_world, BLUE)
+    for p in (*hands, world[ix("left_ankle")], world[ix("right_ankle")]):
+        c.cross(p, RED)
+    c.text(hands[1] + [0.03, 0.02, 0.0], "hand targets", RED)
+    c.text(world[ix("right_ankle")] + [0.05, -0.02, 0.0], "feet pinned (priority 1)", RED)
+    c.image.save(out)
+
+
 def limits(out: Path) -> None:
     """Random rotations clamped by each limit, drawn in the limit's own coordinates (black: the range).
 
@@ -192,6 +223,7 @@ def main(argv: list[str]) -> None:
     two_bone(folder / "two_bone.png")
     ccd(folder / "ccd.png")
     fabrik(folder / "fabrik.png")
+    dls(folder / "dls.png")
     limits(folder / "limits.png")
 
 

@@ -87,6 +87,7 @@ def test_rst_roles_become_optional_cross_references() -> None:
         'raises <autoref identifier="kinema.SolverInputError" optional><code>SolverInputError</code></autoref>; '
         'see <autoref identifier="kinema.solve_two_bone" optional><code>solve_two_bone</code></autoref> and ``x``.')
     assert module.convert_roles("no roles: a `code` span") == "no roles: a `code` span"
+    assert module.convert_roles("Example::\n\n    x = 1  # a::b\n") == "Example:\n\n    x = 1  # a::b\n"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("PIL") is None, reason="Pillow is not installed (the test extra)")
@@ -151,7 +152,7 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
     assert "cyclic coordinate descent" in api  # solve_ccd's docstring rendered
     # Sphinx roles became links to the documented objects (docs/_ext/rst_roles.py), none is left raw.
     assert 'href="../errors/#kinema.SolverInputError"' in api
-    assert ":class:" not in api and ":func:" not in api
+    assert ":class:" not in api and ":func:" not in api and "Example::" not in api
     for image in ("viewer.png", "two_bone.png", "ccd.png", "fabrik.png", "dls.png", "limits.png"):
         assert (site / "images" / image).is_file(), f"the site lacks images/{image}"
     assert not (site / "images/make_figures.py").exists()

@@ -4,7 +4,8 @@ kinema's docstrings use reST roles (``:class:`~kinema.SolverInputError```, ``:fu
 which Markdown would print as they are.  Each becomes an *optional* mkdocs-autorefs reference: a link
 when the target is documented in the reference pages, plain code otherwise (never a broken link, never a
 ``--strict`` warning).  A bare name (``solve_two_bone``) is looked up as ``kinema.<name>``, where every
-public object is exported.  ``~`` shows only the last component, as in Sphinx.
+public object is exported.  ``~`` shows only the last component, as in Sphinx.  A line ending in the
+literal-block marker ``::`` ends in ``:`` (the indented block after it renders as code already).
 """
 
 from __future__ import annotations
@@ -26,9 +27,14 @@ def _reference(match: re.Match[str]) -> str:
     return f'<autoref identifier="{html.escape(identifier)}" optional><code>{html.escape(title)}</code></autoref>'
 
 
+#: A reST literal-block marker ending a line (``Example::``); the indented block after it is Markdown code.
+_LITERAL_MARKER = re.compile(r"(?<=\S)::[ \t]*$", re.M)
+
+
 def convert_roles(text: str) -> str:
-    """``text`` with every Python role replaced by an optional cross-reference (other text unchanged)."""
-    return _ROLE.sub(_reference, text)
+    """``text`` with every Python role replaced by an optional cross-reference and ``::`` line ends
+    shown as ``:`` (the indented block after one already renders as code); other text unchanged."""
+    return _LITERAL_MARKER.sub(":", _ROLE.sub(_reference, text))
 
 
 class RstRoles(griffe.Extension):

@@ -12,7 +12,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -134,13 +133,12 @@ SITE_PAGES = (
 )
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None or shutil.which("mkdocs") is None
-                    or importlib.util.find_spec("mkdocstrings") is None,
+@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("mkdocstrings") is None,
                     reason="mkdocs and mkdocstrings are not installed (pip install -e '.[docs]')")
 def test_mkdocs_build_strict(tmp_path: Path) -> None:
     site = tmp_path / "site"
-    proc = subprocess.run(["mkdocs", "build", "--strict", "--site-dir", str(site)], capture_output=True, text=True,
-                          timeout=BUILD_TIMEOUT_S, cwd=ROOT)
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+                          capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-4000:]
     for page in SITE_PAGES:
         assert (site / page).is_file(), f"the site lacks {page}"

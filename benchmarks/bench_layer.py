@@ -64,21 +64,27 @@ def per_call_us(fn: Callable[[int], Any], n: int, repeats: int) -> float:
     return statistics.median(blocks)
 
 
-def single_rows(repeats: int) -> list[tuple[str, float]]:
+def _problems() -> dict[str, Any]:
+    """The workloads, built once: the 10-bone chain and its targets, the two-bone arm, the FK rig."""
     sk, chain = chain_rig()
-    pose = sk.rest_pose()
-    tg = reachable_targets(sk, chain)
     arm_sk, arm_pose = arm_rig()
     arm_tg, arm_pole = arm_targets(arm_sk, arm_pose)
-    arm = ARM
-    two = kinema.TwoBone(arm_sk, arm)
-    ccd = kinema.CCD(sk, chain)
-    fab = kinema.FABRIK(sk, chain)
+    fk_sk, fk_pose = fk_setup()
+    return {"sk": sk, "chain": chain, "pose": sk.rest_pose(), "tg": reachable_targets(sk, chain), "arm_sk": arm_sk,
+            "arm_pose": arm_pose, "arm_tg": arm_tg, "arm_pole": arm_pole, "fk_sk": fk_sk, "fk_pose": fk_pose,
+            "two": kinema.TwoBone(arm_sk, ARM), "ccd": kinema.CCD(sk, chain), "fab": kinema.FABRIK(sk, chain)}
+
+
+def single_rows(repeats: int) -> list[tuple[str, float]]:
+    p = _problems()
+    sk, chain, pose, tg = p["sk"], p["chain"], p["pose"], p["tg"]
+    arm_sk, arm_pose, arm_tg, arm_pole = p["arm_sk"], p["arm_pose"], p["arm_tg"], p["arm_pole"]
+    two, ccd, fab = p["two"], p["ccd"], p["fab"]
     n = 300
     return [
         ("TwoBone.solve", per_call_us(lambda i: two.solve(arm_pose, arm_tg[i], pole=arm_pole), n, repeats)),
-        ("solve_two_bone", per_call_us(lambda i: kinema.solve_two_bone(arm_sk, arm_pose, arm, arm_tg[i],
-                                                                       arm_pole), n, repeats)),
+        ("solve_two_bone", per_call_us(lambda i: kinema.solve_two_bone(arm_sk, arm_pose, ARM, arm_tg[i], arm_pole),
+                                       n, repeats)),
         ("CCD.solve (10 bones)", per_call_us(lambda i: ccd.solve(pose, tg[i]), n, repeats)),
         ("solve_ccd (10 bones)", per_call_us(lambda i: kinema.solve_ccd(sk, pose, chain, tg[i]), n, repeats)),
         ("FABRIK.solve (10 bones)", per_call_us(lambda i: fab.solve(pose, tg[i]), n, repeats)),
@@ -86,28 +92,20 @@ def single_rows(repeats: int) -> list[tuple[str, float]]:
     ]
 
 
-def batch_rows(repeats: int) -> list[tuple[str, Callable[[], Any], int, Callable[[], Any] | None]]:
+def batch_rows() -> list[tuple[str, Callable[[], Any], int, Callable[[], Any] | None]]:
     """``(name, kinema call, items, baseline call or None)``."""
-    sk, chain = chain_rig()
-    pose = sk.rest_pose()
-    tg = reachable_targets(sk, chain)
-    arm_sk, arm_pose = arm_rig()
-    arm_tg, arm_pole = arm_targets(arm_sk, arm_pose)
-    arm = ARM
-    two = kinema.TwoBone(arm_sk, arm)
-    fk_sk, fk_pose = fk_setup()
-    ccd = kinema.CCD(sk, chain)
-    fab = kinema.FABRIK(sk, chain)
-    rows: list[tuple[str, Callable[[], Any], int, Callable[[], Any] | None]] = [
-        ("two-bone batch", lambda: two.solve(arm_pose, arm_tg, pole=arm_pole), len(arm_tg),
+    p = _problems()
+    arm_sk, arm_pose, arm_tg, arm_pole = p["arm_sk"], p["arm_pose"], p["arm_tg"], p["arm_pole"]
+    fk_sk, fk_pose = p["fk_sk"], p["fk_pose"]
+    return [
+        ("two-bone batch", lambda: p["two"].solve(arm_pose, arm_tg, pole=arm_pole), len(arm_tg),
          lambda: numpy_two_bone(arm_sk.parents, arm_pose.translations, arm_pose.rotations, arm_pose.scales,
                                 arm_tg, arm_pole)),
-        ("CCD batch 1000", lambda: ccd.solve(pose, tg), len(tg), None),
-        ("FABRIK batch 1000", lambda: fab.solve(pose, tg), len(tg), None),
+        ("CCD batch 1000", lambda: p["ccd"].solve(p["pose"], p["tg"]), len(p["tg"]), None),
+        ("FABRIK batch 1000", lambda: p["fab"].solve(p["pose"], p["tg"]), len(p["tg"]), None),
         ("FK 1000x60", lambda: kinema.forward_kinematics(fk_sk, fk_pose), fk_pose.rotations.shape[0],
          lambda: numpy_fk(fk_sk.parents, fk_pose.translations, fk_pose.rotations, fk_pose.scales)),
     ]
-    return rows
 
 
 def main(argv: list[str]) -> None:
@@ -115,7 +113,7 @@ def main(argv: list[str]) -> None:
     print("single calls (median us per call)")
     for name, us in single_rows(repeats):
         print(f"  {name:28s} {us:8.2f}")
-    rows = batch_rows(repeats)
+    rows = batch_rows()
     quiet: dict[str, float] = {}
     print("\nbatches, quiet machine (median s, [min, max]; items/s; ratio to the baseline in the same run)")
     for name, call, n, base in rows:

@@ -8,7 +8,6 @@ joints, limits, options); :meth:`DLS.solve` solves one frame or a batch.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._solve import check_uniform_scale, kernel_loader, prepare, run_driver
-from ._validate import require_finite
+from ._validate import positive_number, require_finite
 from .errors import ShapeError, SolverInputError
 from .goals import (
     GOAL_TYPES,
@@ -59,16 +58,6 @@ _O_ITERATIONS, _O_TOLERANCE, _O_DAMPING, _O_WEIGHT, _O_SIZE = 0, 1, 2, 3, 4
 _D_STATUS, _D_ERROR, _D_ITERATIONS, _D_LIMITS_HIT, _D_POSE_ERROR, _D_HEADER = 0, 1, 2, 3, 4, 5
 
 
-def _positive(x: Any, what: str) -> float:
-    if isinstance(x, bool):
-        raise SolverInputError(f"{what} must be a number, got {x!r}")
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        raise SolverInputError(f"{what} must be a number, got {x!r}") from None
-    if not math.isfinite(v) or v <= 0.0:
-        raise SolverInputError(f"{what} must be finite and > 0, got {x!r}")
-    return v
 
 
 def _iterations(x: Any) -> int:
@@ -138,8 +127,8 @@ class DLS:
         self.goals: tuple[Any, ...] = tuple(goals)
         self.root_translation = bool(root_translation)
         self.iterations = _iterations(iterations)
-        self.tolerance = _positive(tolerance, "tolerance")
-        self.damping = _positive(damping, "damping")
+        self.tolerance = positive_number(tolerance, "tolerance")
+        self.damping = positive_number(damping, "damping")
         parents = skeleton.parents
         gj = {n: goal_joint(skeleton, goals[n]) for n in hard}
 

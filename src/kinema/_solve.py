@@ -20,7 +20,6 @@ Flat arrays handed to the kernels:
 from __future__ import annotations
 
 import importlib
-import math
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +29,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._kernels.constants import NONFINITE_INPUT, NONFINITE_RESULT, NONUNIFORM_SCALE, OK
-from ._validate import as_float_array, as_float_scalar, broadcast_batch, require_finite, resolve_joint, uniform_scale
+from ._validate import (
+    as_float_array,
+    broadcast_batch,
+    positive_number,
+    require_finite,
+    resolve_joint,
+    uniform_scale,
+)
 from .errors import KinemaError, ShapeError, SolverInputError
 from .limits import Limit
 from .pose import Pose
@@ -257,10 +263,7 @@ def check_iterations(iterations: Any) -> int:
 
 def check_nonnegative(x: Any, what: str) -> float:
     """A finite number ``>= 0`` (a tolerance, a distance); :class:`SolverInputError` otherwise."""
-    v = as_float_scalar(x, what)
-    if not math.isfinite(v) or v < 0.0:
-        raise SolverInputError(f"{what} must be a finite number >= 0, got {x!r}")
-    return v
+    return positive_number(x, what, allow_zero=True)
 
 
 def check_weight(weight: Any) -> FloatArray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -118,6 +119,17 @@ def broadcast_batch(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     except ValueError:
         got = " vs ".join(str(s) for s in shapes)
         raise ShapeError("batch dimensions", "broadcastable batch shapes", got) from None
+
+
+def positive_number(x: Any, what: str, allow_zero: bool = False) -> float:
+    """``x`` as a finite float ``> 0`` (``>= 0`` with ``allow_zero``): a tolerance, a damping, a time step.
+
+    :class:`SolverInputError` naming ``what`` for anything else (bools, strings, arrays, NaN, inf).
+    """
+    v = as_float_scalar(x, what)
+    if not math.isfinite(v) or v < 0.0 or (v == 0.0 and not allow_zero):
+        raise SolverInputError(f"{what} must be a finite number {'>=' if allow_zero else '>'} 0, got {x!r}")
+    return v
 
 
 def uniform_scale(s: NDArray[np.float64], rtol: float = UNIFORM_SCALE_RTOL) -> NDArray[np.bool_]:

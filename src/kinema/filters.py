@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import rotation as rot
+from ._validate import positive_number
 from .errors import ShapeError, SolverInputError
 from .goals import as_input_array, unit_quaternions
 
@@ -35,16 +36,6 @@ __all__ = ["CriticallyDampedSpring", "OneEuroFilter", "AngularSpeedLimiter", "li
 FloatArray = NDArray[np.float64]
 
 
-def _positive(x: Any, what: str, allow_zero: bool = False) -> float:
-    if isinstance(x, bool):
-        raise SolverInputError(f"{what} must be a number, got {x!r}")
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        raise SolverInputError(f"{what} must be a number, got {x!r}") from None
-    if not math.isfinite(v) or v < 0.0 or (v == 0.0 and not allow_zero):
-        raise SolverInputError(f"{what} must be finite and {'>=' if allow_zero else '>'} 0, got {x!r}")
-    return v
 
 
 def _value(x: Any, what: str, shape: tuple[int, ...] | None) -> FloatArray:
@@ -72,7 +63,7 @@ class CriticallyDampedSpring:
     """
 
     def __init__(self, omega: float) -> None:
-        self.omega = _positive(omega, "omega")
+        self.omega = positive_number(omega, "omega")
         self.value: FloatArray | None = None
         self.velocity: FloatArray | None = None
         self._target: FloatArray | None = None
@@ -91,7 +82,7 @@ class CriticallyDampedSpring:
             assert self.value is not None
             return self.value.copy()
         y1 = _value(target, "target", self.value.shape)
-        h = _positive(dt, "dt", allow_zero=True)
+        h = positive_number(dt, "dt", allow_zero=True)
         if h == 0.0:
             return self.value.copy()
         w = self.omega
@@ -124,9 +115,9 @@ class OneEuroFilter:
     """
 
     def __init__(self, min_cutoff: float = 1.0, beta: float = 0.0, d_cutoff: float = 1.0) -> None:
-        self.min_cutoff = _positive(min_cutoff, "min_cutoff")
-        self.beta = _positive(beta, "beta", allow_zero=True)
-        self.d_cutoff = _positive(d_cutoff, "d_cutoff")
+        self.min_cutoff = positive_number(min_cutoff, "min_cutoff")
+        self.beta = positive_number(beta, "beta", allow_zero=True)
+        self.d_cutoff = positive_number(d_cutoff, "d_cutoff")
         self.value: FloatArray | None = None
         self.derivative: FloatArray | None = None
         self._input: FloatArray | None = None
@@ -145,7 +136,7 @@ class OneEuroFilter:
             assert self.value is not None
             return self.value.copy()
         y1 = _value(x, "x", self.value.shape)
-        h = _positive(dt, "dt", allow_zero=True)
+        h = positive_number(dt, "dt", allow_zero=True)
         if h == 0.0:
             return self.value.copy()
         y0 = self._input
@@ -181,7 +172,7 @@ def limit_angular_speed(previous: ArrayLike, rotations: ArrayLike, max_speed: Ar
     speed = as_input_array(max_speed, "max_speed", ())
     if np.any(speed < 0.0):
         raise SolverInputError("max_speed must be >= 0")
-    h = _positive(dt, "dt", allow_zero=True)
+    h = positive_number(dt, "dt", allow_zero=True)
     step = speed * h
     if step.ndim and (cur.ndim < 2 or step.shape != cur.shape[-2:-1]):
         raise ShapeError("max_speed", f"a number or ({cur.shape[-2] if cur.ndim >= 2 else 'J'},) per joint",

@@ -302,3 +302,26 @@ def test_pool_workers_run_numba_on_one_thread() -> None:
 
 def lambda_free_threads(_: int) -> int:
     return _numba_threads()
+
+
+def test_bench_batch_separates_the_pool_start_up(capsys) -> None:  # type: ignore[no-untyped-def]
+    """kinema bench --batch says what its worker figures are: the pool's start-up on its own, and the
+    two-worker throughput past it (which is what more workers buy on a long batch)."""
+    import re
+
+    from kinema.cli._bench import _batch_scaling
+    from kinema.cli._ui import UI
+
+    rows, note = _batch_scaling(UI(quiet=True, progress=False), 1)
+    names = [r[0] for r in rows]
+    assert names == ["batch footlock, 8 files x 20000 frames, 1 worker(s)",
+                     "batch footlock, 8 files x 20000 frames, 2 worker(s)",
+                     "batch start-up: 2 workers on 2 tiny files"]
+    startup = float(rows[2][1].split()[0])
+    two = float(rows[1][1].split()[0])
+    assert 0.0 < startup < two
+    assert "runs in this process" in note and f"{startup:.2f} s" in note
+    past = re.search(r"past their start-up did ([0-9,]+) frames/s", note)
+    # the printed times are rounded to 0.01 s: the throughput agrees with them to that rounding
+    lo, hi = 160_000 / (two - startup + 0.01), 160_000 / max(two - startup - 0.01, 1e-9)
+    assert past is not None and lo <= int(past.group(1).replace(",", "")) <= hi

@@ -37,7 +37,7 @@ from ._validate import (
     resolve_joint,
     uniform_scale,
 )
-from .errors import KinemaError, ShapeError, SolverInputError
+from .errors import ShapeError, SolverInputError
 from .limits import Limit
 from .pose import Pose
 from .result import SolveResult
@@ -493,10 +493,3 @@ class SolverCache:
 
 #: The one cache of prepared solvers behind the free functions.
 SOLVERS = SolverCache()
-
-
-def reraise_config(exc: Exception, what: str) -> KinemaError:
-    """A configuration error that is not a :class:`KinemaError` yet, as a :class:`SolverInputError`."""
-    if isinstance(exc, KinemaError):
-        return exc
-    return SolverInputError(f"{what}: {exc}")

@@ -588,3 +588,25 @@ def test_kernel_constants_mirror_the_python_side() -> None:
                  limits={"left_elbow": Hinge((0, 0, 1), 0, 2)}, root_translation=True)
     lay = kd.layout(solver._plan_i)
     assert (lay[-2], lay[-1]) == (solver._plan_i.size, solver._plan_f.size)
+
+
+def test_a_pose_goal_under_pinned_feet_does_not_stall_the_hands() -> None:
+    """Feet pinned at a higher priority, hands reaching, and the pose goal as the lowest level: every position
+    goal is reached (the pose goal only takes what they leave free).  The second-order correction restores only
+    the levels a step made worse; when it also re-stepped the hands it never settled and the hands stalled
+    0.41 to 0.46 away after 100 iterations."""
+    sk = kinema.samples.humanoid()
+    pose = kinema.samples.clip("walk").pose[0]
+    p = kinema.forward_kinematics(sk, pose).positions
+    goals = [kinema.PositionGoal("left_ankle", p[sk.index("left_ankle")], priority=1),
+             kinema.PositionGoal("right_ankle", p[sk.index("right_ankle")], priority=1),
+             kinema.PositionGoal("left_wrist", p[sk.index("left_wrist")] + [0.35, 0.3, 0.0]),
+             kinema.PositionGoal("right_wrist", p[sk.index("right_wrist")] + [0.35, 0.3, 0.0])]
+    without = kinema.solve_dls(sk, pose, goals)
+    for w in (0.1, 1.0):
+        res = kinema.solve_dls(sk, pose, [*goals, kinema.PoseGoal(w)])
+        errors = res.state["goal_errors"][:4]
+        assert np.all(errors <= 1e-6), (w, errors)
+        # the pose goal's error is the largest joint angle away from the input; it is no larger than without it
+        away_without = float(np.max(kinema.rotation.angle_between(pose.rotations, without.pose.rotations)))
+        assert res.state["goal_errors"][4] <= away_without + 1e-9

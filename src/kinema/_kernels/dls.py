@@ -708,13 +708,19 @@ def _better(lvl, n_levels, new_cost, cost):  # type: ignore[no-untyped-def]
 
 
 @njit
-def _upper_levels_held(lvl, n_upper):  # type: ignore[no-untyped-def]
-    """Whether the first ``n_upper`` levels are no worse after the step (floors and ``LEVEL_RTOL`` as in
-    :func:`_better`)."""
+def _levels_to_restore(lvl, n_upper):  # type: ignore[no-untyped-def]
+    """How many of the first ``n_upper`` levels a correction must restore after the step: 1 + the last of them
+    that got worse (floors and ``LEVEL_RTOL`` as in :func:`_better`), 0 when all are held.
+
+    Levels below the last worsened one are left out: a level the step improved (the one the solve is making
+    progress on) would otherwise take a new full Gauss-Newton step inside every correction and disturb the
+    levels above it again, so the correction never settled and the solve crawled.
+    """
+    k = 0
     for lv in range(n_upper):
         if max(lvl[1, lv], lvl[2, lv]) > max(lvl[0, lv], lvl[2, lv]) * (1.0 + LEVEL_RTOL):
-            return False
-    return True
+            k = lv + 1
+    return k
 
 
 @njit
@@ -863,10 +869,11 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, diag, scratch):  # type: i
             # Gauss-Newton steps of those levels alone at the new pose take them back before the step is judged
             if attempt == 0:
                 for _c in range(CORRECTION_STEPS):
-                    if n_upper == 0 or _upper_levels_held(lvl, n_upper):
+                    n_fix = _levels_to_restore(lvl, n_upper)
+                    if n_fix == 0:
                         break
                     h, _, new_cost, new_pose_err = _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch,
-                                                              lam_min, n_upper, False)
+                                                              lam_min, n_fix, False)
                     step_hits += h
             if _better(lvl, nl + 1, new_cost, cost):
                 cost = new_cost

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 import kinema
+from _cli import one_error_line, run
 from kinema import Clip, Pose, mocap
-from kinema.cli import main
 from kinema.io import load_bvh, load_gltf, save_bvh
 
 CLI = [sys.executable, "-m", "kinema.cli"]
@@ -32,17 +32,6 @@ def capture_path(shared_data: Path) -> Path:
     return shared_data / "bvh" / "test_mocapbank.bvh"
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def world(sk: kinema.Skeleton, clip: Clip) -> np.ndarray:

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import kinema
+from _cli import one_error_line, run
 from kinema.cli import main
 from kinema.cli._parser import join_negative_values
 from kinema.io import load_bvh
@@ -33,17 +34,6 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def readme_command(start: str) -> list[str]:

@@ -261,6 +261,18 @@ def check_iterations(iterations: Any) -> int:
     return int(iterations)
 
 
+#: The twist policies every solver accepts: ``"input"`` keeps the smallest change from the given
+#: pose (the default); ``"rest"`` takes each moved bone's twist about its own axis from the rest pose.
+TWIST_POLICIES = ("input", "rest")
+
+
+def check_twist(twist: Any) -> str:
+    """The ``twist`` option, one of :data:`TWIST_POLICIES`; :class:`SolverInputError` otherwise."""
+    if not isinstance(twist, str) or twist not in TWIST_POLICIES:
+        raise SolverInputError(f"twist must be one of {', '.join(map(repr, TWIST_POLICIES))}, got {twist!r}")
+    return twist
+
+
 def check_nonnegative(x: Any, what: str) -> float:
     """A finite number ``>= 0`` (a tolerance, a distance); :class:`SolverInputError` otherwise."""
     return positive_number(x, what, allow_zero=True)

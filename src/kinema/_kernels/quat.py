@@ -327,6 +327,20 @@ def qswing_twist(q: tuple, axis: tuple) -> tuple:  # type: ignore[type-arg]
 
 
 @njit
+def qrest_twist(q_local: tuple, q_rest_local: tuple, axis_bone: tuple) -> tuple:  # type: ignore[type-arg]
+    """``q_local`` with its twist about the bone replaced by the rest pose's (the ``twist="rest"`` policy).
+
+    Writing ``q_local = q_rest_local * delta`` (``delta`` in the bone's own frame), ``delta``
+    splits into ``swing * twist`` about the unit ``axis_bone`` (the bone's direction in its own
+    frame, towards its child).  The result ``q_rest_local * swing`` points the bone exactly where
+    ``q_local`` does, with no twist relative to rest, so it depends only on the bone's direction.
+    """
+    delta = qmul(qconj(q_rest_local), q_local)
+    parts = qswing_twist(delta, axis_bone)
+    return qnormalize(qmul(q_rest_local, parts[0]))
+
+
+@njit
 def twist_angle(twist: tuple, axis: tuple) -> float:  # type: ignore[type-arg]
     """Signed angle in (-pi, pi] of a twist quaternion about the unit ``axis``."""
     s = twist[0] * axis[0] + twist[1] * axis[1] + twist[2] * axis[2]

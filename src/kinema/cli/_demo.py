@@ -99,7 +99,7 @@ def write_frames(demo: dict[str, Any], out: str, frames: int, *, fps: float, see
     frame goes through :func:`kinema.io._atomic.atomic_write`.  Refuses (before writing anything) an
     ``out`` that is not a folder and, without ``force``, any frame file that exists.  Returns the paths.
     """
-    from ..demos._png import fit_camera, import_pygame, render_png
+    from ..demos._png import FIT_SECONDS, fit_camera, import_pygame, render_png
     from ..io._atomic import atomic_write
 
     import_pygame()  # the missing extra is an error before any folder is made
@@ -112,7 +112,7 @@ def write_frames(demo: dict[str, Any], out: str, frames: int, *, fps: float, see
             raise CliError(f"{existing[0]}: already exists ({len(existing)} of the frames do); "
                            "pass --force to replace them")
     view = demo.get("view", (0.0, 0.0))
-    camera = fit_camera(demo["make"], fps, seed=seed, view=view)
+    camera = fit_camera(demo["make"], fps, seed=seed, view=view, seconds=float(demo.get("fit_seconds", FIT_SECONDS)))
     created = make_folders(out)
     try:
         session = demo["make"](seed=seed)

@@ -247,7 +247,7 @@ def test_headless_run_writes_drawn_changing_frames(name: str, tmp_path: Path) ->
     for img in imgs:
         assert img.shape == (480, 640, 3)
         assert img.var() > MIN_PIXEL_VARIANCE
-    for a, b in zip(imgs, imgs[1:]):
+    for a, b in zip(imgs[:-1], imgs[1:], strict=True):
         assert np.count_nonzero(np.any(a != b, axis=-1)) >= MIN_CHANGED_PIXELS
     # an existing frame is refused without --force, replaced with it
     again = _kinema("demo", name, "--headless", "--frames", 8, "--out", out)

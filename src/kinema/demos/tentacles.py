@@ -80,8 +80,9 @@ class TentaclesSession:
         self.auto = True
         self.state = "chase"
         self.skeleton = tentacle_skeleton()
+        limits = {f"link{i}": LINK_LIMIT for i in range(1, LINKS + 1)}
         self.solver = CCD(self.skeleton, [f"link{i}" for i in range(LINKS + 1)], iterations=ITERATIONS,
-                          tolerance=TOLERANCE, max_step=MAX_STEP, limits={f"link{i}": LINK_LIMIT for i in range(1, LINKS + 1)})
+                          tolerance=TOLERANCE, max_step=MAX_STEP, limits=limits)
         self.base_positions, self.base_rotations = _attachments()
         self.body = np.zeros(3)
         pose = self.skeleton.rest_pose((TENTACLES,))

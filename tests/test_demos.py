@@ -163,8 +163,8 @@ def test_tentacles_chase_the_target() -> None:
     for _ in range(150):
         s.step(1.0 / 30.0)
         dist.append(np.linalg.norm(s.positions[:, -1] - s.target, axis=-1).min())
-    # the nearest tip stays on the target (CCD's tolerance is 1e-3; 5 cm while the target outruns it)
-    assert np.median(dist[SETTLE_FRAMES:]) <= 0.05
+    # on most frames some tip is on the target, within CCD's tolerance
+    assert np.median(dist[SETTLE_FRAMES:]) <= T.TOLERANCE
 
 
 # ------------------------------------------------------------------------------------------- stairs

@@ -31,7 +31,7 @@ IMAGE_SIZE = (640, 480)
 #: Seconds of a fresh session played to fit the camera (the union of those frames' bounds).
 FIT_SECONDS = 3.0
 #: Fraction of the image left free around the fitted bounds, on each side.
-FIT_MARGIN = 0.06
+FIT_MARGIN = 0.07
 #: Background colour (RGB, 0..255).
 BACKGROUND = (246, 246, 242)
 #: Caption colour and height (pixels).
@@ -91,11 +91,15 @@ class Camera:
         return np.stack([x, y], axis=-1)
 
 
+#: The four corners of a unit square around a point: a dot's extent on screen is its radius each way.
+_CORNERS = np.array([[-1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [1.0, 1.0]])
+
+
 def _fit(drawings: Iterable[Drawing], view: Sequence[float], size: tuple[int, int]) -> Camera:
     right, up, toward = Camera.axes(view)
     probe = Camera(right, up, toward, (0.0, 0.0), 1.0, size)
     pts = [probe.uv(ln.points_world) for d in drawings for ln in d.lines]
-    pts += [probe.uv(dot.position_world[None]) for d in drawings for dot in d.dots]
+    pts += [probe.uv(dot.position_world[None]) + dot.radius * _CORNERS for d in drawings for dot in d.dots]
     if not pts:
         return Camera(right, up, toward, (0.0, 0.0), 100.0, size)
     uv = np.concatenate(pts, axis=0)

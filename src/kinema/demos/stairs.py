@@ -41,7 +41,7 @@ STEP_TIME, DOUBLE_SUPPORT = 0.6, 0.25
 #: How high the swing foot lifts (metres), on top of the rise it climbs.
 LIFT = 0.12
 #: The pelvis rides this fraction of the leg's length above the ground line (knees slightly bent).
-STANCE_HEIGHT = 0.9
+STANCE_HEIGHT = 0.86
 #: A target is reachable when within this fraction of the leg's full length (kept short of straight).
 REACH_FRACTION = 0.97
 #: After the pelvis was lowered, it comes back up at this rate (1/s): ``exp(-rate t)`` of the dip is left.
@@ -133,7 +133,7 @@ class StairsSession:
     def _place(self, dt: float) -> None:
         u = self.time / STEP_TIME
         step_index, phase = int(u), u - int(u)
-        pelvis_x = tread_center(0) + TREAD * (u - 0.5 + 0.5)
+        pelvis_x = tread_center(0) + TREAD * (u - 0.5)
         pelvis_y = self._ground_under(pelvis_x) + ANKLE_HEIGHT + STANCE_HEIGHT * self.leg_length
         self.foot_targets: dict[str, FloatArray] = {}
         self.planted: dict[str, int | None] = {}

@@ -38,7 +38,7 @@ LINK_LIMIT = SwingTwist(axis=(0.0, 1.0, 0.0), swing=28.0, twist_min=-10.0, twist
 #: CCD per frame: sweeps, tolerance (world units) and the largest turn of a link per sweep (rad).
 ITERATIONS, TOLERANCE, MAX_STEP = 12, 1e-3, 0.12
 #: The target's path (world units, rad/s): a tilted circle of this radius around the body.
-TARGET_RADIUS, TARGET_RATE, TARGET_BOB = 1.25, 0.8, 0.35
+TARGET_RADIUS, TARGET_RATE, TARGET_BOB = 1.05, 0.8, 0.35
 #: Where the target hovers in the "rest" state (from the body).
 REST_TARGET = np.array([0.0, -1.3, 0.0])
 #: The target follows its goal (the path, or the rest point) through a critically damped spring of

@@ -78,12 +78,14 @@ def test_follow_arm_reaches_every_reachable_target_and_clamps_the_rest_without_s
         ends.append(end.copy())
     assert reachable > 100 and clamped > 100  # both cases really happened
     step = np.linalg.norm(np.diff(np.array(ends), axis=0), axis=-1)
-    assert step.max() <= JUMP_RATIO * np.median(step), (step.max(), np.median(step))
+    # the end moves smoothly through the clamps: its fastest frame is within 2x its median (it is 1.23x)
+    assert step.max() <= 2.0 * np.median(step), (step.max(), np.median(step))
 
 
 def test_follow_smoothing_is_frame_rate_independent() -> None:
-    """30 and 60 fps give the same smoothed target at the shared instants, within 2e-3 (0.1 % of the
-    arm's 2.0 reach; the difference is only that of the two piecewise-linear pointer samplings)."""
+    """30 and 60 fps give the same smoothed target at the shared instants, within 5e-4 (0.025 % of the
+    arm's 2.0 reach; it is 2.3e-4, only the difference of the two piecewise-linear pointer samplings;
+    the article's per-frame lerp(0.15) would differ by tenths)."""
     from kinema.demos import follow
 
     at = {}
@@ -96,7 +98,7 @@ def test_follow_smoothing_is_frame_rate_independent() -> None:
                 out.append(s.target.copy())
         at[fps] = np.array(out)
     gap = np.linalg.norm(at[30] - at[60], axis=-1).max()
-    assert gap <= 2e-3, gap
+    assert gap <= 5e-4, gap
     # and the target really is smoothed: it lags the pointer
     s = follow.make()
     for _ in range(60):
@@ -275,6 +277,8 @@ def test_demo_command_line_errors(capsys: pytest.CaptureFixture[str], tmp_path: 
         (("demo", "follow", "--headless", "--out", tmp_path / "a", "--fps", -1), "--fps must be"),
         (("demo", "follow", "--out", tmp_path / "a"), "--out needs --headless"),
         (("demo",), "demo needs NAME"),
+        (("demo", "follow", "--seed", -1), "--seed must be 0 or more"),
+        (("demo", "follow", "--window", "--headless"), "--window shows the demo on screen"),
     ]:
         code, _, err = run(capsys, *argv)
         assert code == 1 and needle in one_error_line(err), (argv, err)
@@ -284,3 +288,46 @@ def test_demo_command_line_errors(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert code == 1 and "not a folder" in one_error_line(err)
     code, out, _ = run(capsys, "demo", "--list")
     assert code == 0 and [ln.split()[0] for ln in out.splitlines()] == _registry.available()
+
+
+def test_window_mode_follows_the_mouse() -> None:
+    """``--window`` under SDL's dummy driver: a mouse motion becomes follow's pointer (the world point under
+    it: world_at inverts the camera's pixels to 1e-9 px), space switches the bend."""
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    import pygame
+
+    from kinema.demos import follow
+    from kinema.demos._window import run_window
+
+    seen: dict[str, object] = {}
+
+    def on_frame(i: int, session: follow.FollowSession, camera) -> None:  # type: ignore[no-untyped-def]
+        if i == 2:
+            pygame.event.post(pygame.event.Event(pygame.MOUSEMOTION, pos=(400, 150), rel=(0, 0), buttons=(0, 0, 0)))
+            pygame.event.post(pygame.event.Event(pygame.KEYDOWN, key=pygame.K_SPACE, mod=0, unicode=" ",
+                                                 scancode=44))
+        if i == 3:
+            seen["pointer"], seen["world"] = session.pointer.copy(), camera.world_at((400, 150))
+            seen["auto"], seen["state"] = session.auto, session.state
+
+        if i == 4:
+            px = np.array([[123.0, 321.0]])
+            seen["round_trip"] = camera.pixels(camera.world_at(px[0])[None]) - px
+
+    shown = run_window(follow.DEMO, fps=60.0, max_frames=5, on_frame=on_frame)
+    assert np.abs(seen["round_trip"]).max() <= 1e-9  # type: ignore[call-overload]
+    assert shown == 5
+    np.testing.assert_allclose(seen["pointer"], np.asarray(seen["world"])[:2], atol=1e-12)
+    assert seen["auto"] is False and seen["state"] == "bend cw"
+
+
+def test_window_without_a_display_is_one_line() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER")}
+    r = subprocess.run([sys.executable, "-m", "kinema.cli", "demo", "follow", "--window", "--frames", "5"],
+                       capture_output=True,
+                       text=True, env=env, timeout=300)
+    if r.returncode == 0:
+        pytest.skip("this machine has a display")
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("kinema:")]
+    assert r.returncode == 1 and len(lines) == 1 and "--headless" in lines[0], r.stderr
+    assert "Traceback" not in r.stderr

@@ -1,6 +1,7 @@
-"""The ``demo`` command: ``kinema demo NAME [--headless --frames N --out DIR] [--fps F] [--seed S]``.
+"""The ``demo`` command: ``kinema demo NAME [--headless --frames N --out DIR | --window] [--fps F] [--seed S]``.
 
-Without ``--headless`` the demo is served in the viewer (:mod:`kinema.viewer._demo`); with it,
+Without ``--headless`` the demo is served in the viewer (:mod:`kinema.viewer._demo`); with
+``--window`` it is shown in a pygame window (:mod:`kinema.demos._window`); with ``--headless``,
 N frames are written as ``DIR/frame_0000.png ...`` (pygame, no screen; each file written to a
 temporary name and renamed, an existing frame refused without ``--force``).
 """
@@ -22,6 +23,7 @@ EXAMPLES = """\
 examples:
   kinema demo --list                                   the demos there are
   kinema demo follow                                   in the browser viewer (drag the target)
+  kinema demo follow --window                          in a pygame window following the mouse
   kinema demo stairs --headless --frames 90 --out out/stairs     90 PNG frames, no screen needed
   kinema demo tentacles --headless --frames 8 --out out/t --fps 30 --seed 2
 
@@ -29,6 +31,8 @@ Headless frames need the demo extra (pip install 'kinema[demo]', pygame); the vi
 the viewer extra.  Existing frames are refused without --force.
 """
 
+#: Frames ``--headless`` writes when ``--frames`` is not given.
+DEFAULT_FRAMES = 120
 #: More frames than this is refused before anything is computed (10 minutes at 60 fps).
 MAX_FRAMES = 36_000
 #: Frame rates above this are refused (a typo, not a demo).
@@ -47,7 +51,11 @@ def add_demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", nargs="?", metavar="NAME", help="the demo (see --list)")
     p.add_argument("--list", action="store_true", help="list the demos and exit")
     p.add_argument("--headless", action="store_true", help="write PNG frames into --out instead of serving")
-    p.add_argument("--frames", type=int, default=120, metavar="N", help="frames to write (default %(default)s)")
+    p.add_argument("--window", action="store_true",
+                   help="show the demo in a pygame window instead (the mouse is the pointer; needs a display)")
+    p.add_argument("--frames", type=int, default=None, metavar="N",
+                   help=f"frames to write (default {DEFAULT_FRAMES}); with --window, frames to show (default: "
+                        "until the window is closed)")
     p.add_argument("--out", metavar="DIR", help="folder for the frames (created if missing)")
     p.add_argument("--fps", type=float, metavar="F", help="frames per second (default: the demo's own)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="the session's seed (default 0)")
@@ -76,6 +84,17 @@ def run_demo(args: argparse.Namespace, ui: UI) -> int:
     fps = float(demo["fps"]) if args.fps is None else float(args.fps)
     if not 0.0 < fps <= MAX_FPS:
         raise CliError(f"--fps must be in (0, {MAX_FPS:g}], got {args.fps:g}")
+    if args.seed < 0:
+        raise CliError(f"--seed must be 0 or more, got {args.seed}")
+    if args.window:
+        if args.headless or args.out is not None:
+            raise CliError("--window shows the demo on screen; it takes neither --headless nor --out")
+        from ..demos._window import run_window
+
+        if args.frames is not None and not 1 <= args.frames <= MAX_FRAMES:
+            raise CliError(f"--frames must be in 1..{MAX_FRAMES}, got {args.frames}")
+        run_window(demo, fps=fps, seed=args.seed, max_frames=args.frames)
+        return 0
     if not args.headless:
         if args.out is not None:
             raise CliError("--out needs --headless (the viewer writes no frames)")
@@ -85,9 +104,10 @@ def run_demo(args: argparse.Namespace, ui: UI) -> int:
         return 0
     if args.out is None:
         raise CliError("--headless needs --out DIR")
-    if not 1 <= args.frames <= MAX_FRAMES:
-        raise CliError(f"--frames must be in 1..{MAX_FRAMES}, got {args.frames}")
-    written = write_frames(demo, args.out, args.frames, fps=fps, seed=args.seed, force=args.force)
+    frames = DEFAULT_FRAMES if args.frames is None else args.frames
+    if not 1 <= frames <= MAX_FRAMES:
+        raise CliError(f"--frames must be in 1..{MAX_FRAMES}, got {frames}")
+    written = write_frames(demo, args.out, frames, fps=fps, seed=args.seed, force=args.force)
     ui.print(f"wrote {len(written)} frames of {args.name} to {args.out} ({fps:g} fps, seed {args.seed})")
     return 0
 

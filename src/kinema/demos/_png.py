@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 from ..errors import KinemaError
 from ._draw import Drawing
 
-__all__ = ["Camera", "fit_camera", "render_png", "import_pygame", "PygameMissingError",
+__all__ = ["Camera", "fit_camera", "render_png", "draw_on", "import_pygame", "PygameMissingError",
            "IMAGE_SIZE", "FIT_SECONDS", "BACKGROUND"]
 
 #: Width and height of a frame, pixels.
@@ -43,9 +43,11 @@ class PygameMissingError(KinemaError):
     """The PNG renderer needs pygame (the ``demo`` extra)."""
 
 
-def import_pygame() -> Any:
-    """pygame, imported with SDL's dummy video driver and without its start-up banner."""
-    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+def import_pygame(headless: bool = True) -> Any:
+    """pygame, imported without its start-up banner and, when ``headless``, with SDL's dummy video driver
+    (unless ``SDL_VIDEODRIVER`` is set already)."""
+    if headless:
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
     try:
         import pygame
@@ -90,6 +92,14 @@ class Camera:
         y = 0.5 * h - self.scale * (uv[:, 1] - self.center_uv[1])
         return np.stack([x, y], axis=-1)
 
+    def world_at(self, pixel: Sequence[float]) -> NDArray[np.float64]:
+        """The world point ``(3,)`` at ``pixel`` (x right, y down) on the screen plane through the origin
+        (for a planar demo seen face on, the point of the plane z = 0 under the pixel)."""
+        w, h = self.size
+        u = self.center_uv[0] + (float(pixel[0]) - 0.5 * w) / self.scale
+        v = self.center_uv[1] - (float(pixel[1]) - 0.5 * h) / self.scale
+        return np.asarray(u * self.right + v * self.up, dtype=np.float64)
+
 
 #: The four corners of a unit square around a point: a dot's extent on screen is its radius each way.
 _CORNERS = np.array([[-1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [1.0, 1.0]])
@@ -129,15 +139,23 @@ def _rgb(color: Sequence[float]) -> tuple[int, int, int]:
 
 
 def render_png(drawing: Drawing, camera: Camera, file: Any) -> None:
-    """Draw ``drawing`` through ``camera`` and write it as PNG into the binary file object ``file``.
+    """Draw ``drawing`` through ``camera`` (:func:`draw_on`) and write it as PNG into the binary file ``file``."""
+    pygame = import_pygame()
+    surface = pygame.Surface(camera.size)
+    draw_on(surface, drawing, camera)
+    pygame.image.save(surface, file, "frame.png")
+
+
+def draw_on(surface: Any, drawing: Drawing, camera: Camera) -> None:
+    """Paint ``drawing`` through ``camera`` onto the pygame ``surface`` (of ``camera.size``).
 
     Lines and dots are painted far to near (by ``p . camera.toward``; ties keep the drawing's
     order), lines with round joints; the caption goes at the top left.
     """
-    pygame = import_pygame()
+    import pygame
+
     if not pygame.font.get_init():
         pygame.font.init()
-    surface = pygame.Surface(camera.size)
     surface.fill(BACKGROUND)
     items: list[tuple[float, int, Any]] = []
     for i, ln in enumerate(drawing.lines):
@@ -162,4 +180,3 @@ def render_png(drawing: Drawing, camera: Camera, file: Any) -> None:
         font = pygame.font.Font(None, CAPTION_PX)
         for k, text in enumerate(drawing.caption.splitlines()):
             surface.blit(font.render(text, True, CAPTION_COLOR), (8, 6 + k * CAPTION_PX))
-    pygame.image.save(surface, file, "frame.png")

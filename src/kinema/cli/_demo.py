@@ -98,6 +98,11 @@ def run_demo(args: argparse.Namespace, ui: UI) -> int:
     if not args.headless:
         if args.out is not None:
             raise CliError("--out needs --headless (the viewer writes no frames)")
+        try:
+            import viser  # noqa: F401
+        except ImportError:
+            raise CliError("kinema demo in the viewer needs the viewer extra: pip install 'kinema[viewer]' "
+                           "(or use --headless --out DIR)") from None
         from ..viewer._demo import serve_demo
 
         serve_demo(demo, fps=fps, seed=args.seed, host=args.host, port=args.port, block=True)

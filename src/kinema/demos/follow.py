@@ -150,5 +150,5 @@ def make(seed: int = 0) -> FollowSession:
     return FollowSession(seed)
 
 
-DEMO = {"name": "follow", "make": make, "fps": 60.0, "view": (0.0, 0.0), "planar": True,
+DEMO = {"name": "follow", "make": make, "fps": 60.0, "view": (0.0, 0.0),
         "about": "2D two-bone arm and a FABRIK tentacle following a smoothed pointer"}

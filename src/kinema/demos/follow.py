@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import FABRIK, Skeleton, TwoBone2D, solve_two_bone_2d
 from ..filters import CriticallyDampedSpring
+from ..fk import forward_kinematics
 from ._draw import Drawing
 
 __all__ = ["DEMO", "FollowSession", "make", "UPPER_LENGTH", "LOWER_LENGTH", "SHOULDER", "TENTACLE_ROOT",
@@ -29,7 +30,7 @@ __all__ = ["DEMO", "FollowSession", "make", "UPPER_LENGTH", "LOWER_LENGTH", "SHO
 
 FloatArray = NDArray[np.float64]
 
-#: The arm's bone lengths (the article's 110 and 90 pixels, in tenths of a pixel... here in metres-ish units).
+#: The arm's bone lengths, world units (the article's 110 and 90 pixels, divided by 100).
 UPPER_LENGTH, LOWER_LENGTH = 1.1, 0.9
 #: The shoulder ``(2,)`` and the tentacle's root ``(2,)``, world units in the plane z = 0.
 SHOULDER = np.array([0.0, 0.0])
@@ -122,8 +123,6 @@ class FollowSession:
         target_world = np.array([self.target[0], self.target[1], 0.0])
         res = self.tentacle.solve(self.tentacle_pose, target_world)
         self.tentacle_pose = res.pose
-        from ..fk import forward_kinematics
-
         self.tentacle_positions = forward_kinematics(self.tentacle_skeleton, self.tentacle_pose).positions
 
     def drawing(self) -> Drawing:

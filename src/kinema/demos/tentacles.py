@@ -62,7 +62,7 @@ def _attachments() -> tuple[FloatArray, FloatArray]:
     a = 2.0 * math.pi * np.arange(TENTACLES) / TENTACLES
     out = np.stack([np.cos(a), np.zeros_like(a), np.sin(a)], axis=-1)
     positions = BODY_RADIUS * (0.8 * out + np.array([0.0, -0.6, 0.0]))
-    # +y of the base points down and 40 degrees outward: turn -y... first half a turn about the outward axis
+    # each base's +y (the tentacle's direction) points down, then tips 40 degrees outward
     down = np.broadcast_to([0.0, 0.0, 1.0, 0.0], (TENTACLES, 4))  # 180 degrees about z: +y -> -y
     tilt_axis = np.cross(out, [0.0, 1.0, 0.0])  # turning about this tips -y toward +out
     tilt = rotation.from_axis_angle(tilt_axis, np.full(TENTACLES, -math.radians(40.0)))

@@ -53,7 +53,10 @@ def test_demo_page_loads_with_its_controls(browser: Any, demo_viewer: Any) -> No
     wait_for(lambda: app.state_text.value == app.session.state, "the state to reach the panel")
     states.add(app.session.state)
     # "auto" turns the session's auto play off
-    assert app.session.auto
+    assert app.session.auto  # still on: moving the target with the script is not a drag
+    if app.pointer is not None:
+        # the gizmo follows the scripted pointer (a frame behind at most: 0.04 at 60 fps)
+        np.testing.assert_allclose(np.asarray(app.pointer.position)[:2], app.session.pointer, atol=0.1)
     page.get_by_label("auto").click()
     wait_for(lambda: not app.session.auto, "auto to turn off")
     if hasattr(app.session, "set_pointer"):  # follow: the draggable target is the pointer

@@ -27,7 +27,7 @@ __all__ = ["DemoApp", "DemoViewer", "serve_demo"]
 #: Spheres of the dots: icosphere subdivisions (2: 80 faces, round enough at demo sizes).
 DOT_SUBDIVISIONS = 2
 #: The camera starts this many scene sizes away from the scene's centre.
-CAMERA_DISTANCE = 1.6
+CAMERA_DISTANCE = 1.15
 #: The panel's caption is refreshed every this many frames (it changes every frame).
 CAPTION_EVERY = 6
 
@@ -108,6 +108,12 @@ class DemoApp:
             self.session.step(1.0 / self.fps)
             drawing = self.session.drawing()
             state = str(self.session.state)
+            scripted = self.pointer is not None and bool(self.session.auto)
+            pointer = np.zeros(3)
+            if scripted:
+                pointer[: np.size(self.session.pointer)] = self.session.pointer
+        if scripted:  # the target shows where the script has the pointer, ready to be grabbed
+            self.pointer.position = tuple(map(float, pointer))
         if self.state_text.value != state:
             self.state_text.value = state
         self.draw(drawing)

@@ -176,7 +176,7 @@ def test_stairs_feet_on_steps_no_knee_flips_hips_lowered() -> None:
     s = S.make()
     n = s.names
     lengths = _rest_lengths(s.skeleton)
-    planted_frames, lowered, tops = 0, 0, []
+    planted_frames, lowered, tight, tops = 0, 0, 0, []
     knee_prev: dict[str, float] = {}
     knee_steps: list[float] = []
     for _ in range(int(S.STEP_TIME * 12 * 30) - 5):  # the approach, the flight and onto the landing
@@ -199,11 +199,19 @@ def test_stairs_feet_on_steps_no_knee_flips_hips_lowered() -> None:
                 knee_steps.append(abs(angle - knee_prev[side]))
             knee_prev[side] = angle
         lowered += s.lowered > 0.0
+        # every foot target within the leg's reach, and when the pelvis is down by just what was needed
+        # the farthest one is exactly at the reach limit (it really could not reach before)
+        reach = S.REACH_FRACTION * s.leg_length
+        far = max(np.linalg.norm(p[n.index(ankle)] - p[n.index(hip)]) for _, hip, _, ankle in S.LEGS)
+        assert far <= reach + 1e-9
+        if s.needed > 0.0 and s.lowered == s.needed:
+            tight += 1
+            assert far == pytest.approx(reach, abs=1e-9)
         tops.append(max(S.tread_height(k) for k in s.planted.values() if k is not None) if any(
             k is not None for k in s.planted.values()) else 0.0)
     assert planted_frames > 150
     assert max(tops) == pytest.approx(S.RISE * S.STEPS)  # it got to the top
-    assert lowered > 0  # the hips went down where a foot could not reach
+    assert lowered > 0 and tight > 0  # the hips went down where a foot could not reach
     # a flip would turn the knee through ~pi in a frame; the fastest swing-start fold is ~0.29 rad
     ks = np.array(knee_steps)
     assert ks.max() <= KNEE_STEP_MAX, ks.max()

@@ -77,8 +77,9 @@ def _smoothstep(s: float) -> float:
 
 class StairsSession:
     """One climb.  After each :meth:`step`: ``time`` (s), ``pose`` (the humanoid), ``foot_targets``
-    ``{side: (3,)}`` ankle targets, ``planted`` ``{side: tread index or None}``, ``lowered`` (m the
-    pelvis went down so a foot could reach), ``results`` ``{side: SolveResult}``."""
+    ``{side: (3,)}`` ankle targets, ``planted`` ``{side: tread index or None}``, ``needed`` (m the
+    pelvis must go down this frame for every foot to reach), ``lowered`` (m it went down: ``needed``,
+    or more while it eases back up), ``results`` ``{side: SolveResult}``."""
 
     def __init__(self, seed: int = 0) -> None:
         self.time = 0.0
@@ -149,6 +150,7 @@ class StairsSession:
             needed = max(needed, hip[1] - highest)
         # down at once (the foot must reach), back up smoothly (exponential, frame-rate independent)
         eased = needed + (self.lowered - needed) * math.exp(-HIP_RECOVERY_RATE * dt)
+        self.needed = max(needed, 0.0)
         self.lowered = max(needed, eased, 0.0)
         root = np.array([pelvis_x, pelvis_y - self.lowered, 0.0])
         pose = self.skeleton.rest_pose()

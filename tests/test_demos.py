@@ -339,3 +339,13 @@ def test_window_without_a_display_is_one_line() -> None:
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("kinema:")]
     assert r.returncode == 1 and len(lines) == 1 and "--headless" in lines[0], r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("name", ["follow", "tentacles", "stairs"])
+def test_each_demo_is_documented_with_its_picture(name: str) -> None:
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "demos.md").read_text()
+    readme = (root / "README.md").read_text()
+    assert f"\n## {name}\n" in page and f"kinema demo {name}" in page
+    assert f"(images/demo-{name}.png)" in page and f"(docs/images/demo-{name}.png)" in readme
+    assert (root / "docs" / "images" / f"demo-{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -9,8 +9,9 @@ input is never modified).
   the ground and its speed, thresholds estimated from the clip (overridable),
   with hysteresis and clean-up of short gaps and touches.
 * :func:`footlock`: locks each contact at one ground position with two-bone
-  IK per leg (knee pole from the animated knee, foot keeping its animated
-  world orientation), lowers the hips where a leg cannot reach, eases the IK
+  IK per leg (knee pole from the animated knee where it tells the bend
+  plane, from the knee's learned forward direction where the leg is too
+  straight to tell; foot keeping its animated world orientation), lowers the hips where a leg cannot reach, eases the IK
   weight in and out around each contact and leaves every other joint alone.
 * :func:`reach`: re-aims a reach: over frames ``A..B`` the effector is at a
   new target, blended in and out over a window, with two-bone IK (or a longer
@@ -747,7 +748,9 @@ def footlock(
        it is ``p + w (lock - p_edge)`` with ``p`` its animated position and
        ``p_edge`` the one at the contact's first (last) frame: the offset
        fades while the foot keeps its animated velocity, so the motion is
-       continuous and untouched where ``w = 0``;
+       continuous and untouched where ``w = 0``; across a gap shorter than
+       two ramps one lock's offset fades straight into the next one's
+       (:func:`_crossfade_short_gaps`);
     4. with ``lower_hips``, where a target is farther from its hip than
        ``(1 - REACH_SLACK)`` of the leg (and farther than the animated foot
        was), the root is lowered straight down by the least amount that
@@ -755,9 +758,10 @@ def footlock(
        vertical ``v`` and horizontal ``h`` offsets, capped at
        ``MAX_DROP_FRACTION`` of the leg; the drop is smoothed (moving max then
        moving mean over the ease window, which never lowers it below need);
-    5. each leg is solved with :func:`kinema.solve_two_bone`: pole = the
-       animated knee (moved down with the hips), foot world orientation = the
-       animated one.
+    5. each leg is solved with :func:`kinema.solve_two_bone`: pole from
+       :func:`_knee_poles` (the animated knee's bend plane where it tells
+       one, turned continuously in between, so the knee never swings round
+       near full extension), foot world orientation = the animated one.
 
     Only the root's up translation and the hip, knee and foot rotations of
     each leg change, and only on frames with ``w > 0`` or a hips drop.

@@ -7,12 +7,14 @@ input is never modified).
 
 * :func:`detect_contacts`: when each foot is planted, from its height above
   the ground and its speed, thresholds estimated from the clip (overridable),
-  with hysteresis and clean-up of short gaps and touches.
+  with hysteresis both ways in time, stances broken by speed alone joined
+  into one, and clean-up of short gaps and touches.
 * :func:`footlock`: locks each contact at one ground position with two-bone
   IK per leg (knee pole from the animated knee where it tells the bend
   plane, from the knee's learned forward direction where the leg is too
-  straight to tell; foot keeping its animated world orientation), lowers the hips where a leg cannot reach, eases the IK
-  weight in and out around each contact and leaves every other joint alone.
+  straight to tell; foot keeping its animated world orientation), lowers
+  the hips where a leg cannot reach, eases the IK weight in and out around
+  each contact and leaves every other joint alone.
 * :func:`reach`: re-aims a reach: over frames ``A..B`` the effector is at a
   new target, blended in and out over a window, with two-bone IK (or a longer
   chain through the spine) and the hand keeping its animated orientation.

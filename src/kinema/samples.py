@@ -142,7 +142,7 @@ FINGER_NAMES = ("thumb", "index", "middle", "ring", "pinky")
 #: wrist's +Z, towards the thumb) at ``spread = 1``.  An adult hand: 0.19 m from the wrist to the middle
 #: fingertip, the knuckles 0.085-0.098 m below the wrist, the thumb rooted near the wrist on the palm side.
 HAND_PROPORTIONS: dict[str, dict[str, Any]] = {
-    "thumb": {"offset": (0.022, -0.028, -0.012), "direction": (0.5, -0.85, -0.3),
+    "thumb": {"offset": (0.022, -0.028, 0.0), "direction": (0.6, -0.8, 0.0),
               "lengths": (0.040, 0.032, 0.025), "spread_deg": 20.0},
     "index": {"offset": (0.032, -0.095, 0.0), "direction": (0.0, -1.0, 0.0),
               "lengths": (0.040, 0.025, 0.020), "spread_deg": 10.0},

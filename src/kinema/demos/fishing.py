@@ -57,14 +57,15 @@ CHEST_LEAN_DEG = -8.0
 HANDLE_BEHIND, HANDLE_FRONT = 0.32, 0.12
 ROD_TIP_SEGMENTS, ROD_TIP_LENGTH = 8, 1.9
 #: The handle's radius and the net pole's (m); fingers are bone lines, so they close on radius + finger pad.
-HANDLE_RADIUS, NET_POLE_RADIUS, REEL_KNOB_RADIUS = 0.014, 0.012, 0.008
+HANDLE_RADIUS, NET_POLE_RADIUS, REEL_KNOB_RADIUS = 0.014, 0.012, 0.012
 FINGER_PAD = 0.009
 #: Largest bend of the tip under full load (radians at the tip, quadratic along the blank).
 ROD_MAX_BEND = 1.2
 #: Where the rear hand sits along the handle from the front grip (m, negative: behind it).
 REAR_GRIP_ALONG = -0.26
-#: The reel: its centre below the handle at the rear grip and the knob's circle radius (m); turns per second.
-REEL_DROP, REEL_RADIUS, REEL_TURNS_PER_S = 0.05, 0.035, 1.5
+#: The reel: its seat along the handle from the front grip, its centre below the handle and the knob's
+#: circle radius (m); turns per second.
+REEL_ALONG, REEL_DROP, REEL_RADIUS, REEL_TURNS_PER_S = -0.08, 0.05, 0.035, 1.5
 
 # ------------------------------------------------------------------------------------------- the arms
 #: Elbow pole points in the actor's frame (m): behind, below and outside each shoulder.
@@ -314,7 +315,7 @@ class FishingSession:
         self.blank = bent_blank(blank_start, direction, pull, key.load)
         self.butt, self.front = butt, front
         self.rod_direction = direction
-        self.reel_center = front + REAR_GRIP_ALONG * direction - REEL_DROP * _unit(np.cross(
+        self.reel_center = front + REEL_ALONG * direction - REEL_DROP * _unit(np.cross(
             np.cross(direction, [0.0, 1.0, 0.0]), direction))
         self._place_net(to_world, dir_to_world)
         self.grips = self._grips()

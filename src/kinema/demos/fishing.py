@@ -51,6 +51,10 @@ ACTOR_POSITION = np.array([0.05, 0.12, 0.0])
 HIP_FLEX_DEG, KNEE_FLEX_DEG = 90.0, -90.0
 #: Forward lean of the chest (degrees, negative about Z leans towards +X) while sitting still.
 CHEST_LEAN_DEG = -8.0
+#: The angler is never quite still: the chest sways (breathing) and the rod rocks, always, on top of the
+#: state's motion (amplitudes in degrees, frequencies in Hz).
+BREATH_DEG, BREATH_HZ = 4.0, 0.25
+ROD_ROCK_DEG, ROD_ROCK_HZ = 5.0, 0.3
 
 # ------------------------------------------------------------------------------------------- the rod
 #: The rod: the rigid handle behind and in front of the front grip, and the tip blank as a chain (m).
@@ -62,10 +66,12 @@ FINGER_PAD = 0.009
 #: Largest bend of the tip under full load (radians at the tip, quadratic along the blank).
 ROD_MAX_BEND = 1.2
 #: Where the rear hand sits along the handle from the front grip (m, negative: behind it).
-REAR_GRIP_ALONG = -0.26
+REAR_GRIP_ALONG = -0.2
 #: The reel: its seat along the handle from the front grip, its centre below the handle and the knob's
 #: circle radius (m); turns per second.
-REEL_ALONG, REEL_DROP, REEL_RADIUS, REEL_TURNS_PER_S = -0.08, 0.05, 0.035, 1.5
+REEL_ALONG, REEL_DROP, REEL_RADIUS, REEL_TURNS_PER_S = -0.08, 0.04, 0.025, 0.4
+#: The reel's knob turns on the handle's left side, this far out from the rod (m).
+REEL_SIDE = 0.05
 
 # ------------------------------------------------------------------------------------------- the arms
 #: Elbow pole points in the actor's frame (m): behind, below and outside each shoulder.
@@ -77,8 +83,12 @@ PALM_NORMAL_LOCAL = {"right": np.array([0.0, 0.3, -1.0]), "left": np.array([0.0,
 #: The landing net: pole length, hoop radius (m); where it rests on the deck (grip point, pole direction,
 #: actor frame) until the free hand takes it.
 NET_POLE_LENGTH, NET_HOOP_RADIUS = 1.4, 0.2
-NET_REST_GRIP_LOCAL = np.array([0.15, 0.2, -0.45])
+NET_REST_GRIP_LOCAL = np.array([0.22, 0.23, -0.25])
 NET_REST_DIRECTION_LOCAL = np.array([0.85, -0.12, -0.5])
+
+for _offset in (ACTOR_POSITION, NET_REST_GRIP_LOCAL, NET_REST_DIRECTION_LOCAL, *ELBOW_POLE_LOCAL.values(),
+                *PALM_NORMAL_LOCAL.values()):
+    _offset.setflags(write=False)  # configured offsets: converted to world as copies, never written
 
 # ------------------------------------------------------------------------------------ float and line
 #: Float radius (m), bobbing amplitude (m) and frequency (Hz); line drop below the tip when hanging (m).
@@ -118,20 +128,20 @@ _REST = (0.34, 0.24, 0.06)
 #: Per state, its phases; each eases (smoothstep) from the previous phase's key, so the motion is
 #: continuous across phases and states (the last key equals the first state's start).
 TIMELINE: dict[str, tuple[Phase, ...]] = {
-    "idle": (Phase("hold", 2.0, RodKey(35.0, 0.0, _REST, 0.05, CHEST_LEAN_DEG)),),
-    "cast": (Phase("wind-up", 0.9, RodKey(88.0, 5.0, (0.26, 0.40, 0.08), 0.1, -2.0)),
-             Phase("forward stroke", 0.7, RodKey(28.0, 0.0, (0.40, 0.30, 0.06), 0.3, -16.0)),
+    "idle": (Phase("hold", 2.6, RodKey(35.0, 0.0, _REST, 0.05, CHEST_LEAN_DEG)),),
+    "cast": (Phase("wind-up", 1.1, RodKey(88.0, 5.0, (0.26, 0.40, 0.08), 0.1, -2.0)),
+             Phase("forward stroke", 1.0, RodKey(28.0, 0.0, (0.40, 0.30, 0.06), 0.3, -16.0)),
              Phase("release", 0.2, RodKey(22.0, 0.0, (0.41, 0.28, 0.06), 0.1, -16.0)),
              Phase("follow-through", 0.9, RodKey(15.0, 0.0, (0.38, 0.24, 0.06), 0.05, -12.0))),
     "wait": (Phase("float bobbing", 3.0, RodKey(25.0, 0.0, _REST, 0.1, CHEST_LEAN_DEG)),),
     "strike": (Phase("strike", 0.5, RodKey(62.0, 0.0, (0.30, 0.32, 0.06), 0.9, -4.0)),),
-    "fight": (Phase("reel in", 2.4, RodKey(55.0, -6.0, (0.32, 0.30, 0.06), 0.7, -6.0)),
-              Phase("reach for the net", 0.8, RodKey(60.0, 0.0, (0.30, 0.32, 0.08), 0.6, -10.0))),
+    "fight": (Phase("reel in", 2.6, RodKey(55.0, -6.0, (0.30, 0.30, 0.03), 0.7, -6.0)),
+              Phase("reach for the net", 2.0, RodKey(60.0, 0.0, (0.30, 0.32, 0.08), 0.6, -10.0))),
     "land": (Phase("scoop", 2.4, RodKey(65.0, 0.0, (0.30, 0.34, 0.08), 0.4, -14.0)),),
     "release": (Phase("let go", 1.6, RodKey(40.0, 0.0, _REST, 0.05, CHEST_LEAN_DEG)),),
 }
-#: The left hand leaves the rod at the end of the fight and comes back in the first part of idle (s).
-HAND_TRANSFER_S = 0.8
+#: The left hand's moves between holds (rod to reel, reel to net, net back to rod) take this long (s).
+HAND_TRANSFER_S = 2.0
 
 
 def _smoothstep(x: float) -> float:
@@ -294,7 +304,9 @@ class FishingSession:
         # 2. the state machine's key for this moment, and the actor placed (root and chest lean)
         self.phase, self.phase_progress, key = rod_key_at(self.state, self.state_time)
         pose.translations[0] = ACTOR_POSITION
-        pose.rotations[self.skeleton.index("chest")] = rot.from_axis_angle([0.0, 0.0, 1.0], key.lean_deg, degrees=True)
+        breath = BREATH_DEG * math.sin(2.0 * math.pi * BREATH_HZ * self.time)
+        pose.rotations[self.skeleton.index("chest")] = rot.from_axis_angle([0.0, 0.0, 1.0], key.lean_deg + breath,
+                                                                           degrees=True)
         actor_rotation = pose.rotations[0].copy()
         actor_position = pose.translations[0].copy()
 
@@ -305,7 +317,8 @@ class FishingSession:
             return rot.rotate(actor_rotation, np.array(local, dtype=np.float64))
 
         # 3. the rod's pose and the grips from the state
-        direction = dir_to_world(_handle_direction(key.pitch_deg, key.yaw_deg))
+        rock = ROD_ROCK_DEG * math.sin(2.0 * math.pi * ROD_ROCK_HZ * self.time)
+        direction = dir_to_world(_handle_direction(key.pitch_deg + rock, key.yaw_deg + 0.5 * rock))
         front = to_world(np.array(key.pivot))
         butt = front - HANDLE_BEHIND * direction
         blank_start = front + HANDLE_FRONT * direction
@@ -350,8 +363,10 @@ class FishingSession:
             left = self._grip_on(self.net_grip, self.net_direction, NET_POLE_RADIUS, "left")
         elif self.state == "fight":
             left = self._reel_grip()
-            phase = TIMELINE["fight"][-1]
-            into = self.state_time - (_state_duration("fight") - phase.duration)
+            if self.state_time < HAND_TRANSFER_S:  # from the rear of the handle to the reel
+                rear = self._grip_on(self.front + REAR_GRIP_ALONG * d, d, HANDLE_RADIUS, "left")
+                left = self._blend(rear, left, _smoothstep(self.state_time / HAND_TRANSFER_S))
+            into = self.state_time - (_state_duration("fight") - HAND_TRANSFER_S)
             if into > 0.0:  # reaching for the net: the hand's grip eases from the reel to the resting net
                 left = self._blend(left, self._grip_on(self.net_grip, self.net_direction, NET_POLE_RADIUS, "left"),
                                    _smoothstep(into / HAND_TRANSFER_S))
@@ -376,8 +391,8 @@ class FishingSession:
         spindle = _unit(np.cross(d, [0.0, 1.0, 0.0]))
         up = np.cross(spindle, d)
         angle = 2.0 * math.pi * REEL_TURNS_PER_S * self.state_time
-        knob = self.reel_center + REEL_RADIUS * (math.cos(angle) * up + math.sin(angle) * d)
-        return self._grip_on(knob, spindle, REEL_KNOB_RADIUS, "left")
+        knob = self.reel_center - REEL_SIDE * spindle + REEL_RADIUS * (math.cos(angle) * up + math.sin(angle) * d)
+        return self._grip_on(knob, d, REEL_KNOB_RADIUS, "left")  # the knob's grip lies along the rod
 
     @staticmethod
     def _blend(a: Grip, b: Grip, s: float) -> Grip:

@@ -30,6 +30,8 @@ from numpy.typing import NDArray
 from .. import hands
 from .. import rotation as rot
 from .._two_bone import TwoBone
+from .._validate import positive_number
+from ..errors import SolverInputError
 from ..fk import forward_kinematics
 from ..pose import Pose
 from ..samples import humanoid
@@ -250,6 +252,8 @@ class FishingSession:
     """
 
     def __init__(self, seed: int = 0) -> None:
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise SolverInputError(f"seed must be a non-negative integer, got {seed!r}")
         rng = np.random.default_rng(seed)
         self.skeleton = humanoid(hands=True)
         self.hands = {side: hands.Hand.from_skeleton(self.skeleton, side) for side in ("left", "right")}
@@ -285,10 +289,7 @@ class FishingSession:
 
     def step(self, dt: float) -> None:
         """Advance one frame of ``dt`` seconds and pose everything."""
-        if not (math.isfinite(dt) and dt >= 0.0):
-            from ..errors import SolverInputError
-
-            raise SolverInputError(f"dt must be a finite number >= 0, got {dt!r}")
+        dt = positive_number(dt, "dt", allow_zero=True)
         self.time += dt
         self.state_time += dt
         while self.auto and self.state_time >= _state_duration(self.state):

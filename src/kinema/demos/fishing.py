@@ -55,8 +55,8 @@ HIP_FLEX_DEG, KNEE_FLEX_DEG = 90.0, -90.0
 CHEST_LEAN_DEG = -8.0
 #: The angler is never quite still: the chest sways (breathing) and the rod rocks, always, on top of the
 #: state's motion (amplitudes in degrees, frequencies in Hz).
-BREATH_DEG, BREATH_HZ = 4.0, 0.25
-ROD_ROCK_DEG, ROD_ROCK_HZ = 5.0, 0.3
+BREATH_DEG, BREATH_HZ = 5.0, 0.25
+ROD_ROCK_DEG, ROD_ROCK_HZ = 6.0, 0.3
 
 # ------------------------------------------------------------------------------------------- the rod
 #: The rod: the rigid handle behind and in front of the front grip, and the tip blank as a chain (m).
@@ -87,9 +87,15 @@ PALM_NORMAL_LOCAL = {"right": np.array([0.0, 0.3, -1.0]), "left": np.array([0.0,
 NET_POLE_LENGTH, NET_HOOP_RADIUS = 1.4, 0.2
 NET_REST_GRIP_LOCAL = np.array([0.22, 0.23, -0.25])
 NET_REST_DIRECTION_LOCAL = np.array([0.85, -0.12, -0.5])
+#: In the hand (actor frame): the grip at the lap, and the pole's direction dipped under the fish, lifted
+#: with the fish in the hoop, and tipped to let it go.
+NET_LAP_GRIP_LOCAL = np.array([0.30, 0.30, -0.22])
+NET_DOWN_LOCAL = np.array([1.0, -1.3, 0.2])
+NET_UP_LOCAL = np.array([1.0, -0.45, 0.2])
+NET_TIPPED_LOCAL = np.array([1.0, -1.0, 0.35])
 
-for _offset in (ACTOR_POSITION, NET_REST_GRIP_LOCAL, NET_REST_DIRECTION_LOCAL, *ELBOW_POLE_LOCAL.values(),
-                *PALM_NORMAL_LOCAL.values()):
+for _offset in (ACTOR_POSITION, NET_REST_GRIP_LOCAL, NET_REST_DIRECTION_LOCAL, NET_LAP_GRIP_LOCAL, NET_DOWN_LOCAL,
+                NET_UP_LOCAL, NET_TIPPED_LOCAL, *ELBOW_POLE_LOCAL.values(), *PALM_NORMAL_LOCAL.values()):
     _offset.setflags(write=False)  # configured offsets: converted to world as copies, never written
 
 # ------------------------------------------------------------------------------------ float and line
@@ -98,6 +104,11 @@ FLOAT_RADIUS, BOB_AMPLITUDE, BOB_HZ = 0.03, 0.015, 0.7
 HANGING_LINE = 0.6
 #: Cast: how far out the float lands (m, along +X from the deck edge, before the seed's jitter) and its flight (s).
 CAST_DISTANCE, CAST_FLIGHT_S = 4.0, 1.0
+#: The fish: how deep it swims (m, below the surface), its side-to-side wiggle (m, rad/s) while hooked,
+#: where the fight brings it (world, beside the jetty) and how high the float rides above it (m).
+FISH_DEPTH_Y, FISH_WIGGLE, FISH_WIGGLE_RAD_PER_S = -0.1, 0.25, 3.0
+FISH_LANDED_WORLD = np.array([DECK_EDGE_X + 0.95, WATER_Y - 0.1, 0.0])
+FLOAT_ABOVE_FISH = 0.3
 #: Line sag at zero load as a fraction of the span (a parabola through both ends).
 LINE_SAG = 0.08
 GRAVITY = 9.81
@@ -132,15 +143,15 @@ _REST = (0.34, 0.24, 0.06)
 TIMELINE: dict[str, tuple[Phase, ...]] = {
     "idle": (Phase("hold", 2.6, RodKey(35.0, 0.0, _REST, 0.05, CHEST_LEAN_DEG)),),
     "cast": (Phase("wind-up", 1.1, RodKey(88.0, 5.0, (0.26, 0.40, 0.08), 0.1, -2.0)),
-             Phase("forward stroke", 1.0, RodKey(28.0, 0.0, (0.40, 0.30, 0.06), 0.3, -16.0)),
+             Phase("forward stroke", 1.2, RodKey(28.0, 0.0, (0.40, 0.30, 0.06), 0.3, -16.0)),
              Phase("release", 0.2, RodKey(22.0, 0.0, (0.41, 0.28, 0.06), 0.1, -16.0)),
              Phase("follow-through", 0.9, RodKey(15.0, 0.0, (0.38, 0.24, 0.06), 0.05, -12.0))),
     "wait": (Phase("float bobbing", 3.0, RodKey(25.0, 0.0, _REST, 0.1, CHEST_LEAN_DEG)),),
     "strike": (Phase("strike", 0.5, RodKey(62.0, 0.0, (0.30, 0.32, 0.06), 0.9, -4.0)),),
     "fight": (Phase("reel in", 2.6, RodKey(55.0, -6.0, (0.30, 0.30, 0.03), 0.7, -6.0)),
               Phase("reach for the net", 2.0, RodKey(60.0, 0.0, (0.30, 0.32, 0.08), 0.6, -10.0))),
-    "land": (Phase("scoop", 2.4, RodKey(65.0, 0.0, (0.30, 0.34, 0.08), 0.4, -14.0)),),
-    "release": (Phase("let go", 1.6, RodKey(40.0, 0.0, _REST, 0.05, CHEST_LEAN_DEG)),),
+    "land": (Phase("scoop", 2.8, RodKey(65.0, 0.0, (0.30, 0.34, 0.08), 0.4, -14.0)),),
+    "release": (Phase("let go", 2.4, RodKey(40.0, 0.0, _REST, 0.05, CHEST_LEAN_DEG)),),
 }
 #: The left hand's moves between holds (rod to reel, reel to net, net back to rod) take this long (s).
 HAND_TRANSFER_S = 2.0
@@ -324,14 +335,14 @@ class FishingSession:
         butt = front - HANDLE_BEHIND * direction
         blank_start = front + HANDLE_FRONT * direction
         self.load = key.load
-        self._place_float_and_fish(blank_start, direction)
-        pull = _unit(self.float_position - blank_start)
-        self.blank = bent_blank(blank_start, direction, pull, key.load)
         self.butt, self.front = butt, front
         self.rod_direction = direction
         self.reel_center = front + REEL_ALONG * direction - REEL_DROP * _unit(np.cross(
             np.cross(direction, [0.0, 1.0, 0.0]), direction))
+        self._place_float_and_fish(blank_start, direction)
         self._place_net(to_world, dir_to_world)
+        # The tip bends towards the line's pull, by the state's load.
+        self.blank = bent_blank(blank_start, direction, _unit(self.float_position - blank_start), key.load)
         self.grips = self._grips()
         # 4. both arms by two-bone IK (elbow poles, reach clamped by the solver)
         self.wrist_targets: dict[str, FloatArray] = {}
@@ -413,7 +424,7 @@ class FishingSession:
 
     # --------------------------------------------------------------------------- float, fish and net
     def _place_float_and_fish(self, tip_start: FloatArray, direction: FloatArray) -> None:
-        tip = tip_start + ROD_TIP_LENGTH * direction
+        tip = self.tip_straight = tip_start + ROD_TIP_LENGTH * direction  # the unbent tip
         landing = np.array([DECK_EDGE_X + self.cast_distance, WATER_Y, 0.3])
         hanging = tip - np.array([0.0, HANGING_LINE, 0.0])
         t = self.state_time
@@ -436,44 +447,62 @@ class FishingSession:
             total = _state_duration("strike") + _state_duration("fight")
             into = t if self.state == "strike" else _state_duration("strike") + t
             u = _smoothstep(into / total)
-            near = np.array([DECK_EDGE_X + 1.0, WATER_Y, 0.1])
-            wiggle = 0.25 * math.sin(3.0 * self.time + self.fish_phase) * (1.0 - u)
-            self.fish_position = landing + (near - landing) * u + np.array([0.0, -0.1, wiggle])
-            self.float_position = self.fish_position + np.array([0.0, 0.3 + 0.5 * bob, 0.0])
-        else:  # land, release: the fish comes up in the net, then goes back
-            self.float_position = np.array([DECK_EDGE_X + 1.0, WATER_Y + 0.3, 0.1])
-            self.fish_position = np.array([DECK_EDGE_X + 1.0, WATER_Y - 0.1, 0.1])
+            wiggle = FISH_WIGGLE * math.sin(FISH_WIGGLE_RAD_PER_S * self.time + self.fish_phase) * (1.0 - u)
+            start = landing + np.array([0.0, FISH_DEPTH_Y, 0.0])
+            self.fish_position = start + (FISH_LANDED_WORLD - start) * u + np.array([0.0, 0.0, wiggle])
+            self.float_position = self.fish_position + np.array([0.0, FLOAT_ABOVE_FISH + 0.5 * bob, 0.0])
+        else:  # land, release: the fish waits by the jetty (the net moves it, see _place_net)
+            self.fish_position = FISH_LANDED_WORLD.copy()
+            self.float_position = self.fish_position + np.array([0.0, FLOAT_ABOVE_FISH, 0.0])
 
     def _place_net(self, to_world: Callable[[FloatArray], FloatArray],
                    dir_to_world: Callable[[FloatArray], FloatArray]) -> None:
-        rest_grip = to_world(NET_REST_GRIP_LOCAL)
-        rest_dir = _unit(dir_to_world(NET_REST_DIRECTION_LOCAL))
+        """The net's grip point and pole direction (world), and the fish and float once the net is in play.
+
+        Land: the hand brings the grip to the lap while the hoop dips under the fish, the fish glides in,
+        the net comes up.  Release: the net tips the fish back into the water and goes back on the deck.
+        """
+        rest_grip, rest_dir = to_world(NET_REST_GRIP_LOCAL), _unit(dir_to_world(NET_REST_DIRECTION_LOCAL))
+        lap_grip = to_world(NET_LAP_GRIP_LOCAL)
+        down, up, tipped = (_unit(dir_to_world(v)) for v in (NET_DOWN_LOCAL, NET_UP_LOCAL, NET_TIPPED_LOCAL))
         if self.net_holder == "deck":
             self.net_grip, self.net_direction = rest_grip, rest_dir
             return
-        # In the hand: the grip rises to the lap and the hoop dips to the fish, scoops, comes up (land),
-        # then tips the fish out and is put back on the deck (release).
-        lap_grip = to_world(np.array([0.30, 0.30, -0.22]))
+        hoop_of = self._hoop_center
         if self.state == "land":
             u = self.state_time / _state_duration("land")
-            dip = math.sin(math.pi * min(u * 1.6, 1.0))
-            reach = _unit(np.array([1.0, -1.0 - 0.3 * dip, 0.2]))
-            self.net_grip = rest_grip + (lap_grip - rest_grip) * _smoothstep(u * 2.0)
-            self.net_direction = _unit(rest_dir + (_unit(dir_to_world(reach)) - rest_dir) * _smoothstep(u * 2.0))
-            if u * 1.6 >= 0.5 and self.fish_position is not None:  # scooped: the fish rides in the hoop
-                self.fish_position = self.net_grip + self.net_direction * (NET_POLE_LENGTH + NET_HOOP_RADIUS * 0.5)
-        else:
-            u = self.state_time / _state_duration("release")
-            held_dir = _unit(dir_to_world(_unit(np.array([1.0, -1.0, 0.2]))))
-            self.net_grip = lap_grip + (rest_grip - lap_grip) * _smoothstep(u)
-            self.net_direction = _unit(held_dir + (rest_dir - held_dir) * _smoothstep(u))
+            grab = _smoothstep(u / 0.5)
+            self.net_grip = rest_grip + (lap_grip - rest_grip) * grab
+            direction = _unit(rest_dir + (down - rest_dir) * grab)
+            self.net_direction = _unit(direction + (up - direction) * _smoothstep((u - 0.6) / 0.4))
+            assert self.fish_position is not None
+            glide = _smoothstep((u - 0.35) / 0.25)  # the fish swims into the dipped hoop
+            self.fish_position = self.fish_position + (hoop_of() - self.fish_position) * glide
+            self.float_position = self.fish_position + np.array([0.0, FLOAT_ABOVE_FISH, 0.0])
+            return
+        u = self.state_time / _state_duration("release")
+        tip = _smoothstep(u / 0.35)
+        back = _smoothstep((u - 0.35) / 0.65)
+        self.net_grip = lap_grip + (rest_grip - lap_grip) * back
+        self.net_direction = _unit(_unit(up + (tipped - up) * tip) + (rest_dir - tipped) * back)
+        in_net = hoop_of()
+        drop = _smoothstep((u - 0.15) / 0.3)  # the fish slides out and falls back into the water
+        water = np.array([in_net[0] + 0.3, WATER_Y - 0.1, in_net[2]])
+        self.fish_position = None if u > 0.8 else in_net + (water - in_net) * drop
+        hanging = self.tip_straight - np.array([0.0, HANGING_LINE, 0.0])
+        held = in_net + np.array([0.0, FLOAT_ABOVE_FISH, 0.0])
+        self.float_position = held + (hanging - held) * _smoothstep(u)
+
+    def _hoop_center(self) -> FloatArray:
+        return self.net_grip + self.net_direction * (NET_POLE_LENGTH + NET_HOOP_RADIUS)
 
     # ------------------------------------------------------------------------------------------ drawing
     def drawing(self) -> Drawing:
         """The current frame: deck, water, angler, rod, line, float, fish and net (world, y up, metres)."""
         d = Drawing(caption=f"fishing: {self.state} ({self.phase})")
         _draw_scene(d)
-        d.skeleton(self.skeleton, self.pose, (0.85, 0.75, 0.6), 0.02, joint_radius=0.012)
+        fk = forward_kinematics(self.skeleton, self.pose)
+        _draw_angler(d, self.skeleton, fk.positions)
         d.line([self.butt, self.front + HANDLE_FRONT * self.rod_direction], (0.35, 0.2, 0.1), 0.03, "rod handle")
         d.line(self.blank, (0.2, 0.2, 0.25), 0.012, "rod tip")
         sag = LINE_SAG * (1.0 - self.load) * float(np.linalg.norm(self.float_position - self.blank[-1]))
@@ -488,7 +517,6 @@ class FishingSession:
         angles = np.linspace(0.0, 2.0 * math.pi, 25)[:, None]
         hoop = hoop_center + NET_HOOP_RADIUS * (np.cos(angles) * e1 + np.sin(angles) * self.net_direction)
         d.line(hoop, (0.6, 0.6, 0.55), 0.01, "net hoop")
-        fk = forward_kinematics(self.skeleton, self.pose)
         for side in ("left", "right"):
             if self.options.poles:
                 elbow = fk.positions[self.skeleton.index(f"{side}_elbow")]
@@ -513,6 +541,22 @@ def _seated_pose(skeleton: Skeleton) -> Pose:
         pose.rotations[skeleton.index(f"{side}_knee")] = rot.from_axis_angle(z, KNEE_FLEX_DEG, degrees=True)
     pose.translations[0] = ACTOR_POSITION
     return pose
+
+
+#: The angler's colour, and bone widths and joint dot radius (m): body bones, finger bones.
+SKIN = (0.85, 0.75, 0.6)
+BODY_WIDTH, FINGER_WIDTH, JOINT_RADIUS = 0.03, 0.006, 0.018
+
+
+def _draw_angler(d: Drawing, skeleton: Skeleton, positions_world: FloatArray) -> None:
+    """The body as thick bones with joint dots, the fingers as thin bones (so the grip stays readable)."""
+    n_body = humanoid().n_joints  # the hands come after the 15 body joints
+    for j, parent in enumerate(skeleton.parents):
+        if parent >= 0:
+            width = BODY_WIDTH if j < n_body else FINGER_WIDTH
+            d.line(positions_world[[parent, j]], SKIN, width, "finger" if j >= n_body else "body")
+        if j < n_body:
+            d.dot(positions_world[j], SKIN, JOINT_RADIUS, skeleton.names[j])
 
 
 def _draw_scene(d: Drawing) -> None:

@@ -192,3 +192,22 @@ def test_manual_stepping_options_and_descriptor():
         session.step("fast")  # type: ignore[arg-type]
     with pytest.raises(kinema.SolverInputError, match="seed"):
         FishingSession(seed=-1)
+
+
+def test_grips_are_configured_in_the_actors_frame():
+    """Turning the angler on the jetty turns everything it holds with it: every local rotation below the
+    root (arms, palms, fingers) comes out the same, and the wrist targets are the turned ones."""
+    straight = FishingSession(seed=0)
+    turned = FishingSession(seed=0, actor_yaw_deg=30.0)
+    yaw = rot.from_axis_angle([0.0, 1.0, 0.0], 30.0, degrees=True)
+    for _ in range(int(12 * FPS)):  # through cast, wait, strike and into the fight (the reel)
+        straight.step(1.0 / FPS)
+        turned.step(1.0 / FPS)
+        np.testing.assert_allclose(rot.canonical(turned.pose.rotations[1:]),
+                                   rot.canonical(straight.pose.rotations[1:]), rtol=0, atol=1e-9)
+        for side in ("left", "right"):
+            expected = fishing.ACTOR_POSITION + rot.rotate(yaw, straight.wrist_targets[side] - fishing.ACTOR_POSITION)
+            np.testing.assert_allclose(turned.wrist_targets[side], expected, rtol=0, atol=1e-9)
+    assert straight.state == "fight"
+    with pytest.raises(kinema.SolverInputError, match="actor_yaw_deg"):
+        FishingSession(actor_yaw_deg=90.0)

@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from .. import hands
 from .. import rotation as rot
 from .._two_bone import TwoBone
-from .._validate import positive_number
+from .._validate import as_float_scalar, positive_number
 from ..errors import SolverInputError
 from ..fk import forward_kinematics
 from ..pose import Pose
@@ -49,6 +49,8 @@ WATER_Y = -0.8
 DECK_BACK_X, DECK_EDGE_X, DECK_HALF_WIDTH = -1.5, 0.35, 1.0
 #: Where the angler's pelvis (the humanoid's root) sits: on the deck, near the edge (m).
 ACTOR_POSITION = np.array([0.05, 0.12, 0.0])
+#: How far the angler may be turned on the jetty (degrees about +Y; the water lies along +X).
+MAX_ACTOR_YAW_DEG = 45.0
 #: The seated base pose: hips flexed and knees bent (degrees, about the joints' Z axis).
 HIP_FLEX_DEG, KNEE_FLEX_DEG = 90.0, -90.0
 #: Forward lean of the chest (degrees, negative about Z leans towards +X) while sitting still.
@@ -256,15 +258,23 @@ class FishingSession:
     ``state`` is the current state (one of :data:`STATES`) and ``phase`` its
     stretch; with ``auto`` True (the default) the session plays every state in
     turn and loops, otherwise it stays in the current state until
-    :meth:`advance_state`.  ``seed`` varies the cast distance and the fish.
+    :meth:`advance_state`.  ``seed`` varies the cast distance and the fish;
+    ``actor_yaw_deg`` turns the angler on the jetty (the rod, grips, poles and
+    net are configured in the angler's frame and follow).
     After each step: ``pose`` (the humanoid with hands), ``wrist_targets``
     and ``reached`` per hand, ``grips`` (what each hand holds), ``finger_gaps``
     (each finger's distance to what it holds), ``net_holder`` (``"deck"`` or ``"left"``).
     """
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, *, actor_yaw_deg: float = 0.0) -> None:
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise SolverInputError(f"seed must be a non-negative integer, got {seed!r}")
+        yaw = as_float_scalar(actor_yaw_deg, "actor_yaw_deg")
+        if not abs(yaw) <= MAX_ACTOR_YAW_DEG:
+            raise SolverInputError(f"actor_yaw_deg must be within +-{MAX_ACTOR_YAW_DEG:g}, got {actor_yaw_deg!r}")
+        #: The actor's orientation on the jetty (a turn about world +Y); everything the angler holds is
+        #: configured in this frame.
+        self.actor_rotation = rot.from_axis_angle([0.0, 1.0, 0.0], yaw, degrees=True)
         rng = np.random.default_rng(seed)
         self.skeleton = humanoid(hands=True)
         self.hands = {side: hands.Hand.from_skeleton(self.skeleton, side) for side in ("left", "right")}
@@ -316,17 +326,11 @@ class FishingSession:
         # 2. the state machine's key for this moment, and the actor placed (root and chest lean)
         self.phase, self.phase_progress, key = rod_key_at(self.state, self.state_time)
         pose.translations[0] = ACTOR_POSITION
+        pose.rotations[0] = self.actor_rotation
         breath = BREATH_DEG * math.sin(2.0 * math.pi * BREATH_HZ * self.time)
         pose.rotations[self.skeleton.index("chest")] = rot.from_axis_angle([0.0, 0.0, 1.0], key.lean_deg + breath,
                                                                            degrees=True)
-        actor_rotation = pose.rotations[0].copy()
-        actor_position = pose.translations[0].copy()
-
-        def to_world(local: FloatArray) -> FloatArray:  # a copy: the configured offsets stay as they are
-            return actor_position + rot.rotate(actor_rotation, np.array(local, dtype=np.float64))
-
-        def dir_to_world(local: FloatArray) -> FloatArray:
-            return rot.rotate(actor_rotation, np.array(local, dtype=np.float64))
+        to_world, dir_to_world = self._to_world, self._dir_to_world
 
         # 3. the rod's pose and the grips from the state
         rock = ROD_ROCK_DEG * math.sin(2.0 * math.pi * ROD_ROCK_HZ * self.time)
@@ -367,6 +371,14 @@ class FishingSession:
             self.finger_gaps[side] = result.gap
         self.pose = pose
 
+    def _to_world(self, local: FloatArray) -> FloatArray:
+        """A point in the actor's frame in world space (a new array: the configured offsets stay as they are)."""
+        return ACTOR_POSITION + rot.rotate(self.actor_rotation, np.array(local, dtype=np.float64))
+
+    def _dir_to_world(self, local: FloatArray) -> FloatArray:
+        """A direction in the actor's frame in world space (a new array)."""
+        return rot.rotate(self.actor_rotation, np.array(local, dtype=np.float64))
+
     # ---------------------------------------------------------------------------------- what is held
     def _grips(self) -> dict[str, Grip]:
         d = self.rod_direction
@@ -392,8 +404,8 @@ class FishingSession:
     def _grip_on(self, point: FloatArray, axis: FloatArray, radius: float, side: str) -> Grip:
         """A hand closing on an axis through ``point``: palm normal from the hand's reference, fingers across."""
         axis_u = _unit(axis)
-        normal = PALM_NORMAL_LOCAL[side] - axis_u * (PALM_NORMAL_LOCAL[side] @ axis_u)
-        normal = _unit(normal)
+        reference = self._dir_to_world(PALM_NORMAL_LOCAL[side])
+        normal = _unit(reference - axis_u * (reference @ axis_u))
         along = np.cross(normal, axis_u) if side == "right" else np.cross(axis_u, normal)
         return Grip(point, axis_u, radius + FINGER_PAD, hands.palm_basis(along, normal))
 

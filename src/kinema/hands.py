@@ -372,12 +372,15 @@ def grip(pose: Pose, hand: Hand, axis_point_world: ArrayLike, axis_direction_wor
     axis_u = direction / length
     result = _output(pose, out, ())
     fk = forward_kinematics(hand.skeleton, pose)
+    if fk.scales is None:
+        raise SolverInputError("grip needs uniform scales on the hand and its ancestors")
     n_f = len(hand.fingers)
     angles = np.zeros((n_f, 3))
     gaps = np.zeros(n_f)
     for i, finger in enumerate(hand.fingers):
         parent = int(hand.skeleton.parents[finger.joints[0]])
-        frame = _FingerFrame(hand.skeleton, pose, finger, fk.positions[finger.joints[0]], fk.rotations[parent])
+        frame = _FingerFrame(hand.skeleton, pose, finger, fk.positions[finger.joints[0]], fk.rotations[parent],
+                             float(fk.scales[parent]))
 
         def bone_gaps(a: FloatArray, frame: _FingerFrame = frame) -> FloatArray:
             return _bone_gaps(frame.points(a), center, axis_u, r)
@@ -390,27 +393,34 @@ def grip(pose: Pose, hand: Hand, axis_point_world: ArrayLike, axis_direction_wor
 
 
 class _FingerFrame:
-    """World points of one finger (knuckle, two joints, tip) for batches of flexion angles."""
+    """World points of one finger (knuckle, two joints, tip) for batches of flexion angles.
+
+    Plain 3x3 matrices (Rodrigues' formula for the hinge turns): the grip evaluates a few hundred angle
+    sets per finger, where per-call overhead matters more than the arithmetic.
+    """
 
     def __init__(self, skeleton: Skeleton, pose: Pose, finger: Finger, knuckle_world: FloatArray,
-                 parent_world: FloatArray) -> None:
+                 parent_world: FloatArray, parent_scale: float) -> None:
         chain = [*finger.joints, finger.tip]
         if not np.allclose(pose.scales[chain], 1.0):
             raise SolverInputError(f"grip needs unit scales on finger {finger.name!r}")
-        self.finger = finger
-        self.rest = skeleton.rotations[list(finger.joints)]
-        self.offsets = pose.translations[chain[1:]]  # (3, 3): each joint's offset from the previous
+        self.rest = rot.as_matrix(skeleton.rotations[list(finger.joints)])  # (3, 3, 3)
+        self.offsets = pose.translations[chain[1:]] * parent_scale  # (3, 3): each joint's offset from the last
         self.knuckle_world = knuckle_world
-        self.parent_world = parent_world
+        self.parent_world = rot.as_matrix(parent_world)
+        a = finger.hinge_axis
+        self.cross = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
 
     def points(self, angles: FloatArray) -> FloatArray:
         """``(M, 4, 3)`` world positions for angles ``(M, 3)``."""
-        local = _finger_local(self.finger, self.rest, angles, np.zeros(angles.shape[0]))
-        world = np.broadcast_to(self.parent_world, (angles.shape[0], 4)).copy()
+        k = self.cross
+        sin, cos = np.sin(angles)[..., None, None], np.cos(angles)[..., None, None]
+        hinge = np.eye(3) + sin * k + (1.0 - cos) * (k @ k)  # (M, 3, 3, 3): each joint's turn
+        world = np.broadcast_to(self.parent_world, (angles.shape[0], 3, 3))
         pts = [np.broadcast_to(self.knuckle_world, (angles.shape[0], 3))]
-        for k in range(3):
-            world = rot.multiply(world, local[:, k])
-            pts.append(pts[-1] + rot.rotate(world, self.offsets[k]))
+        for j in range(3):
+            world = world @ self.rest[j] @ hinge[:, j]
+            pts.append(pts[-1] + world @ self.offsets[j])
         return np.stack(pts, axis=1)
 
 

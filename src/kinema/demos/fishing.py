@@ -1,6 +1,6 @@
 """The seated angler: one session state drives the rod, both arms, the palms and the fingers.
 
-The scene of the fishing article in ``../shared/seeds``: an angler sits on a
+The scene of the fishing article the project grew from: an angler sits on a
 jetty holding a rod in both hands, casts, waits for a bite, strikes, fights
 the fish while one hand reels, lands it with a net taken in the free hand,
 releases it and starts again.  Every frame runs the article's order::
@@ -96,10 +96,6 @@ NET_DOWN_LOCAL = np.array([1.0, -1.3, 0.2])
 NET_UP_LOCAL = np.array([1.0, -0.45, 0.2])
 NET_TIPPED_LOCAL = np.array([1.0, -1.0, 0.35])
 
-for _offset in (ACTOR_POSITION, NET_REST_GRIP_LOCAL, NET_REST_DIRECTION_LOCAL, NET_LAP_GRIP_LOCAL, NET_DOWN_LOCAL,
-                NET_UP_LOCAL, NET_TIPPED_LOCAL, *ELBOW_POLE_LOCAL.values(), *PALM_NORMAL_LOCAL.values()):
-    _offset.setflags(write=False)  # configured offsets: converted to world as copies, never written
-
 # ------------------------------------------------------------------------------------ float and line
 #: Float radius (m), bobbing amplitude (m) and frequency (Hz); line drop below the tip when hanging (m).
 FLOAT_RADIUS, BOB_AMPLITUDE, BOB_HZ = 0.03, 0.015, 0.7
@@ -107,13 +103,19 @@ HANGING_LINE = 0.6
 #: Cast: how far out the float lands (m, along +X from the deck edge, before the seed's jitter) and its flight (s).
 CAST_DISTANCE, CAST_FLIGHT_S = 4.0, 1.0
 #: The fish: how deep it swims (m, below the surface), its side-to-side wiggle (m, rad/s) while hooked,
-#: where the fight brings it (world, beside the jetty) and how high the float rides above it (m).
+#: where the fight brings it (world, beside the jetty); the float rides on the surface above it (m).
 FISH_DEPTH_Y, FISH_WIGGLE, FISH_WIGGLE_RAD_PER_S = -0.1, 0.25, 3.0
-FISH_LANDED_WORLD = np.array([DECK_EDGE_X + 0.95, WATER_Y - 0.1, 0.0])
-FLOAT_ABOVE_FISH = 0.3
+FISH_LANDED_WORLD = np.array([DECK_EDGE_X + 0.95, WATER_Y + FISH_DEPTH_Y, 0.0])
+FLOAT_ABOVE_FISH = -FISH_DEPTH_Y
 #: Line sag at zero load as a fraction of the span (a parabola through both ends).
 LINE_SAG = 0.08
+#: Gravity for the float's flight (m/s^2).
 GRAVITY = 9.81
+
+for _offset in (ACTOR_POSITION, FISH_LANDED_WORLD, NET_REST_GRIP_LOCAL, NET_REST_DIRECTION_LOCAL,
+                NET_LAP_GRIP_LOCAL, NET_DOWN_LOCAL, NET_UP_LOCAL, NET_TIPPED_LOCAL, *ELBOW_POLE_LOCAL.values(),
+                *PALM_NORMAL_LOCAL.values()):
+    _offset.setflags(write=False)  # configured offsets: converted to world as copies, never written
 
 # ------------------------------------------------------------------------------------- the timeline
 #: The session's states, in order; after "release" comes "idle" again.
@@ -437,7 +439,7 @@ class FishingSession:
     # --------------------------------------------------------------------------- float, fish and net
     def _place_float_and_fish(self, tip_start: FloatArray, direction: FloatArray) -> None:
         tip = self.tip_straight = tip_start + ROD_TIP_LENGTH * direction  # the unbent tip
-        landing = np.array([DECK_EDGE_X + self.cast_distance, WATER_Y, 0.3])
+        landing = np.array([DECK_EDGE_X + self.cast_distance, WATER_Y, 0.0])
         hanging = tip - np.array([0.0, HANGING_LINE, 0.0])
         t = self.state_time
         bob = BOB_AMPLITUDE * math.sin(2.0 * math.pi * BOB_HZ * self.time)
@@ -450,9 +452,8 @@ class FishingSession:
                 self.float_position = hanging
             else:  # a ballistic flight from the release point to the landing spot
                 u = min((t - release_at) / CAST_FLIGHT_S, 1.0)
-                start = hanging
-                lift = 0.5 * GRAVITY * CAST_FLIGHT_S ** 2 / 4.0
-                self.float_position = start + (landing - start) * u + np.array([0.0, 4.0 * lift * u * (1 - u), 0.0])
+                apex = GRAVITY * CAST_FLIGHT_S ** 2 / 8.0  # a projectile's rise above the chord over that time
+                self.float_position = hanging + (landing - hanging) * u + np.array([0.0, 4.0 * apex * u * (1 - u), 0.0])
         elif self.state == "wait":
             self.float_position = landing + np.array([0.0, bob, 0.0])
         elif self.state in ("strike", "fight"):

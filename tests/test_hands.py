@@ -183,6 +183,25 @@ def test_errors():
     renamed = kinema.Skeleton(SKELETON.names, SKELETON.parents, SKELETON.translations, meta=meta)
     with pytest.raises(kinema.BoneNotFoundError, match="right_wrist"):
         hands.Hand.from_skeleton(renamed, "right")
+    def with_index(**change: object) -> kinema.Skeleton:
+        entry = dict(SKELETON.meta["hands"]["right"])
+        fingers = [dict(f) for f in entry["fingers"]]
+        fingers[1].update(change)
+        meta = dict(SKELETON.meta, hands={"right": dict(entry, fingers=tuple(fingers))})
+        return kinema.Skeleton(SKELETON.names, SKELETON.parents, SKELETON.translations, meta=meta)
+
+    with pytest.raises(kinema.SkeletonError, match="must hold 0"):
+        hands.Hand.from_skeleton(with_index(flexion_deg=((10, 90), (0, 90), (0, 90))), "right")
+    with pytest.raises(kinema.ShapeError, match="flexion_deg"):
+        hands.Hand.from_skeleton(with_index(flexion_deg=((0, 90), (0, 90))), "right")
+    with pytest.raises(kinema.SolverInputError, match="spread_axis"):
+        hands.Hand.from_skeleton(with_index(spread_axis=(0.0, 0.0, 0.0)), "right")
+    with pytest.raises(kinema.SolverInputError, match="weights must be positive"):
+        hands.Hand.from_skeleton(with_index(weights=(1.0, 0.0, 1.0)), "right")
+    with pytest.raises(kinema.SkeletonError, match="parent-to-child"):
+        hands.Hand.from_skeleton(with_index(joints=("right_index1", "right_middle2", "right_index3")), "right")
+    with pytest.raises(kinema.BoneNotFoundError, match="right_index1"):
+        hands.Hand.from_skeleton(with_index(joints=("right_indx1", "right_index2", "right_index3")), "right")
     with pytest.raises(kinema.SolverInputError, match="no finger 'toe'"):
         RIGHT.finger("toe")
     with pytest.raises(kinema.SolverInputError, match=r"curl amount must be in \[0, 1\]"):

@@ -168,7 +168,8 @@ def _finger(skeleton: Skeleton, spec: Mapping[str, Any]) -> Finger:
                             "are not a parent-to-child chain")
     axis = as_float_array(spec["hinge_axis"], "hinge_axis", (3,), batch=False)
     axis_t = (float(axis[0]), float(axis[1]), float(axis[2]))
-    limits = tuple(Hinge(axis_t, lo, hi, degrees=True) for lo, hi in spec["flexion_deg"])
+    flexion = as_float_array(spec["flexion_deg"], f"finger {spec['name']!r} flexion_deg", (3, 2), batch=False)
+    limits = tuple(Hinge(axis_t, lo, hi, degrees=True) for lo, hi in flexion)
     for lim in limits:
         if not lim.min_angle <= 0.0 < lim.max_angle:
             raise SkeletonError(f"finger {spec['name']!r}: a flexion range must hold 0 (rest) and reach above it")
@@ -176,8 +177,11 @@ def _finger(skeleton: Skeleton, spec: Mapping[str, Any]) -> Finger:
     if not np.all(np.isfinite(weights)) or np.any(weights <= 0.0):
         raise SolverInputError(f"finger {spec['name']!r}: curl weights must be positive, got {tuple(weights)}")
     spread_axis = as_float_array(spec["spread_axis"], "spread_axis", (3,), batch=False)
+    spread_len = float(np.linalg.norm(spread_axis))
+    if not (math.isfinite(spread_len) and spread_len > 0.0):
+        raise SolverInputError(f"finger {spec['name']!r}: spread_axis must be a finite non-zero vector")
     return Finger(str(spec["name"]), (joints[0], joints[1], joints[2]), tip, np.asarray(limits[0].axis),
-                  (limits[0], limits[1], limits[2]), weights, spread_axis / np.linalg.norm(spread_axis),
+                  (limits[0], limits[1], limits[2]), weights, spread_axis / spread_len,
                   math.radians(float(spec["spread_deg"])))
 
 

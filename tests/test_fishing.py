@@ -114,7 +114,8 @@ def test_fingers_within_limits_and_touching_what_they_hold(played):
         for side in ("left", "right"):
             hand = session.hands[side]
             grip = f.grips[side]
-            on_grip = np.linalg.norm(positions[hand.wrist] - f.targets[side]) <= 1e-3
+            # Gripping: the wrist on its target and the hand closed on the axis (not between two holds).
+            on_grip = np.linalg.norm(positions[hand.wrist] - f.targets[side]) <= 1e-3 and grip.openness == 0.0
             for finger in hand.fingers:
                 for j, lim in zip(finger.joints, finger.limits, strict=True):
                     assert float(lim.violation(f.pose.rotations[j], sk.rotations[j])) <= 1e-12
@@ -125,6 +126,16 @@ def test_fingers_within_limits_and_touching_what_they_hold(played):
                     gap = min(np.linalg.norm(p0 + ts * (p1 - p0), axis=1).min()
                               for p0, p1 in zip(perp[:-1], perp[1:], strict=True)) - grip.radius
                     assert abs(gap) <= 2e-3, (f.state, side, finger.name, gap)
+
+
+def test_hands_open_between_holds(played):
+    """While the left hand travels (rod -> reel -> net -> rod) its fingers open and close again smoothly."""
+    session, frames = played
+    openness = np.array([f.grips["left"].openness for f in frames])
+    assert openness.max() > 0.99 and (openness == 0.0).mean() > 0.3
+    index = session.hands["left"].finger("index").joints[1]
+    angles = [2.0 * np.arccos(min(1.0, abs(float(f.pose.rotations[index, 3])))) for f in frames]
+    assert np.max(np.abs(np.diff(angles))) < np.radians(10.0)  # never a snap of the fingers
 
 
 def test_the_net_changes_hands_exactly_at_land(played):

@@ -80,6 +80,8 @@ REEL_SIDE = 0.05
 # ------------------------------------------------------------------------------------------- the arms
 #: Elbow pole points in the actor's frame (m): behind, below and outside each shoulder.
 ELBOW_POLE_LOCAL = {"right": np.array([-0.25, 0.05, 0.65]), "left": np.array([-0.25, 0.05, -0.65])}
+#: How far a hand's fingers stay curled (0..1) while it moves between holds.
+RELAXED_CURL = 0.2
 #: The palm's reference normal per hand in the actor's frame (made perpendicular to the held axis).
 PALM_NORMAL_LOCAL = {"right": np.array([0.0, 0.3, -1.0]), "left": np.array([0.0, 0.3, 1.0])}
 
@@ -235,12 +237,14 @@ def sagging_line(a: FloatArray, b: FloatArray, sag: float, n: int = 24) -> Float
 
 class Grip(NamedTuple):
     """What a hand holds this frame (world): the axis point the palm closes on, the axis direction, the
-    radius the fingers close to, and the palm's wanted basis ``(3, 3)``."""
+    radius the fingers close to, the palm's wanted basis ``(3, 3)``, and how open the hand is (0: closed
+    on the axis; above 0 while the hand travels from one hold to the next, 1 half-way, fingers relaxed)."""
 
     axis_point: FloatArray
     axis_direction: FloatArray
     radius: float
     basis: FloatArray
+    openness: float = 0.0
 
 
 @dataclass
@@ -371,6 +375,10 @@ class FishingSession:
             result = hands.grip(pose, hand, grip_now.axis_point, grip_now.axis_direction, grip_now.radius)
             pose = result.pose
             self.finger_gaps[side] = result.gap
+            if grip_now.openness > 0.0:  # between holds: the fingers open on the way (same hinges, in between)
+                fingers = [j for f in hand.fingers for j in f.joints]
+                relaxed = hands.curl(pose, hand, RELAXED_CURL).rotations[fingers]
+                pose.rotations[fingers] = rot.slerp(pose.rotations[fingers], relaxed, grip_now.openness)
         self.pose = pose
 
     def _to_world(self, local: FloatArray) -> FloatArray:
@@ -428,7 +436,7 @@ class FishingSession:
         q = rot.slerp(qa, qb, s)
         return Grip(a.axis_point + (b.axis_point - a.axis_point) * s,
                     _unit(a.axis_direction + (b.axis_direction - a.axis_direction) * s),
-                    a.radius + (b.radius - a.radius) * s, rot.as_matrix(q))
+                    a.radius + (b.radius - a.radius) * s, rot.as_matrix(q), math.sin(math.pi * s))
 
     def _wrist_target(self, hand: hands.Hand, grip_now: Grip) -> FloatArray:
         """Where the wrist goes so the palm centre sits against the axis: the hand's offsets turned by the grip."""

@@ -222,3 +222,30 @@ def test_grips_are_configured_in_the_actors_frame():
     assert straight.state == "fight"
     with pytest.raises(kinema.SolverInputError, match="actor_yaw_deg"):
         FishingSession(actor_yaw_deg=90.0)
+
+
+def test_an_unreachable_grip_is_clamped_on_the_line_to_it(monkeypatch):
+    """A rear grip far behind the hand's reach: the arm stretches towards it (no NaN, no snap) and the
+    reach state says so."""
+    monkeypatch.setattr(fishing, "REAR_GRIP_ALONG", -1.0)
+    session = FishingSession(seed=0)
+    session.options.reach = True
+    sk = session.skeleton
+    shoulder_j, elbow_j, wrist_j = (sk.index(f"left_{j}") for j in ("shoulder", "elbow", "wrist"))
+    a, b = (float(sk.bone_lengths()[j]) for j in (elbow_j, wrist_j))
+    clamped = 0
+    for _ in range(int(2.5 * FPS)):  # the rest of idle, once the hand is back from the net
+        session.step(1.0 / FPS)
+        if session.state_time < fishing.HAND_TRANSFER_S:
+            continue
+        p = kinema.forward_kinematics(sk, session.pose).positions
+        to_target = session.wrist_targets["left"] - p[shoulder_j]
+        to_wrist = p[wrist_j] - p[shoulder_j]
+        assert np.linalg.norm(to_target) > a + b
+        assert not session.reached["left"]
+        assert a + b - 1e-3 <= np.linalg.norm(to_wrist) <= a + b
+        cross = np.cross(to_target / np.linalg.norm(to_target), to_wrist / np.linalg.norm(to_wrist))
+        assert np.linalg.norm(cross) <= 1e-9  # on the shoulder-target line
+        assert "left clamped" in session.drawing().caption
+        clamped += 1
+    assert clamped > 10

@@ -140,7 +140,8 @@ FINGER_NAMES = ("thumb", "index", "middle", "ring", "pinky")
 #: hand mirrors z), the direction the finger points at rest (unit after normalising), the three bone lengths
 #: (first joint to second, second to third, third to the tip) and the spread angle (degrees, about the
 #: wrist's +Z, towards the thumb) at ``spread = 1``.  An adult hand: 0.19 m from the wrist to the middle
-#: fingertip, the knuckles 0.085-0.098 m below the wrist, the thumb rooted near the wrist on the palm side.
+#: fingertip, the knuckles 0.085-0.098 m below the wrist, the thumb rooted near the wrist in the palm's plane,
+#: pointing 37 degrees off the fingers towards the thumb side.
 HAND_PROPORTIONS: dict[str, dict[str, Any]] = {
     "thumb": {"offset": (0.022, -0.028, 0.0), "direction": (0.6, -0.8, 0.0),
               "lengths": (0.040, 0.032, 0.025), "spread_deg": 20.0},

@@ -178,6 +178,7 @@ def test_configured_offsets_are_not_written(played):
 
 def test_manual_stepping_options_and_descriptor():
     assert DEMO["name"] == "fishing" and DEMO["make"] is FishingSession and DEMO["fps"] == 30
+    assert DEMO["fit_seconds"] == pytest.approx(SESSION_S)
     session = FishingSession(seed=1)
     session.auto = False
     for _ in range(int(10 * FPS)):  # far past idle's duration: it stays

@@ -593,4 +593,9 @@ def _draw_scene(d: Drawing) -> None:
         d.line([[x, WATER_Y, -2.0], [x, WATER_Y, 2.0]], water, 0.005, "water")
 
 
-DEMO = {"name": "fishing", "make": FishingSession, "fps": 30}
+#: The demo's descriptor for ``kinema demo fishing``: the PNG camera looks from the angler's front right and
+#: is fitted over one whole session (every state once).
+DEMO = {"name": "fishing", "make": FishingSession, "fps": 30, "view": (-30.0, 12.0),
+        "fit_seconds": sum(_state_duration(state) for state in STATES),
+        "about": "a seated angler: two-bone arms to grips on the rod, palms aligned and fingers closed by "
+                 "kinema.hands; hold, cast, wait, strike, fight, land with the net, release"}

@@ -261,3 +261,28 @@ def test_an_unreachable_grip_is_clamped_on_the_line_to_it(monkeypatch):
         assert "left clamped" in session.drawing().caption
         clamped += 1
     assert clamped > 10
+
+
+def test_rod_tip_bends_towards_the_line_and_the_line_sags():
+    start = np.array([0.0, 1.0, 0.0])
+    direction = np.array([1.0, 1.0, 0.0]) / np.sqrt(2.0)
+    pull = np.array([1.0, -1.0, 0.0]) / np.sqrt(2.0)
+    straight = fishing.bent_blank(start, direction, pull, 0.0)
+    bent = fishing.bent_blank(start, direction, pull, 1.0)
+    seg = fishing.ROD_TIP_LENGTH / fishing.ROD_TIP_SEGMENTS
+    for blank in (straight, bent):
+        np.testing.assert_allclose(np.linalg.norm(np.diff(blank, axis=0), axis=1), seg, rtol=1e-12)
+    np.testing.assert_allclose(straight[-1], start + fishing.ROD_TIP_LENGTH * direction, atol=1e-12)
+    dirs = np.diff(bent, axis=0) / seg
+    from_rod = np.arccos(np.clip(dirs @ direction, -1.0, 1.0))
+    assert np.all(np.diff(from_rod) > 0.0)  # each segment turned further than the one before it
+    assert np.isclose(from_rod[-1], fishing.ROD_MAX_BEND, atol=1e-9)  # full load: the tip's full bend
+    np.testing.assert_allclose(np.cross(dirs, direction) @ np.cross(pull, direction) / np.linalg.norm(
+        np.cross(pull, direction)), np.linalg.norm(np.cross(dirs, direction), axis=1), atol=1e-12)  # towards the pull
+    hard = fishing.bent_blank(start, direction, np.array([1.0, 0.9, 0.0]) / np.linalg.norm([1.0, 0.9, 0.0]), 1.0)
+    np.testing.assert_allclose(np.diff(hard, axis=0)[-1] / seg, np.array([1.0, 0.9, 0.0]) / np.linalg.norm([1, 0.9, 0]),
+                               atol=1e-12)  # a pull close to the rod: the tip lines up with it and stops
+    a, b = np.zeros(3), np.array([4.0, -1.0, 0.0])
+    line = fishing.sagging_line(a, b, 0.3, n=25)
+    np.testing.assert_allclose(line[[0, -1]], [a, b], atol=1e-12)
+    np.testing.assert_allclose(line[12], (a + b) / 2 - [0.0, 0.3, 0.0], atol=1e-12)

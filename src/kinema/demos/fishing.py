@@ -69,6 +69,8 @@ HANDLE_RADIUS, NET_POLE_RADIUS, REEL_KNOB_RADIUS = 0.014, 0.012, 0.012
 FINGER_PAD = 0.009
 #: Largest bend of the tip under full load (radians at the tip, quadratic along the blank).
 ROD_MAX_BEND = 1.2
+#: Rod and line closer to parallel than this (sine of the angle) do not bend the tip.
+PARALLEL_EPS = 1e-12
 #: Where the rear hand sits along the handle from the front grip (m, negative: behind it).
 REAR_GRIP_ALONG = -0.2
 #: The reel: its seat along the handle from the front grip, its centre below the handle and the knob's
@@ -143,6 +145,7 @@ class Phase(NamedTuple):
     key: RodKey
 
 
+#: The front grip's resting place (actor frame, m): in front of the belly, above the lap.
 _REST = (0.34, 0.24, 0.06)
 #: Per state, its phases; each eases (smoothstep) from the previous phase's key, so the motion is
 #: continuous across phases and states (the last key equals the first state's start).
@@ -224,7 +227,8 @@ def bent_blank(start: FloatArray, direction: FloatArray, pull: FloatArray, load:
     points = [start]
     for k in range(n):
         bend = min(load * ROD_MAX_BEND * ((k + 1) / n) ** 2, between)
-        d = direction if np.linalg.norm(axis) < 1e-12 else rot.rotate(rot.from_axis_angle(_unit(axis), bend), direction)
+        straight = np.linalg.norm(axis) < PARALLEL_EPS  # the line pulls along the rod: nothing bends it sideways
+        d = direction if straight else rot.rotate(rot.from_axis_angle(_unit(axis), bend), direction)
         points.append(points[-1] + seg * d)
     return np.array(points)
 

@@ -341,7 +341,7 @@ def test_window_without_a_display_is_one_line() -> None:
     assert "Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("name", ["follow", "tentacles", "stairs"])
+@pytest.mark.parametrize("name", ["follow", "tentacles", "stairs", "fishing"])
 def test_each_demo_is_documented_with_its_picture(name: str) -> None:
     root = Path(__file__).resolve().parents[1]
     page = (root / "docs" / "demos.md").read_text()

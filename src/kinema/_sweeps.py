@@ -182,15 +182,17 @@ def bone_directions(skeleton: Skeleton, poses: Pose, joint: str, child: str) -> 
 
 def pole_axis_angle_deg(shoulder: ArrayLike, pole: ArrayLike, targets: ArrayLike) -> FloatArray:
     """Degrees between each shoulder-to-target direction and the shoulder-to-pole axis, ``(F,)``."""
-    p = np.asarray(pole, dtype=np.float64) - shoulder
-    d = np.asarray(targets, dtype=np.float64) - shoulder
+    origin = np.asarray(shoulder, dtype=np.float64)
+    p = np.asarray(pole, dtype=np.float64) - origin
+    d = np.asarray(targets, dtype=np.float64) - origin
     return np.degrees(np.arctan2(np.linalg.norm(np.cross(d, p), axis=-1), d @ p))
 
 
 def pole_plane_offset_deg(shoulder: ArrayLike, pole: ArrayLike, targets: ArrayLike, elbows: ArrayLike) -> FloatArray:
     """Degrees by which each elbow direction (unit, from the shoulder) lies out of the plane through the
     shoulder, the target and the pole (either side of the pole axis counts as in the plane), ``(F,)``."""
-    d = np.asarray(targets, dtype=np.float64) - shoulder
-    normal = np.cross(d, np.asarray(pole, dtype=np.float64) - shoulder)
+    origin = np.asarray(shoulder, dtype=np.float64)
+    d = np.asarray(targets, dtype=np.float64) - origin
+    normal = np.cross(d, np.asarray(pole, dtype=np.float64) - origin)
     normal /= np.linalg.norm(normal, axis=-1, keepdims=True)
     return np.degrees(np.arcsin(np.clip(np.abs(np.sum(np.asarray(elbows) * normal, axis=-1)), 0.0, 1.0)))

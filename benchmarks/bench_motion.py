@@ -63,7 +63,8 @@ def table(rows: list[dict[str, Any]]) -> str:
     body = [(r["name"], _fmt(r["landed"]), _fmt(r["now"]), _fmt(r["threshold"]), str(r["unit"]), _status(r))
             for r in rows]
     widths = [max(len(str(c)) for c in col) for col in zip(head, *body, strict=True)]
-    lines = ["  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(line, widths, strict=True)))
+    lines = ["  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
+                       for i, (c, w) in enumerate(zip(line, widths, strict=True)))
              for line in (head, *body)]
     lines.insert(1, "-" * len(lines[0]))
     return "\n".join(lines)

@@ -181,7 +181,7 @@ class TwoBone(Solver):
         #: The kernel's packed float options (``_P_*``); the bend step is set per solve (smooth mode).
         self._params = np.zeros(_P_SIZE)
         if self._hinge is not None:
-            self._params[_P_HINGE:_P_HINGE + 9] = self._hinge
+            self._params[_P_HINGE:_P_REST_UPPER] = self._hinge
         self._params[_P_REST_UPPER:_P_REST_UPPER + 4] = skeleton.rotations[self.joints[0]]
         self._params[_P_REST_LOWER:_P_REST_LOWER + 4] = skeleton.rotations[self.joints[kl]]
         self.bend_direction: FloatArray | None = None
@@ -457,6 +457,15 @@ def solve_two_bone(
       ``limits_hit`` 1), and the upper joint twists so the elbow bends toward
       the pole.  Other limits on the chain are refused; limits of other
       joints are ignored.
+    * ``twist``: ``"input"`` (the default) turns each bone by the smallest
+      rotation from the input pose, keeping whatever twist about the bone it
+      had; ``"rest"`` then replaces the upper and the lower bone's twist
+      about their own axes (toward the next named joint) by the rest pose's,
+      relative to the parent (:func:`kinema._kernels.quat.qrest_twist`), so
+      the result depends only on where the joints end up and a warm-started
+      loop of targets comes back to the same pose.  The joints do not move;
+      the end joint's rotation is handled as with ``"input"``.  With a hinge
+      the bones have no free twist and both policies agree.
 
     Raises :class:`~kinema.SolverInputError` for NaN/inf inputs, options out of
     range, a non-uniform scale on the chain or its ancestors, a zero-length
@@ -476,7 +485,9 @@ class TwoBoneIK(TwoBone):
     the elbow keeps its side frame to frame: no flip when the target crosses
     the pole axis or when the pole degenerates.  :meth:`reset` forgets the
     history (the next solve follows the pole exactly); so does changing the
-    batch shape.
+    batch shape.  ``smooth=True`` also turns the bend plane smoothly near the
+    pole axis (see :class:`TwoBone`; pass each frame's ``dt`` to
+    :meth:`~TwoBone.solve`).
 
     Example::
 

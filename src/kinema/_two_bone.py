@@ -461,7 +461,7 @@ def solve_two_bone(
       rotation from the input pose, keeping whatever twist about the bone it
       had; ``"rest"`` then replaces the upper and the lower bone's twist
       about their own axes (toward the next named joint) by the rest pose's,
-      relative to the parent (:func:`kinema._kernels.quat.qrest_twist`), so
+      relative to the parent (the kernels' ``qrest_twist``), so
       the result depends only on where the joints end up and a warm-started
       loop of targets comes back to the same pose.  The joints do not move;
       the end joint's rotation is handled as with ``"input"``.  With a hinge

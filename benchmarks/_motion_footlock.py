@@ -278,7 +278,9 @@ def figures() -> list[dict[str, Any]]:
     """
     rows = []
     for capture, now in measure_all().items():
-        for figure, threshold, unit, _ in _THRESHOLDS:
+        for figure, threshold, unit, bigger_is_better in _THRESHOLDS:
+            # bench_motion's convention: a unit starting with ">=" means the figure must reach the threshold.
             rows.append({"name": f"footlock {figure}: {capture}", "landed": LANDED.get(capture, {}).get(figure),
-                         "now": now[figure], "threshold": threshold, "unit": unit})
+                         "now": now[figure], "threshold": threshold,
+                         "unit": f">= {unit}" if bigger_is_better else unit})
     return rows

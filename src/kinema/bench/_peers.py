@@ -23,7 +23,8 @@ from numpy.typing import NDArray
 from .. import rotation
 from ..skeleton import Skeleton
 
-__all__ = ["Peer", "import_peer", "threejs_harness", "IkpyChain", "SOURCE_ROOT"]
+__all__ = ["Peer", "import_peer", "threejs_harness", "IkpyChain", "TorchKinematicsChain", "chain_urdf", "SOURCE_ROOT",
+           "PK_TOLERANCE", "PK_MAX_ITERATIONS"]
 
 #: The source tree's root (``src/kinema/bench`` -> the repository), where the three.js harness lives.
 SOURCE_ROOT = Path(__file__).resolve().parents[3]
@@ -104,3 +105,60 @@ class IkpyChain:
             seconds.append(time.perf_counter() - t0)
             errors.append(float(np.linalg.norm(self.chain.forward_kinematics(q)[:3, 3] - tg)))
         return np.asarray(errors), seconds
+
+
+#: pytorch_kinematics's settings for the chain rows: position only, kinema DLS's tolerance and
+#: iteration cap, one start (the rest pose), float64.
+PK_TOLERANCE = 1e-6
+PK_MAX_ITERATIONS = 100
+
+
+def chain_urdf(skeleton: Skeleton) -> str:
+    """A URDF of a plain chain (joint k the parent of k+1): each ball joint as three continuous joints
+    about x, y and z, the end joint a fixed one named ``end``.  URDF ``rpy`` is roll, pitch, yaw
+    about the fixed axes x, y, z."""
+    rpy = rotation.as_euler(skeleton.rotations, "xyz")
+
+    def vec(v: Any) -> str:
+        return " ".join(repr(float(x)) for x in v)
+
+    parts = ['<robot name="kinema_chain">', '<link name="base"/>']
+    prev = "base"
+    for k in range(skeleton.n_joints - 1):
+        for a, axis in enumerate(("1 0 0", "0 1 0", "0 0 1")):
+            name = f"j{k}_{a}"
+            origin = f'xyz="{vec(skeleton.translations[k])}" rpy="{vec(rpy[k])}"' if a == 0 else 'xyz="0 0 0"'
+            parts += [f'<link name="{name}"/>',
+                      f'<joint name="q{k}_{a}" type="continuous"><parent link="{prev}"/><child link="{name}"/>'
+                      f'<origin {origin}/><axis xyz="{axis}"/></joint>']
+            prev = name
+    parts += ['<link name="end"/>',
+              f'<joint name="end_fixed" type="fixed"><parent link="{prev}"/><child link="end"/>'
+              f'<origin xyz="{vec(skeleton.translations[-1])}" rpy="{vec(rpy[-1])}"/></joint>', "</robot>"]
+    return "\n".join(parts)
+
+
+class TorchKinematicsChain:
+    """A plain kinema chain as a pytorch_kinematics serial chain (:func:`chain_urdf`), solved with its
+    batched ``PseudoInverseIK`` (damped least squares on the CPU): position only, tolerance
+    :data:`PK_TOLERANCE`, at most :data:`PK_MAX_ITERATIONS` iterations, from the rest pose."""
+
+    def __init__(self, pk: Any, skeleton: Skeleton) -> None:
+        import torch
+
+        self._torch = torch
+        self._pk = pk
+        self.chain = pk.build_serial_chain_from_urdf(chain_urdf(skeleton), "end").to(dtype=torch.float64)
+        dof = len(self.chain.get_joint_parameter_names())
+        self.solver = pk.PseudoInverseIK(
+            self.chain, retry_configs=torch.zeros(1, dof, dtype=torch.float64), orientation_weight=0.0,
+            pos_tolerance=PK_TOLERANCE, rot_tolerance=float("inf"), max_iterations=PK_MAX_ITERATIONS,
+            enforce_joint_limits=False, early_stopping_any_converged=True)
+
+    def solve(self, targets_world: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``errors (N,)`` of one batched solve, measured by pytorch_kinematics's own FK."""
+        torch = self._torch
+        goal = self._pk.Transform3d(pos=torch.as_tensor(targets_world), dtype=torch.float64)
+        q = self.solver.solve(goal).solutions[:, 0]
+        end = self.chain.forward_kinematics(q).get_matrix()[:, :3, 3].numpy()
+        return np.asarray(np.linalg.norm(end - targets_world, axis=-1))

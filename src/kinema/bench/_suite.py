@@ -36,7 +36,7 @@ from ..goals import PositionGoal
 from ..io import load_bvh
 from ..pose import Pose
 from ._baselines import numpy_fk, numpy_two_bone
-from ._peers import IkpyChain, import_peer, threejs_harness
+from ._peers import PK_MAX_ITERATIONS, PK_TOLERANCE, IkpyChain, TorchKinematicsChain, import_peer, threejs_harness
 from ._timing import Spread, busy_process, measure, per_call
 
 __all__ = ["Sizes", "FULL", "QUICK", "ROW_FIELDS", "ACCURACY_FIELDS", "run_suite", "CHAIN_ITERATIONS"]
@@ -60,6 +60,7 @@ class Sizes:
     chain_targets: int
     single_calls: int
     ikpy_targets: int
+    pk_targets: int
     humanoid_frames: int
     bvh_frames: int
     bvhio_frames: int
@@ -70,13 +71,13 @@ class Sizes:
 #: The issue's sizes.  ikpy takes tens of milliseconds per solve and bvhio about a thousand times
 #: kinema's time per BVH frame, so they run on a prefix of the same problem.
 FULL = Sizes(two_bone_targets=problems.TWO_BONE_TARGETS, fk_frames=problems.FK_FRAMES,
-             chain_targets=problems.CHAIN_TARGETS, single_calls=300, ikpy_targets=20,
+             chain_targets=problems.CHAIN_TARGETS, single_calls=300, ikpy_targets=20, pk_targets=200,
              humanoid_frames=problems.HUMANOID_FRAMES, bvh_frames=problems.BVH_FRAMES, bvhio_frames=500,
              footlock_frames=100_000, repeats=7)
 #: ``--quick``: the same problems, smaller, fewer repeats (for tests and a first look).
 QUICK = Sizes(two_bone_targets=20_000, fk_frames=problems.FK_FRAMES, chain_targets=200, single_calls=50,
-              ikpy_targets=3, humanoid_frames=100, bvh_frames=5_000, bvhio_frames=50, footlock_frames=5_000,
-              repeats=3)
+              ikpy_targets=3, pk_targets=20, humanoid_frames=100, bvh_frames=5_000, bvhio_frames=50,
+              footlock_frames=5_000, repeats=3)
 
 
 def accuracy(errors: Any) -> dict[str, float | None]:
@@ -137,6 +138,7 @@ class _Suite:
         self.sizes = sizes
         self.status = status
         self._ikpy: dict[str, Any] = {}
+        self._pk: dict[str, Any] = {}
         self._threejs: Any = None
 
     # ------------------------------------------------------------------ peers shared by rows
@@ -176,13 +178,23 @@ class _Suite:
                                        note=f"ikpy {peer.reason}, defaults, first {n} targets (one solve each)")
         return self._ikpy[key]
 
-    @staticmethod
-    def pytorch_kinematics_entry() -> dict[str, Any]:
-        peer = import_peer("pytorch_kinematics")
-        if not peer.available:
-            return _absent(peer)
-        return {"available": False, "reason": f"pytorch_kinematics {peer.reason} is installed, but this suite "
-                                              "has no adapter for it yet"}
+    def pytorch_kinematics_entry(self, key: str, problem: problems.ChainProblem) -> dict[str, Any]:
+        if key not in self._pk:
+            peer = import_peer("pytorch_kinematics")
+            if not peer.available:
+                self._pk[key] = _absent(peer)
+            else:
+                n = min(self.sizes.pk_targets, len(problem.targets_world))
+                self.status(f"pytorch_kinematics on {n} targets")
+                chain = TorchKinematicsChain(peer.module, problem.skeleton)
+                targets = problem.targets_world[:n]
+                errors = chain.solve(targets)
+                s = measure(lambda: chain.solve(targets), max(1, self.sizes.repeats // 3), warmup=0)
+                self._pk[key] = _ran("batch", s.scaled(1.0 / n), n, errors,
+                                     note=f"pytorch_kinematics {peer.reason} PseudoInverseIK on the CPU, position "
+                                          f"only, tolerance {PK_TOLERANCE:g}, at most {PK_MAX_ITERATIONS} "
+                                          f"iterations, first {n} targets in one batch")
+        return self._pk[key]
 
     # ------------------------------------------------------------------ workloads
     def fk(self) -> Workload:
@@ -243,7 +255,7 @@ class _Suite:
                 out["threejs"] = self.threejs_entry(problem)
             if which == "10bone":
                 out["ikpy"] = self.ikpy_entry(which, problem)
-                out["pytorch_kinematics"] = self.pytorch_kinematics_entry()
+                out["pytorch_kinematics"] = self.pytorch_kinematics_entry(which, problem)
             return out
 
         name = "tentacle" if which == "tentacle" else "10-bone chain"
@@ -263,7 +275,7 @@ class _Suite:
 
         def peers() -> dict[str, dict[str, Any]]:
             return {"ikpy": self.ikpy_entry("10bone", problem),
-                    "pytorch_kinematics": self.pytorch_kinematics_entry()}
+                    "pytorch_kinematics": self.pytorch_kinematics_entry("10bone", problem)}
 
         return Workload(
             "dls_10bone", f"DLS 10-bone chain, {len(targets)} reachable targets (defaults)", len(targets),
@@ -471,10 +483,11 @@ def chain_accuracy_curves(sizes: Sizes, iterations: tuple[int, ...],
             end = forward_kinematics(sk, p).positions[:, joints[-1]]
             points.append({"solver": "three.js CCDIKSolver", "iterations": it, "us_per_solve": us,
                            **accuracy(np.linalg.norm(end - targets, axis=-1))})
-    entry = suite.ikpy_entry("10bone", problem)
-    if entry.get("available"):
-        points.append({"solver": "ikpy", "iterations": None, "us_per_solve": entry["seconds_per_item"] * 1e6,
-                       **{k: entry[k] for k in ACCURACY_FIELDS}})
+    for label, entry in (("ikpy", suite.ikpy_entry("10bone", problem)),
+                         ("pytorch_kinematics (batch)", suite.pytorch_kinematics_entry("10bone", problem))):
+        if entry.get("available"):
+            points.append({"solver": label, "iterations": None, "us_per_solve": entry["seconds_per_item"] * 1e6,
+                           **{k: entry[k] for k in ACCURACY_FIELDS}})
     return points
 
 

@@ -183,13 +183,15 @@ def _table_rows(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, ...]], list
 def _report(ui: UI, result: dict[str, Any]) -> None:
     table, notes = _table_rows(result["rows"])
     ui.table(("workload", "kinema /s (quiet)", "single call us [IQR]", "<=1e-3", "<=1e-4", "median err",
-              "worst err", "ratio vs peer (peer time / kinema time)", "/s beside busy (busy/quiet)"),
+              "worst err", "ratio vs peer", "/s beside busy (busy/quiet)"),
              table, align="lrrrrrrll")
     for r in result["rows"]:
         if r.get("available", True):
             ui.print(f"  {r['workload']}: {r['title']}")
     for line in notes:
         ui.print(f"  peer absent: {line}")
+    ui.print("  ratio vs peer: the peer's time per item over kinema's in the same mode (batch, or one call each); "
+             "above 1, kinema is faster")
     load = ", ".join(f"{x:.2f}" for x in result["load_average"])
     ui.print(f"medians of {result['repeats']} runs (IQR in brackets); {result['cpus']} CPUs; load average {load}; "
              f"{result['seconds']:.1f} s in all")

@@ -81,8 +81,8 @@ def test_one_row_per_workload_with_the_documented_fields(report: tuple[dict[str,
     assert data["quick"] is True and data["repeats"] >= 1
     for r in rows:
         assert r["workload"] in out  # every workload has a line in the printed table
-        if not r.get("available", True):
-            assert r["workload"] == "motion_sweeps" and r["reason"].startswith("not available")
+        if r["workload"] == "motion_sweeps":  # present only in a build with the sweeps (issue 18)
+            assert r["reason"].startswith("not available") if not r["available"] else r["figures"]
             continue
         assert set(ROW_FIELDS) <= set(r), r["workload"]
         assert r["solves_per_s"] > 0 and math.isfinite(r["solves_per_s"])
@@ -213,3 +213,23 @@ def test_no_busy_process_is_left_behind_when_interrupted(sig: signal.Signals, tm
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_motion_sweeps_row_calls_the_benchmarks_figures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With kinema._sweeps importable and a bench_motion.py offering figures(quick=...), the row
+    carries its figures; without figures() it says so; without kinema._sweeps it says so."""
+    import types
+
+    from kinema.bench._suite import motion_sweeps_row
+
+    script = tmp_path / "bench_motion.py"
+    script.write_text("def figures(quick):\n    return {'pop_ratio_1deg': 2.5 if quick else 3.0, 'twist_deg': 0}\n")
+    monkeypatch.setitem(sys.modules, "kinema._sweeps", None)
+    assert motion_sweeps_row(True, script)["reason"] == "not available: this build has no kinema._sweeps"
+    monkeypatch.setitem(sys.modules, "kinema._sweeps", types.ModuleType("kinema._sweeps"))
+    row = motion_sweeps_row(True, script)
+    assert row["available"] and row["figures"] == {"pop_ratio_1deg": 2.5, "twist_deg": 0.0} and row["items"] == 2
+    assert motion_sweeps_row(False, script)["figures"]["pop_ratio_1deg"] == 3.0
+    script.write_text("X = 1\n")
+    assert "has no figures" in motion_sweeps_row(True, script)["reason"]
+    assert "not found" in motion_sweeps_row(True, tmp_path / "missing.py")["reason"]

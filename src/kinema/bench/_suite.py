@@ -15,12 +15,14 @@ one batched call per item, ``single`` compares one call each), so above 1 means 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,7 +38,15 @@ from ..goals import PositionGoal
 from ..io import load_bvh
 from ..pose import Pose
 from ._baselines import numpy_fk, numpy_two_bone
-from ._peers import PK_MAX_ITERATIONS, PK_TOLERANCE, IkpyChain, TorchKinematicsChain, import_peer, threejs_harness
+from ._peers import (
+    PK_MAX_ITERATIONS,
+    PK_TOLERANCE,
+    SOURCE_ROOT,
+    IkpyChain,
+    TorchKinematicsChain,
+    import_peer,
+    threejs_harness,
+)
 from ._timing import Spread, busy_process, measure, per_call
 
 __all__ = ["Sizes", "FULL", "QUICK", "ROW_FIELDS", "ACCURACY_FIELDS", "run_suite", "CHAIN_ITERATIONS"]
@@ -350,21 +360,32 @@ class _Suite:
                 self.dls_humanoid(), self.bvh(folder), self.footlock()]
 
 
-def motion_sweeps_row(quick: bool) -> dict[str, Any]:
-    """The motion-quality sweeps (issue 18) when this build has them (``kinema._sweeps.figures``),
-    else a row saying they are not available."""
+def motion_sweeps_row(quick: bool, bench_motion: Path | None = None) -> dict[str, Any]:
+    """The motion-quality sweeps (issue 18) as one row, when this build has them: ``kinema._sweeps``
+    importable and ``benchmarks/bench_motion.py`` of the source tree (or ``bench_motion``) offering
+    ``figures(quick=...)``, a mapping of figure names to numbers; else a row saying they are not
+    available."""
     row: dict[str, Any] = {"workload": "motion_sweeps", "title": "motion-quality sweeps", "unit": "figures",
                            "items": 0, "parallel": False, "peers": {}}
     try:
-        sweeps = importlib.import_module("kinema._sweeps")
+        importlib.import_module("kinema._sweeps")
     except ImportError:
         return {**row, "available": False, "reason": "not available: this build has no kinema._sweeps"}
-    figures = getattr(sweeps, "figures", None)
+    path = bench_motion if bench_motion is not None else SOURCE_ROOT / "benchmarks" / "bench_motion.py"
+    if not path.is_file():
+        return {**row, "available": False,
+                "reason": f"not available: {path.name} (benchmarks/ in the source tree) not found"}
+    spec = importlib.util.spec_from_file_location("_kinema_bench_motion", path)
+    if spec is None or spec.loader is None:
+        return {**row, "available": False, "reason": f"not available: cannot load {path}"}
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    figures = getattr(module, "figures", None)
     if not callable(figures):
-        return {**row, "available": False, "reason": "not available: kinema._sweeps has no figures(quick=...)"}
+        return {**row, "available": False, "reason": f"not available: {path.name} has no figures(quick=...)"}
     t0 = time.perf_counter()
-    values = figures(quick=quick)
-    return {**row, "available": True, "seconds": time.perf_counter() - t0, "figures": dict(values),
+    values = {str(k): float(v) for k, v in dict(figures(quick=quick)).items()}
+    return {**row, "available": True, "seconds": time.perf_counter() - t0, "figures": values,
             "items": len(values)}
 
 

@@ -167,6 +167,10 @@ def _table_rows(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, ...]], list
         if not r.get("available", True):
             table.append((r["workload"], r["reason"], "", "", "", "", "", "", ""))
             continue
+        if "figures" in r:  # the motion-quality sweeps: named figures, no timing columns
+            table.append((r["workload"], f"{r['items']} figures in {r['seconds']:.1f} s", "", "", "", "", "", "", ""))
+            notes += [f"{r['workload']}: {k} = {v:.4g}" for k, v in r["figures"].items()]
+            continue
         ratios = ", ".join(f"{k[len('ratio_vs_'):]} {v:,.1f}x" for k, v in r.items() if k.startswith("ratio_vs_"))
         iqr = r["single_call_us_iqr"]
         single = "-" if r["single_call_us"] is None else f"{r['single_call_us']:.1f} [{iqr[0]:.1f}-{iqr[1]:.1f}]"
@@ -189,7 +193,7 @@ def _report(ui: UI, result: dict[str, Any]) -> None:
         if r.get("available", True):
             ui.print(f"  {r['workload']}: {r['title']}")
     for line in notes:
-        ui.print(f"  peer absent: {line}")
+        ui.print(f"  {'figure' if line.startswith('motion_sweeps:') else 'peer absent'}: {line}")
     ui.print("  ratio vs peer: the peer's time per item over kinema's in the same mode (batch, or one call each); "
              "above 1, kinema is faster")
     load = ", ".join(f"{x:.2f}" for x in result["load_average"])

@@ -543,6 +543,31 @@ def test_priorities_protect_higher_goals() -> None:
     assert res2.error[0] <= 1e-3
 
 
+def test_solve_chains_is_the_ownership_rule_run_by_hand(rng: np.random.Generator) -> None:
+    """solve_chains (a Rig underneath) equals CCD solves run by hand, highest priority first, each with the
+    joints earlier goals own (their turned joints and those joints' ancestors) at weight 0: bit for bit."""
+    sk = body()
+    pose = sk.rest_pose()
+    n = 6
+    foot = np.array([0.1, 0.2, 0.0]) + rng.normal(size=(n, 3)) * 0.05
+    hand = np.array([0.5, 1.6, 0.3]) + rng.normal(size=(n, 3)) * 0.05
+    head = np.array([0.1, 1.7, 0.1]) + rng.normal(size=(n, 3)) * 0.03
+    goals = [kinema.Goal(("spine1", "hand"), hand, priority=0), kinema.Goal(("hip", "foot"), foot, priority=2),
+             kinema.Goal(("spine1", "head"), head, priority=1, pole=[0.0, 1.5, 1.0])]
+    res = kinema.solve_chains(sk, pose, goals)
+    cur = pose
+    owned: set[int] = set()
+    for g in (goals[1], goals[2], goals[0]):
+        joints = kinema.CCD(sk, g.chain).joints
+        w = np.array([0.0 if int(j) in owned else 1.0 for j in joints])
+        cur = kinema.CCD(sk, g.chain, weights=w).solve(cur, g.target, pole=g.pole).pose
+        for j, wj in zip(joints[:-1], w[:-1], strict=True):
+            if wj > 0.0:
+                owned |= {int(j), *(int(a) for a in sk.ancestors(int(j)))}
+    np.testing.assert_array_equal(res.pose.rotations, cur.rotations)
+    assert [sk.names[j] for j in res.state["frozen"][0]] == ["spine1", "spine2"]
+
+
 def test_solve_chains_dict_goals_and_batch(rng: np.random.Generator) -> None:
     sk = body()
     foot = rng.normal(size=(8, 3)) * 0.1 + [0.1, 0.2, 0.1]

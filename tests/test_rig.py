@@ -133,3 +133,38 @@ def test_rig_of_legs_spine_and_dls_body_equals_the_steps_by_hand(body: kinema.Sk
     with pytest.raises(kinema.SolverInputError, match="both move"):
         kinema.Rig(body, [*steps, kinema.Step("again", kinema.TwoBone(body, ("left_shoulder", "left_elbow",
                                                                                "left_wrist")))])
+
+
+def test_errors_skip_records_the_failing_step_and_keeps_going(body: kinema.Skeleton) -> None:
+    pose = _animated(body, 4)
+    targets = _targets(body, pose)
+    bad = dict(targets, spine=np.full(3, np.nan))  # a NaN target: the CCD step refuses it
+    rig = kinema.Rig(body, _steps(body))
+    with pytest.raises(kinema.SolverInputError):
+        rig.solve(pose, bad)  # the default policy raises
+    res = rig.solve(pose, bad, errors="skip")
+    assert set(res.errors) == {"spine"} and isinstance(res.errors["spine"], kinema.SolverInputError)
+    assert "spine" not in res.steps and not np.any(res.reached)
+    # The other steps ran exactly as a rig without the failing step would have run them.
+    without = kinema.Rig(body, [s for s in _steps(body) if s.name != "spine"])
+    ref = without.solve(pose, {k: v for k, v in targets.items() if k != "spine"})
+    np.testing.assert_array_equal(res.pose.rotations, ref.pose.rotations)
+    ok = rig.solve(pose, targets, errors="skip")
+    assert ok.errors == {} and ok.reached.shape == (4,)
+    with pytest.raises(kinema.SolverInputError, match="errors must be one of"):
+        rig.solve(pose, targets, errors="ignore")
+
+
+def test_reached_of_a_rig_whose_first_step_has_several_goals(body: kinema.Skeleton) -> None:
+    """RigResult.reached is (*batch,) even when the first step reports (*batch, G) flags."""
+    pose = _animated(body, 3)
+    p = kinema.forward_kinematics(body, pose).positions
+    tree = kinema.FABRIKTree(body, ["left_wrist", "right_wrist"], root="chest")
+    rig = kinema.Rig(body, [kinema.Step("arms", tree),
+                            kinema.Step("left_leg", kinema.TwoBone(body, ("left_hip", "left_knee", "left_ankle")))])
+    targets = {"arms": p[:, body.indices(["left_wrist", "right_wrist"])],  # (3, 2, 3)
+               "left_leg": p[:, body.index("left_ankle")] + [0.0, 0.05, 0.02]}
+    res = rig.solve(pose, targets)
+    assert res.reached.shape == (3,)
+    expect = np.asarray(res.steps["arms"].reached).all(axis=-1) & np.asarray(res.steps["left_leg"].reached)
+    np.testing.assert_array_equal(res.reached, expect)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import filters, goals, limits, rotation
+from . import filters, goals, hands, limits, rotation
 from ._ccd import CCD, Goal, solve_ccd, solve_chains
 from ._dls import DLS, solve_dls
 from ._fabrik import FABRIK, FABRIKTree, solve_fabrik, solve_fabrik_tree
@@ -53,6 +53,7 @@ __all__ = [
     "limits",
     "goals",
     "filters",
+    "hands",
     "io",
     "samples",
     "mocap",

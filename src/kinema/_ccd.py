@@ -33,6 +33,7 @@ from .errors import SolverInputError
 from .limits import Limit, pack_limits
 from .pose import Pose
 from .result import SolveResult
+from .rig import Rig, Step
 from .skeleton import Skeleton
 
 __all__ = ["CCD", "solve_ccd", "Goal", "solve_chains"]
@@ -318,12 +319,13 @@ def _as_goal(g: Any, i: int) -> Goal:
     raise SolverInputError(f"goal {i} must be a kinema.Goal or a dict, got {type(g).__name__}")
 
 
-def _goal_solver(skeleton: Skeleton, g: Goal) -> CCD:
-    """The cached :class:`CCD` solver of one goal's chain and options."""
-    return SOLVERS.get(CCD, skeleton, (g.chain, g.iterations, g.tolerance, g.weights, g.max_step, g.adaptive_step,
+def _goal_solver(skeleton: Skeleton, g: Goal, weights: Any = None) -> CCD:
+    """The cached :class:`CCD` solver of one goal's chain and options (``weights`` replacing the goal's own)."""
+    w = g.weights if weights is None else weights
+    return SOLVERS.get(CCD, skeleton, (g.chain, g.iterations, g.tolerance, w, g.max_step, g.adaptive_step,
                                        g.limits, g.fixed_root),
                        lambda: CCD(skeleton, g.chain, iterations=g.iterations, tolerance=g.tolerance,
-                                   weights=g.weights, max_step=g.max_step, adaptive_step=g.adaptive_step,
+                                   weights=w, max_step=g.max_step, adaptive_step=g.adaptive_step,
                                    limits=g.limits, fixed_root=g.fixed_root))
 
 
@@ -376,32 +378,41 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
     r_in = cur.rotations.reshape((-1, skeleton.n_joints, 4)).copy() if w is not None else None
     if out is not None:
         cur = prepare(skeleton, cur, (), out).out
+    # The ownership rule as a Rig: each goal's solver has the joints earlier goals own frozen (weight 0),
+    # so its step moves only unowned joints and the Rig's conflict check holds by construction.
     owned = np.zeros(skeleton.n_joints, dtype=bool)
-    moved: list[IntArray] = [np.zeros(0, dtype=np.int64)] * len(gl)
     frozen: list[IntArray] = [np.zeros(0, dtype=np.int64)] * len(gl)
+    steps: list[Step] = []
+    for gi in order:
+        base = solvers[gi]
+        joints = base.joints
+        fz = owned[joints]
+        frozen[gi] = joints[fz]
+        solver = base if not fz.any() else _goal_solver(skeleton, gl[gi], np.where(fz, 0.0, base.weights))
+        turning = [int(j) for j, wj in zip(joints[:-1], solver.weights[:-1], strict=True) if wj > 0.0]
+        steps.append(Step(str(gi), solver, joints=turning, options={"pole": gl[gi].pole}))
+        for j in turning:
+            owned[j] = True
+            owned[list(skeleton.ancestors(j))] = True
+    rig_res = Rig(skeleton, steps).solve(cur, {str(gi): targets[gi] for gi in order})
     n_goals = len(gl)
     iters = np.zeros(batch + (n_goals,), dtype=np.int64)
     hits = np.zeros(batch + (n_goals,), dtype=np.int64)
+    moved: list[IntArray] = [np.zeros(0, dtype=np.int64)] * len(gl)
+    before = cur.rotations
     for gi in order:
-        g = gl[gi]
-        solver = solvers[gi]
-        joints = solver.joints
-        fz = owned[joints]
-        wj = np.where(fz, 0.0, solver.weights)
-        frozen[gi] = joints[fz]
-        before = cur.rotations.copy()
-        values = solver._values.copy()
-        values[: wj.shape[0]] = wj
-        res = solver._solve(cur, targets[gi], g.pole, 1.0, cur, values)
-        iters[..., gi] = res.iterations
-        hits[..., gi] = res.limits_hit
-        changed = np.any(before != cur.rotations, axis=-1).reshape(-1, skeleton.n_joints).any(axis=0)
+        step_res = rig_res.steps[str(gi)]
+        iters[..., gi] = step_res.iterations
+        hits[..., gi] = step_res.limits_hit
+        after = np.broadcast_to(step_res.pose.rotations, before.shape)
+        changed = np.any(before != after, axis=-1).reshape(-1, skeleton.n_joints).any(axis=0)
         moved[gi] = np.nonzero(changed)[0].astype(np.int64)
-        for a in range(joints.size - 1):
-            if wj[a] > 0.0:
-                j = int(joints[a])
-                owned[j] = True
-                owned[list(skeleton.ancestors(j))] = True
+        before = after
+    if out is not None:
+        cur.rotations[...] = rig_res.pose.rotations
+        cur.translations[...] = rig_res.pose.translations
+    else:
+        cur = rig_res.pose
     n = int(np.prod(batch)) if batch else 1
     r_flat = cur.rotations.reshape((n, skeleton.n_joints, 4))
     if w is not None:

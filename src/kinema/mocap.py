@@ -7,11 +7,14 @@ input is never modified).
 
 * :func:`detect_contacts`: when each foot is planted, from its height above
   the ground and its speed, thresholds estimated from the clip (overridable),
-  with hysteresis and clean-up of short gaps and touches.
+  with hysteresis both ways in time, stances broken by speed alone joined
+  into one, and clean-up of short gaps and touches.
 * :func:`footlock`: locks each contact at one ground position with two-bone
-  IK per leg (knee pole from the animated knee, foot keeping its animated
-  world orientation), lowers the hips where a leg cannot reach, eases the IK
-  weight in and out around each contact and leaves every other joint alone.
+  IK per leg (knee pole from the animated knee where it tells the bend
+  plane, from the knee's learned forward direction where the leg is too
+  straight to tell; foot keeping its animated world orientation), lowers
+  the hips where a leg cannot reach, eases the IK weight in and out around
+  each contact and leaves every other joint alone.
 * :func:`reach`: re-aims a reach: over frames ``A..B`` the effector is at a
   new target, blended in and out over a window, with two-bone IK (or a longer
   chain through the spine) and the hand keeping its animated orientation.
@@ -75,8 +78,8 @@ HEIGHT_ON_FRACTION = 0.04
 #: Default contact speed: this many times the clip's own noise level (the
 #: median speed of the foot while it is low), clamped to
 #: ``[SPEED_FLOOR_FRACTION, SPEED_CEIL_FRACTION]`` leg lengths per second.
-SPEED_NOISE_FACTOR = 5.0
-SPEED_FLOOR_FRACTION = 0.05
+SPEED_NOISE_FACTOR = 10.0
+SPEED_FLOOR_FRACTION = 0.1
 SPEED_CEIL_FRACTION = 0.5
 
 #: Leaving a contact needs the height or speed above ``hysteresis`` times the
@@ -87,6 +90,13 @@ DEFAULT_HYSTERESIS = 1.5
 #: ``DEFAULT_MAX_GAP_S`` inside a stance are filled.
 DEFAULT_MIN_CONTACT_S = 0.1
 DEFAULT_MAX_GAP_S = 0.1
+
+#: A foot that comes back down within this fraction of its leg length of where
+#: it left, after a gap of at most ``DEFAULT_MERGE_GAP_S`` seconds spent below
+#: the leave height, did not step: the two contacts are one stance (the gap
+#: was mocap noise or a heel roll pushing the speed over its threshold).
+STEP_FRACTION = 0.05
+DEFAULT_MERGE_GAP_S = 0.5
 
 #: Seconds over which the IK weight eases in before and out after a contact.
 DEFAULT_EASE_S = 0.25
@@ -101,6 +111,19 @@ REACH_SLACK = 1e-3
 #: The hips never drop by more than this fraction of the shortest leg: a lock
 #: that is out of reach horizontally cannot be fixed by crouching.
 MAX_DROP_FRACTION = 0.25
+
+#: Knee poles (see :func:`_knee_poles`): the knee's forward direction is
+#: learned from the frames whose knee is off the hip-foot line by at least
+#: this fraction of the thigh (``sin`` of half the knee angle for equal
+#: bones: about 6 degrees of bend; less is within mocap noise).
+KNEE_LEARN_FRACTION = 0.05
+#: The learned forward direction is used only when the frames agree on it:
+#: their bend-weighted mean unit direction is at least this long.
+KNEE_AGREEMENT = 0.5
+#: The animated knee tells the bend plane while its offset from the hip-foot
+#: line is at least this fraction of the solved knee's (below it, the side it
+#: is on is decided by how far the lock is from the animated foot).
+POLE_ANIM_SHARE = 1.0
 
 #: Default reach blend window, seconds on each side of ``A..B``.
 DEFAULT_REACH_BLEND_S = 0.25
@@ -216,6 +239,30 @@ def _offset_targets(anim: FloatArray, starts: IntArray, ends: IntArray, lock: Fl
     return tgt
 
 
+def _crossfade_short_gaps(tgt: FloatArray, anim: FloatArray, starts: IntArray, ends: IntArray, lock: FloatArray,
+                          ease_frames: int) -> FloatArray:
+    """In place on ``tgt (F, 3)``: across a gap shorter than two ramps, fade one lock's offset into the next's.
+
+    Two ramps that share a short gap would take the offset from the first
+    lock down to zero and up to the second one within half the gap each; the
+    foot then moves twice as fast as it needs to (and the legs turn with it).
+    Over such a gap the target is ``anim + (1 - x) off_a + x off_b`` with
+    ``off_a = lock_a - anim[end_a - 1]``, ``off_b = lock_b - anim[start_b]``
+    and ``x`` the smoothstep across the gap: continuous at both edges, the
+    animated velocity kept, the offset changing at half the rate.
+    """
+    for c in range(len(starts) - 1):
+        e, s = int(ends[c]), int(starts[c + 1])
+        gap = s - e
+        if gap <= 0 or gap >= 2 * ease_frames:
+            continue
+        x = _smoothstep(np.arange(1, gap + 1) / (gap + 1.0))[:, None]
+        off_a = lock[c] - anim[e - 1]
+        off_b = lock[c + 1] - anim[s]
+        tgt[e:s] = anim[e:s] + (1.0 - x) * off_a + x * off_b
+    return tgt
+
+
 def _leg(skeleton: Skeleton, foot: int) -> tuple[int, int, int]:
     """``(hip, knee, foot)``: the foot's grandparent, parent and itself."""
     knee = int(skeleton.parents[foot])
@@ -225,6 +272,116 @@ def _leg(skeleton: Skeleton, foot: int) -> tuple[int, int, int]:
             f"foot {skeleton.names[foot]!r} needs a parent (knee) and a grandparent (hip) for two-bone IK"
         )
     return hip, knee, foot
+
+
+def _knee_forward(pos: FloatArray, wrot: FloatArray, hip: int, knee: int, foot: int) -> FloatArray | None:
+    """The knee's forward direction in world space per frame ``(F, 3)`` (unit), or None when unknown.
+
+    ``pos (F, J, 3)``, ``wrot (F, J, 4)``: animated world positions and
+    rotations.  Learned in the thigh's (the hip joint's) own frame, where a
+    hinge-like knee keeps it fixed: the bend-weighted mean of the unit knee
+    offset from the hip-foot line over the frames bent by at least
+    ``KNEE_LEARN_FRACTION`` of the thigh, made perpendicular to the thigh,
+    then carried by the animated thigh.  None when the frames bent that much
+    disagree (mean shorter than ``KNEE_AGREEMENT``).  A leg never bent that
+    much has no direction to learn: it gets a fixed one in the thigh's frame
+    (the bend-weighted mean over all frames, else the thigh frame's axis
+    least aligned with the thigh), so at least it never changes from frame
+    to frame.
+    """
+    p_hip, p_knee = pos[:, hip], pos[:, knee]
+    off, thigh = _knee_offset(pos, hip, knee, foot)
+    bend = np.linalg.norm(off, axis=-1) / thigh
+    q_inv = rot.inverse(wrot[:, hip])
+    thigh_local = rot.rotate(q_inv[0], p_knee[0] - p_hip[0])
+    thigh_local = thigh_local / np.linalg.norm(thigh_local)
+    bent = bend >= KNEE_LEARN_FRACTION
+    learned = np.any(bent)
+    if not learned:
+        bent = bend > 0.0
+    forward = np.zeros(3)
+    if np.any(bent):
+        local = rot.rotate(q_inv[bent], off[bent] / (bend[bent, None] * thigh))
+        forward = np.average(local, axis=0, weights=bend[bent])
+        forward = forward - np.dot(forward, thigh_local) * thigh_local
+    norm = float(np.linalg.norm(forward))
+    if learned and norm < KNEE_AGREEMENT:
+        return None
+    if norm <= np.finfo(float).eps:
+        axis = np.zeros(3)
+        axis[int(np.argmin(np.abs(thigh_local)))] = 1.0
+        forward = axis - np.dot(axis, thigh_local) * thigh_local
+        norm = float(np.linalg.norm(forward))
+    return rot.rotate(wrot[:, hip], np.broadcast_to(forward / norm, p_knee.shape))
+
+
+def _knee_offset(pos: FloatArray, hip: int, knee: int, foot: int) -> tuple[FloatArray, float]:
+    """``(off (F, 3), thigh)``: the animated knee's offset from the hip-foot line and the thigh length."""
+    p_hip, p_knee = pos[:, hip], pos[:, knee]
+    axis = pos[:, foot] - p_hip
+    axis = axis / np.maximum(np.linalg.norm(axis, axis=-1, keepdims=True), np.finfo(float).tiny)
+    off = p_knee - p_hip
+    return off - np.sum(off * axis, axis=-1, keepdims=True) * axis, float(np.linalg.norm(p_knee[0] - p_hip[0]))
+
+
+def _knee_poles(pos: FloatArray, wrot: FloatArray, hip: int, knee: int, foot: int, hip_out: FloatArray,
+                target: FloatArray, solved: BoolArray) -> FloatArray:
+    """World pole points ``(F, 3)`` for one leg's two-bone solve: the knee never swings round.
+
+    ``pos (F, J, 3)``, ``wrot (F, J, 4)``: the animated pose; ``hip_out (F, 3)``
+    where the hip is after the hips drop, ``target (F, 3)`` the foot's
+    target, ``solved (F,)`` the frames that are solved (the others keep the
+    animation).
+
+    The animated knee is the right pole while it is clearly off the hip-foot
+    line: the solve keeps the animator's bend plane, and where the target
+    comes back to the animated foot the solve gives back the animation.  But
+    where the IK has to bend a leg that the animation holds (nearly)
+    straight, the animated knee's side of the line is decided by the
+    millimetres between the lock and the animated foot and turns over
+    between two frames: the knee swings round, a pop.
+
+    So the pole is set by its *swivel* angle about the hip-target line,
+    measured from the knee's forward direction (:func:`_knee_forward`).  On
+    the frames where the animated knee is *telling* (off the line by at least
+    ``POLE_ANIM_SHARE`` of the solved knee's distance from it, from the law of
+    cosines, and by ``KNEE_LEARN_FRACTION`` of the thigh) the angle is the
+    animated knee's; in between it is interpolated in time, unwrapped, so the
+    plane turns continuously (through the side, never across the line) from
+    one telling frame to the next.  Before the first and after the last
+    telling frame it is held; with no telling frame it is 0 (straight
+    ahead).  A leg whose forward direction is unknown (the bent frames
+    disagree) keeps the animated knee as its pole.
+    """
+    p_knee = pos[:, knee]
+    forward = _knee_forward(pos, wrot, hip, knee, foot)
+    if forward is None:
+        return p_knee.copy()
+    tiny = np.finfo(float).tiny
+    off, thigh = _knee_offset(pos, hip, knee, foot)
+    shin = float(np.linalg.norm(pos[0, foot] - p_knee[0]))
+    # The solve's axis and the solved knee's distance from it (law of cosines, reach clamped).
+    axis = target - hip_out
+    dist = np.linalg.norm(axis, axis=-1)
+    axis = axis / np.maximum(dist, tiny)[:, None]
+    d = np.clip(dist, abs(thigh - shin), thigh + shin)
+    along = (thigh * thigh + d * d - shin * shin) / (2.0 * np.maximum(d, tiny))
+    rise = np.sqrt(np.maximum(thigh * thigh - along * along, 0.0))
+    anim_rise = np.linalg.norm(off, axis=-1)
+    telling = (anim_rise >= KNEE_LEARN_FRACTION * thigh) & (~solved | (anim_rise >= POLE_ANIM_SHARE * rise))
+    # Swivel frame about the solve's axis: e1 the forward direction, e2 = axis x e1.
+    e1 = forward - np.sum(forward * axis, axis=-1, keepdims=True) * axis
+    e1 = e1 / np.maximum(np.linalg.norm(e1, axis=-1, keepdims=True), tiny)
+    e2 = np.cross(axis, e1)
+    frames = np.flatnonzero(telling)
+    if frames.size:
+        angle = np.unwrap(np.arctan2(np.sum(off[frames] * e2[frames], axis=-1),
+                                     np.sum(off[frames] * e1[frames], axis=-1)))
+        swivel = np.interp(np.arange(pos.shape[0]), frames, angle)
+    else:  # the knee is never telling: straight ahead all along
+        swivel = np.zeros(pos.shape[0])
+    direction = np.cos(swivel)[:, None] * e1 + np.sin(swivel)[:, None] * e2
+    return hip_out + along[:, None] * axis + (thigh + shin) * direction
 
 
 def _root_of(skeleton: Skeleton, joint: int) -> int:
@@ -319,6 +476,8 @@ class ContactThresholds:
     * ``height_on``/``height_off``: height *above* ``ground`` to enter/leave a contact.
     * ``speed_on``/``speed_off``: foot speed (units/s) to enter/leave a contact.
     * ``min_frames``: shortest contact kept; ``max_gap``: longest gap filled.
+    * ``step``: shortest step (horizontal, units) and ``merge_gap`` the
+      longest gap (frames) over which two contacts can still be one stance.
     """
 
     ground: FloatArray
@@ -328,6 +487,8 @@ class ContactThresholds:
     speed_off: FloatArray
     min_frames: int
     max_gap: int
+    step: FloatArray
+    merge_gap: int
 
 
 @dataclass(frozen=True)
@@ -388,6 +549,8 @@ def detect_contacts(
     hysteresis: float = DEFAULT_HYSTERESIS,
     min_duration: float = DEFAULT_MIN_CONTACT_S,
     max_gap: float = DEFAULT_MAX_GAP_S,
+    step: float | None = None,
+    merge_gap: float = DEFAULT_MERGE_GAP_S,
     positions: ArrayLike | None = None,
 ) -> Contacts:
     """Find when each foot is planted.
@@ -404,6 +567,19 @@ def detect_contacts(
       either threshold.
     * ``min_duration``/``max_gap`` (seconds): shorter contacts are dropped,
       shorter gaps inside a stance filled.
+    * ``step`` (units; default ``STEP_FRACTION`` of the leg length) and
+      ``merge_gap`` (seconds): two contacts of a foot are one stance when the
+      gap between them is at most ``merge_gap``, the foot stayed below the
+      leave height all through it and came down within ``step`` (horizontal
+      distance) of where it left.
+
+    The steps, in order: a contact is a run of frames within the leave
+    thresholds holding at least one frame within the enter thresholds
+    (hysteresis both ways in time, so a contact starts at heel strike);
+    gaps of at most ``max_gap`` are filled; stances broken only by speed are
+    joined (``step``, ``merge_gap``); contacts shorter than ``min_duration``
+    are dropped.  Joining before dropping means a stance cut into pieces by
+    noise stays one contact (one lock) instead of losing its short pieces.
     * ``positions``: ``(F, K, 3)`` world foot positions if already computed.
     """
     from ._kernels import contact as kc
@@ -414,8 +590,12 @@ def detect_contacts(
     hysteresis = float(hysteresis)
     if not (np.isfinite(hysteresis) and hysteresis >= 1.0):
         raise SolverInputError(f"hysteresis must be >= 1, got {hysteresis!r}")
-    if not (np.isfinite(min_duration) and min_duration >= 0 and np.isfinite(max_gap) and max_gap >= 0):
-        raise SolverInputError(f"min_duration and max_gap must be >= 0 seconds, got {min_duration!r}, {max_gap!r}")
+    for name, seconds in (("min_duration", min_duration), ("max_gap", max_gap), ("merge_gap", merge_gap)):
+        if not (np.isfinite(seconds) and seconds >= 0):
+            raise SolverInputError(f"{name} must be >= 0 seconds, got {seconds!r}")
+    step_given = None if step is None else float(step)
+    if step_given is not None and not (np.isfinite(step_given) and step_given >= 0):
+        raise SolverInputError(f"step must be >= 0 (clip units), got {step!r}")
     h_given = _positive(height, "contact height")
     v_given = _positive(speed, "contact speed")
     g_given = _per_foot(ground, k, "ground")
@@ -462,11 +642,16 @@ def detect_contacts(
         speed_off=hysteresis * v_on,
         min_frames=max(1, int(round(min_duration * fps))),
         max_gap=int(round(max_gap * fps)),
+        step=np.full(k, step_given) if step_given is not None else STEP_FRACTION * leg_length,
+        merge_gap=int(round(merge_gap * fps)),
     )
     mask = np.empty((n, k), dtype=bool)
-    kc.hysteresis(np.ascontiguousarray(hgt - th.ground), np.ascontiguousarray(spd), th.height_on, th.height_off,
-                  th.speed_on, th.speed_off, mask)
-    kc.clean_runs(mask, th.max_gap, th.min_frames)
+    above = np.ascontiguousarray(hgt - th.ground)
+    kc.hysteresis(above, np.ascontiguousarray(spd), th.height_on, th.height_off, th.speed_on, th.speed_off, mask)
+    kc.clean_runs(mask, th.max_gap, 0)
+    kc.merge_still_gaps(mask, above, th.height_off, np.ascontiguousarray(p[..., _HORIZONTAL]), th.step,
+                        th.merge_gap)
+    kc.clean_runs(mask, 0, th.min_frames)
     return Contacts(feet=idx, names=tuple(skeleton.names[f] for f in idx), mask=mask,
                     positions=np.ascontiguousarray(p), speeds=spd, thresholds=th)
 
@@ -565,7 +750,9 @@ def footlock(
        it is ``p + w (lock - p_edge)`` with ``p`` its animated position and
        ``p_edge`` the one at the contact's first (last) frame: the offset
        fades while the foot keeps its animated velocity, so the motion is
-       continuous and untouched where ``w = 0``;
+       continuous and untouched where ``w = 0``; across a gap shorter than
+       two ramps one lock's offset fades straight into the next one's
+       (:func:`_crossfade_short_gaps`);
     4. with ``lower_hips``, where a target is farther from its hip than
        ``(1 - REACH_SLACK)`` of the leg (and farther than the animated foot
        was), the root is lowered straight down by the least amount that
@@ -573,9 +760,10 @@ def footlock(
        vertical ``v`` and horizontal ``h`` offsets, capped at
        ``MAX_DROP_FRACTION`` of the leg; the drop is smoothed (moving max then
        moving mean over the ease window, which never lowers it below need);
-    5. each leg is solved with :func:`kinema.solve_two_bone`: pole = the
-       animated knee (moved down with the hips), foot world orientation = the
-       animated one.
+    5. each leg is solved with :func:`kinema.solve_two_bone`: pole from
+       :func:`_knee_poles` (the animated knee's bend plane where it tells
+       one, turned continuously in between, so the knee never swings round
+       near full extension), foot world orientation = the animated one.
 
     Only the root's up translation and the hip, knee and foot rotations of
     each leg change, and only on frames with ``w > 0`` or a hips drop.
@@ -618,7 +806,8 @@ def footlock(
         csum = np.concatenate((np.zeros((1, 3)), np.cumsum(anim, axis=0)))
         lock = (csum[ends] - csum[starts]) / (ends - starts)[:, None] if starts.size else np.zeros((0, 3))
         weights[:, i] = w
-        targets[:, i] = _offset_targets(anim, starts, ends, lock, w, owner)
+        targets[:, i] = _crossfade_short_gaps(_offset_targets(anim, starts, ends, lock, w, owner), anim, starts,
+                                              ends, lock, ease_frames)
         locks.append(lock)
 
     # Hips: lower each root where one of its legs cannot reach its target.
@@ -654,11 +843,13 @@ def footlock(
     r_sub = _take(r_out, keep)
     for i, (hip, knee, foot) in enumerate(legs):
         d_leg = drops[root_of_leg[i]]
-        frames = np.flatnonzero((weights[:, i] > 0.0) | (d_leg > 0.0))
+        solved = (weights[:, i] > 0.0) | (d_leg > 0.0)
+        frames = np.flatnonzero(solved)
         if frames.size == 0:
             continue
         pose = Pose(t_sub[frames], r_sub[frames], _rows(s_sub, frames))
-        pole = pos[frames, knee] - d_leg[frames, None] * up
+        hip_out = pos[:, hip] - d_leg[:, None] * up
+        pole = _knee_poles(pos, wrot, hip, knee, foot, hip_out, targets[:, i], solved)[frames]
         res = solve_two_bone(sub, pose, (hip, knee, foot), targets[frames, i], pole,
                              end_rotation=wrot[frames, foot])
         for j_sub, j in zip((hip, knee, foot), legs_full[i], strict=True):

@@ -20,6 +20,11 @@ move a joint an earlier step claims, nor an ancestor of an earlier step's
 joints (that would carry the earlier step's end away from its target), unless
 it says ``layer=True`` (it deliberately works on top of the earlier result).
 Conflicts are refused when the rig is built, naming the steps and the joint.
+
+**Errors.**  By default a step whose solve raises stops the rig (the error
+propagates).  An interactive tool that must keep going passes
+``errors="skip"``: a failing step then leaves the pose as the steps before it
+left it, and its :class:`~kinema.KinemaError` is in :attr:`RigResult.errors`.
 """
 
 from __future__ import annotations
@@ -32,12 +37,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._validate import resolve_joint
-from .errors import SolverInputError
+from .errors import KinemaError, SolverInputError
 from .pose import Pose
 from .result import SolveResult
 from .skeleton import Skeleton
 
 __all__ = ["Step", "Rig", "RigResult"]
+
+#: What :meth:`Rig.solve` does when a step's solve raises a :class:`~kinema.KinemaError`.
+ERROR_POLICIES = ("raise", "skip")
 
 
 @dataclass(frozen=True)
@@ -65,18 +73,25 @@ class Step:
 
 @dataclass(frozen=True)
 class RigResult:
-    """What :meth:`Rig.solve` returns: the final ``pose`` and each step's :class:`~kinema.SolveResult` by name."""
+    """What :meth:`Rig.solve` returns.
+
+    * ``pose``: the final pose;
+    * ``steps``: each step's :class:`~kinema.SolveResult` by name (steps that ran);
+    * ``errors``: with ``errors="skip"``, the error of each step whose solve raised (it left the pose as it was).
+    """
 
     pose: Pose
     steps: dict[str, SolveResult]
+    errors: dict[str, KinemaError] = field(default_factory=dict)
 
     @property
     def reached(self) -> NDArray[np.bool_]:
-        """``(*batch,)`` whether every step reached its target."""
-        flags = [np.asarray(r.reached) for r in self.steps.values()]
-        out = flags[0].copy()
-        for f in flags[1:]:
-            out = out & (f if f.shape == out.shape else f.all(axis=-1))
+        """``(*batch,)`` whether every step reached its target (every goal of a multi-goal step;
+        False everywhere when a step failed with ``errors="skip"``)."""
+        out = np.full(self.pose.batch_shape, not self.errors, dtype=bool)
+        for r in self.steps.values():
+            f = np.asarray(r.reached)
+            out &= f if f.ndim == out.ndim else f.all(axis=-1)
         return out
 
 
@@ -121,15 +136,19 @@ class Rig:
             self.moved[step.name] = moved
 
     def solve(self, pose: Pose, targets: Mapping[str, ArrayLike], *, weights: Mapping[str, ArrayLike] | None = None,
-              out: Pose | None = None) -> RigResult:
+              out: Pose | None = None, errors: str = "raise") -> RigResult:
         """Run every step in order on ``pose`` (one frame or a batch).
 
         ``targets``: ``{step name: target}`` (each in the form its solver's
         ``solve`` takes, with any batch dimensions); a step without a target is
         skipped.  ``weights``: per-call blend weights ``{step name: (*batch,)}``
         that multiply the steps' own.  The input pose is never written; the
-        result is a new pose, or ``out``.
+        result is a new pose, or ``out``.  ``errors``: ``"raise"`` (a failing
+        step's error propagates) or ``"skip"`` (it is recorded in
+        :attr:`RigResult.errors` and the step leaves the pose as it was).
         """
+        if not isinstance(errors, str) or errors not in ERROR_POLICIES:
+            raise SolverInputError(f"errors must be one of {ERROR_POLICIES}, got {errors!r}")
         unknown = set(targets) - {s.name for s in self.steps}
         if unknown:
             raise SolverInputError(f"targets name unknown steps {sorted(unknown)}; steps: "
@@ -139,13 +158,20 @@ class Rig:
             raise SolverInputError(f"weights name unknown steps {sorted(unknown)}")
         cur = pose
         results: dict[str, SolveResult] = {}
+        failed: dict[str, KinemaError] = {}
         for step in self.steps:
             if step.name not in targets:
                 continue
             w: Any = step.weight
             if weights is not None and step.name in weights:
                 w = np.asarray(weights[step.name], dtype=np.float64) * step.weight
-            res = step.solver.solve(cur, targets[step.name], weight=w, **dict(step.options))
+            try:
+                res = step.solver.solve(cur, targets[step.name], weight=w, **dict(step.options))
+            except KinemaError as exc:
+                if errors == "raise":
+                    raise
+                failed[step.name] = exc
+                continue
             results[step.name] = res
             cur = res.pose
         if out is not None:
@@ -154,4 +180,4 @@ class Rig:
             cur = prepare(self.skeleton, cur, (), out).out
         elif cur is pose:
             cur = pose.copy()
-        return RigResult(pose=cur, steps=results)
+        return RigResult(pose=cur, steps=results, errors=failed)

@@ -7,6 +7,8 @@ humanoid and clips come from DeepMimic, X. B. Peng et al.).
 * :func:`humanoid` returns the 15-joint skeleton parsed from
   ``humanoid.urdf``: one joint per URDF joint (``root``, ``chest``, ``neck``,
   ``right_hip`` ... ``left_wrist``), rest translations from the joint origins.
+  ``humanoid(hands=True)`` adds five three-joint fingers (and a tip marker
+  each) to both wrists, see :data:`HAND_PROPORTIONS` and ``meta["hands"]``.
 * :func:`clip` returns a motion (``"walk"``, ``"run"``) on that skeleton.
 
 Units and axes: metres, Y up, the character walks along +X with its right
@@ -36,7 +38,8 @@ from .errors import FileFormatError
 from .pose import Clip, Pose
 from .skeleton import Skeleton
 
-__all__ = ["URDF_SCALE", "CLIP_NAMES", "humanoid", "clip", "save_sample_bvh", "data_path"]
+__all__ = ["URDF_SCALE", "CLIP_NAMES", "FINGER_NAMES", "HAND_PROPORTIONS", "humanoid", "clip", "save_sample_bvh",
+           "data_path"]
 
 #: Metres per URDF length unit: the ``globalScaling`` pybullet's DeepMimic
 #: environment loads ``humanoid.urdf`` with (the clips are in metres).
@@ -128,15 +131,133 @@ def _urdf() -> tuple[Skeleton, tuple[str, ...], tuple[tuple[float, float, float]
     return skeleton, types_t, axes_t
 
 
-def humanoid() -> Skeleton:
+#: The five fingers of :func:`humanoid` ``(hands=True)``, thumb first.
+FINGER_NAMES = ("thumb", "index", "middle", "ring", "pinky")
+
+#: Hand proportions of :func:`humanoid` ``(hands=True)``, metres, in the wrist's frame at rest (which is the
+#: world frame: the arms hang along -Y, the character faces +X).  Per finger: the first joint's offset from
+#: the wrist for the **right** hand (+X is the thumb side, -Y the finger direction, -Z the palm side; the left
+#: hand mirrors z), the direction the finger points at rest (unit after normalising), the three bone lengths
+#: (first joint to second, second to third, third to the tip) and the spread angle (degrees, about the
+#: wrist's +Z, towards the thumb) at ``spread = 1``.  An adult hand: 0.19 m from the wrist to the middle
+#: fingertip, the knuckles 0.085-0.098 m below the wrist, the thumb rooted near the wrist in the palm's plane,
+#: pointing 37 degrees off the fingers towards the thumb side.
+HAND_PROPORTIONS: dict[str, dict[str, Any]] = {
+    "thumb": {"offset": (0.022, -0.028, 0.0), "direction": (0.6, -0.8, 0.0),
+              "lengths": (0.040, 0.032, 0.025), "spread_deg": 20.0},
+    "index": {"offset": (0.032, -0.095, 0.0), "direction": (0.0, -1.0, 0.0),
+              "lengths": (0.040, 0.025, 0.020), "spread_deg": 10.0},
+    "middle": {"offset": (0.011, -0.098, 0.0), "direction": (0.0, -1.0, 0.0),
+               "lengths": (0.045, 0.028, 0.021), "spread_deg": 0.0},
+    "ring": {"offset": (-0.011, -0.094, 0.0), "direction": (0.0, -1.0, 0.0),
+             "lengths": (0.042, 0.027, 0.020), "spread_deg": -8.0},
+    "pinky": {"offset": (-0.031, -0.085, 0.0), "direction": (0.0, -1.0, 0.0),
+              "lengths": (0.033, 0.020, 0.018), "spread_deg": -16.0},
+}
+
+#: Flexion range (degrees, from the rest pose) of each finger's three joints: fingers, then the thumb.
+FINGER_FLEXION_DEG = ((0.0, 90.0), (0.0, 105.0), (0.0, 80.0))
+THUMB_FLEXION_DEG = ((0.0, 50.0), (0.0, 60.0), (0.0, 80.0))
+#: How a curl spreads over a finger's three joints (relative weights, see :func:`kinema.hands.finger_angles`).
+FINGER_CURL_WEIGHTS = (1.0, 1.0, 0.8)
+
+#: The palm's centre on the skin of the palm side, right hand, wrist frame (metres); the left hand mirrors z.
+PALM_CENTER = (0.0, -0.055, -0.012)
+
+
+def _hand_joints(side: str, wrist: int, start: int) -> tuple[list[str], list[int], list[tuple[float, float, float]],
+                                                               dict[str, Any]]:
+    """Names, parents, rest translations and the ``meta["hands"][side]`` entry of one hand's 20 joints.
+
+    Joints are numbered from ``start``; each finger is ``{side}_{finger}1..3`` plus ``{side}_{finger}_tip``.
+    """
+    mirror = 1.0 if side == "right" else -1.0  # the left hand mirrors the right one in z
+    palm_normal = np.array([0.0, 0.0, -mirror])  # out of the palm
+    along = np.array([0.0, -1.0, 0.0])  # from the wrist towards the fingers
+    names: list[str] = []
+    parents: list[int] = []
+    offsets: list[tuple[float, float, float]] = []
+    fingers = []
+    for finger in FINGER_NAMES:
+        spec = HAND_PROPORTIONS[finger]
+        direction = np.array(spec["direction"], dtype=np.float64) * (1.0, 1.0, mirror)
+        direction /= np.linalg.norm(direction)
+        # Flexion turns the finger towards the palm: about direction x palm normal (positive = curling in).
+        hinge = np.cross(direction, palm_normal)
+        hinge /= np.linalg.norm(hinge)
+        base = np.array(spec["offset"]) * (1.0, 1.0, mirror)
+        joint_names = [f"{side}_{finger}{k}" for k in (1, 2, 3)] + [f"{side}_{finger}_tip"]
+        steps = [base] + [direction * length for length in spec["lengths"]]
+        parent = wrist
+        for name, step in zip(joint_names, steps, strict=True):
+            names.append(name)
+            parents.append(parent)
+            offsets.append((float(step[0]), float(step[1]), float(step[2])))
+            parent = start + len(names) - 1
+        flexion = THUMB_FLEXION_DEG if finger == "thumb" else FINGER_FLEXION_DEG
+        fingers.append({
+            "name": finger,
+            "joints": tuple(joint_names[:3]),
+            "tip": joint_names[3],
+            "hinge_axis": tuple(float(x) for x in hinge),
+            "flexion_deg": flexion,
+            "weights": FINGER_CURL_WEIGHTS,
+            "spread_axis": (0.0, 0.0, 1.0),  # turning about wrist +Z moves a finger towards the thumb (+X)
+            "spread_deg": float(spec["spread_deg"]),
+        })
+    entry = {
+        "wrist": f"{side}_wrist",
+        "palm_along": tuple(float(x) for x in along),
+        "palm_normal": tuple(float(x) for x in palm_normal),
+        "palm_center": (PALM_CENTER[0], PALM_CENTER[1], PALM_CENTER[2] * mirror),
+        "fingers": tuple(fingers),
+    }
+    return names, parents, offsets, entry
+
+
+@lru_cache(maxsize=1)
+def _humanoid_with_hands() -> Skeleton:
+    base = _urdf()[0]
+    names = list(base.names)
+    parents = [int(p) for p in base.parents]
+    translations = [tuple(float(x) for x in t) for t in base.translations]
+    hands = {}
+    for side in ("left", "right"):
+        h_names, h_parents, h_offsets, entry = _hand_joints(side, base.index(f"{side}_wrist"), len(names))
+        names += h_names
+        parents += h_parents
+        translations += h_offsets
+        hands[side] = entry
+    # Finger joints are hinges about their flexion axis; the tips are fixed markers.
+    axis_of = {n: f["hinge_axis"] for e in hands.values() for f in e["fingers"] for n in f["joints"]}
+    added = names[base.n_joints:]
+    types = tuple(base.meta["urdf_joint_type"]) + tuple("revolute" if n in axis_of else "fixed" for n in added)
+    axes = tuple(base.meta["urdf_axis"]) + tuple(axis_of.get(n, (1.0, 0.0, 0.0)) for n in added)
+    rotations = np.concatenate([base.rotations, np.tile([0.0, 0.0, 0.0, 1.0], (len(names) - base.n_joints, 1))])
+    return Skeleton(names, parents, np.array(translations), rotations,
+                    meta={"urdf_joint_type": types, "urdf_axis": axes, "hands": hands})
+
+
+def humanoid(hands: bool = False) -> Skeleton:
     """The DeepMimic humanoid: 15 joints, metres, Y up, facing +X.
 
     ``meta["urdf_joint_type"]`` gives each joint's URDF type (``"spherical"``,
     ``"revolute"``, ``"fixed"``) and ``meta["urdf_axis"]`` its hinge axis
     (joint frame), e.g. for :class:`kinema` hinge limits on knees and elbows.
-    """
-    return _urdf()[0]
 
+    ``hands=True`` appends 40 joints after the 15 (which keep their order, so
+    :func:`clip` poses fit after padding with the rest pose): per wrist five
+    fingers ``{side}_{finger}1``, ``2``, ``3`` (hinges) and a ``{side}_{finger}_tip``
+    marker, ``finger`` in :data:`FINGER_NAMES`, proportions in
+    :data:`HAND_PROPORTIONS`.  ``meta["hands"]["left"|"right"]`` describes each
+    hand for :mod:`kinema.hands` (:meth:`kinema.hands.Hand.from_skeleton`):
+    ``wrist``, the palm axes in the wrist's frame (``palm_along`` wrist to
+    fingers, ``palm_normal`` out of the palm), ``palm_center`` (a point on the
+    palm's skin), and per finger its ``joints``, ``tip``, ``hinge_axis`` (joint
+    rest frame; positive angles curl towards the palm), ``flexion_deg`` (each
+    joint's range), curl ``weights``, ``spread_axis`` and ``spread_deg``.
+    """
+    return _humanoid_with_hands() if hands else _urdf()[0]
 
 def clip(name: str = "walk") -> Clip:
     """A DeepMimic motion on :func:`humanoid` (same joint order): ``"walk"`` (39 frames) or ``"run"``.

@@ -143,6 +143,32 @@ def test_switch_solver_and_chain(toy) -> None:
     assert g.end == skel.index("r_ankle")  # a rejected change leaves the goal as it was
 
 
+def test_goals_are_one_rig_equal_to_the_prepared_solvers_by_hand(toy) -> None:
+    """The viewer composes its goals as a kinema.Rig: the same pose as the prepared solvers run by hand."""
+    skel, clip = toy
+    st = ViewerState(skel, clip)
+    st.set_frame(4)
+    arm = st.add_chain("l_wrist", 2, "two-bone")
+    leg = st.add_chain("r_ankle", 2, "CCD")
+    st.set_target(arm.id, _reachable_target(st, arm.joints))
+    st.set_target(leg.id, _reachable_target(st, leg.joints))
+    st.update_chain(leg.id, weight=0.6)
+    cur = st.animated_pose()
+    j = arm.joints
+    cur = kinema.TwoBone(skel, (int(j[0]), int(j[-2]), int(j[-1]))).solve(cur, arm.target, pole=arm.pole).pose
+    ccd = kinema.CCD(skel, (int(leg.joints[0]), int(leg.joints[-1])), iterations=st.iterations,
+                     tolerance=leg.tolerance, limits=st.chain_limits(leg) or None)
+    cur = ccd.solve(cur, leg.target, pole=leg.pole, weight=0.6).pose
+    np.testing.assert_array_equal(st.posed.rotations, cur.rotations)
+    # Prepared once: moving a target reuses the rig; changing a goal's settings rebuilds it.
+    rig, _ = st.rig()
+    st.set_target(arm.id, _reachable_target(st, arm.joints) + [0.0, 0.01, 0.0])
+    assert st.rig()[0] is rig
+    st.update_chain(leg.id, weight=0.5)
+    assert st.rig()[0] is not rig
+    assert [s.name for s in st.rig()[0].steps] == [f"goal{arm.id}", f"goal{leg.id}"]
+
+
 def test_chain_joints_and_candidates(toy) -> None:
     skel, clip = toy
     st = ViewerState(skel, clip)

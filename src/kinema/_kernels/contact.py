@@ -1,4 +1,4 @@
-"""Foot-contact kernels for :mod:`kinema.mocap`: hysteresis, run clean-up, ease weights.
+"""Foot-contact kernels for :mod:`kinema.mocap`: hysteresis, stance merging, run clean-up, ease weights.
 
 These are short sequential loops over frames (each frame's state depends on
 the previous one), so they are kernels rather than NumPy expressions.  With
@@ -14,28 +14,78 @@ from ._jit import njit
 
 
 @njit
+def _next_state(on, h, v, h_on, h_off, v_on, v_off):  # type: ignore[no-untyped-def]
+    """One step of the two-threshold state machine: enter within both ``on``, leave above either ``off``."""
+    if on:
+        return not (h > h_off or v > v_off)
+    return h <= h_on and v <= v_on
+
+
+@njit
 def hysteresis(height, speed, h_on, h_off, v_on, v_off, out):  # type: ignore[no-untyped-def]
-    """Contact state per frame and foot with two thresholds per signal.
+    """Contact state per frame and foot with two thresholds per signal, in both directions of time.
 
     ``height, speed (F, K)``; ``h_on, h_off, v_on, v_off (K,)`` with
     ``h_on <= h_off`` and ``v_on <= v_off``; ``out (F, K)`` bool.
 
-    A foot enters contact when ``height <= h_on`` and ``speed <= v_on`` and
-    leaves it only when ``height > h_off`` or ``speed > v_off``, so a signal
-    hovering around one threshold does not make the contact flicker.
+    A *core* frame has ``height <= h_on`` and ``speed <= v_on``; a contact is
+    a run of frames with ``height <= h_off`` and ``speed <= v_off`` that holds
+    at least one core frame.  So a signal hovering around one threshold does
+    not make the contact flicker, and the hysteresis works both ways: a
+    contact starts when the foot comes within the leave thresholds on its way
+    down (at heel strike), not only once it is slow enough to enter, just as
+    it ends when it leaves them.  (A forward-only pass would start every
+    contact late, leaving the foot's last slow frames before it settles to
+    slide.)  Computed as a forward pass or'ed with a backward pass.
     """
     n_frames, n_feet = height.shape
     for k in range(n_feet):
         on = False
         for f in range(n_frames):
-            h = height[f, k]
-            v = speed[f, k]
-            if on:
-                if h > h_off[k] or v > v_off[k]:
-                    on = False
-            elif h <= h_on[k] and v <= v_on[k]:
-                on = True
+            on = _next_state(on, height[f, k], speed[f, k], h_on[k], h_off[k], v_on[k], v_off[k])
             out[f, k] = on
+        on = False
+        for f in range(n_frames - 1, -1, -1):
+            on = _next_state(on, height[f, k], speed[f, k], h_on[k], h_off[k], v_on[k], v_off[k])
+            out[f, k] = out[f, k] or on
+
+
+@njit
+def merge_still_gaps(mask, height, h_off, ground_xy, step, max_gap):  # type: ignore[no-untyped-def]
+    """In place on ``mask (F, K)`` bool: join two contacts of a foot when the foot did not step between them.
+
+    ``height (F, K)`` above the ground, ``h_off (K,)`` the leave height,
+    ``ground_xy (F, K, 2)`` the foot's horizontal position, ``step (K,)`` the
+    shortest step (same units), ``max_gap`` frames.  A gap of at most
+    ``max_gap`` frames between two contacts is filled when the foot stayed
+    at or below ``h_off`` all through it (the contact was broken by speed
+    alone: mocap noise, a heel roll) and came down within ``step`` of where
+    it left (horizontal distance from the first contact's last frame to the
+    second's first): one stance, not two.  Contacts split this way would
+    each get their own lock, and the foot would shift between the locks.
+    """
+    n_frames, n_feet = mask.shape
+    for k in range(n_feet):
+        last_end = -1
+        f = 0
+        while f < n_frames:
+            if not mask[f, k]:
+                f += 1
+                continue
+            if last_end >= 0 and f - last_end <= max_gap:
+                low = True
+                for g in range(last_end, f):
+                    if height[g, k] > h_off[k]:
+                        low = False
+                        break
+                dx = ground_xy[f, k, 0] - ground_xy[last_end - 1, k, 0]
+                dy = ground_xy[f, k, 1] - ground_xy[last_end - 1, k, 1]
+                if low and dx * dx + dy * dy <= step[k] * step[k]:
+                    for g in range(last_end, f):
+                        mask[g, k] = True
+            while f < n_frames and mask[f, k]:
+                f += 1
+            last_end = f
 
 
 @njit

@@ -50,6 +50,10 @@ def _dispatch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
         from ..viewer._cli import run_view
 
         return run_view(args)
+    if name == "demo":
+        from ._demo import run_demo
+
+        return run_demo(args, ui)
     raise CliError(f"unknown command {name!r}")
 
 

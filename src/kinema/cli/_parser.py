@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from . import _commands as cmd
+from ._demo import EXAMPLES as DEMO_EXAMPLES
+from ._demo import HELP as DEMO_HELP
+from ._demo import add_demo_arguments
 from ._status import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MISSED, EXIT_OK, EXIT_STATUS_HELP, EXIT_USAGE
 
 __all__ = ["PROG", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_MISSED", "EXIT_INTERRUPTED", "build_parser",
@@ -33,6 +36,7 @@ examples:
   kinema batch footlock captures/ -o locked/ --dask local    the same on a Dask LocalCluster
   kinema warmup                                       compile every kernel now (first use is then fast)
   kinema bench                                        benchmark suite side by side with peers
+  kinema demo --list                                  the seed demos (viewer, or --headless PNG frames)
 
 Every output is written to a temporary file and renamed, never over an input;
 an existing output needs --force; a missing output folder is created.
@@ -91,6 +95,7 @@ COMMAND_EXAMPLES = {
         "others go on.  The table gives each file's status (ok, missed, FAILED, skipped);\n"
         "the last line counts them.\n\n" + EXIT_STATUS_HELP
     ),
+    "demo": DEMO_EXAMPLES,
     "bench": (
         "examples:\n  kinema bench                                  the whole suite, with its peers\n"
         "  kinema bench --quick --json bench.json --plot bench.png\n"
@@ -252,4 +257,5 @@ def build_parser() -> argparse.ArgumentParser:
     from ..viewer._cli import add_view_arguments
 
     add_view_arguments(_sub(subs, "view", VIEW_HELP, common))
+    add_demo_arguments(_sub(subs, "demo", DEMO_HELP, common))
     return parser

@@ -8,24 +8,23 @@ methods, so every behaviour can be tested without a browser (and the
 browser tests check this object, since viser's websocket lives in a web
 worker the page cannot be asked about).
 
-**Evaluation.**  ``posed = apply_goals(animated)``: starting from the
-clip's pose at the playhead, each enabled goal in list order calls its
-solver (``kinema.solve_two_bone``, ``solve_ccd``, ``solve_fabrik``,
-``solve_dls``, whichever exist) on the pose the previous goals left, then
-blends the chain's local transforms with the input by the goal's weight
-(``q = slerp(q_in, q_solved, w)``, ``t = t_in + w (t_solved - t_in)``).
-The same code bakes the whole clip for export (the frames are one batch).
+**Evaluation.**  ``posed = apply_goals(animated)``: the enabled goals are
+the steps of one :class:`~kinema.Rig` (prepared ``kinema.TwoBone``, ``CCD``,
+``FABRIK`` or ``DLS`` objects, rebuilt only when a goal's settings change).
+Starting from the clip's pose at the playhead, each goal in list order
+solves on the pose the previous goals left, blended with it by the goal's
+weight (``q = slerp(q_in, q_solved, w)`` on the joints it turned).  The same
+code bakes the whole clip for export (the frames are one batch).
 """
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
 import re
 import stat
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,12 +32,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import rotation as rot
 from ..errors import KinemaError, SolverInputError
 from ..fk import forward_kinematics
 from ..limits import Limit
 from ..mesh import SkinnedMesh
 from ..pose import Clip, Pose
+from ..rig import Rig, Step
 from ..skeleton import Skeleton
 
 __all__ = [
@@ -62,6 +61,9 @@ SOLVERS: tuple[tuple[str, str], ...] = (
     ("FABRIK", "solve_fabrik"),
     ("DLS", "solve_dls"),
 )
+
+#: The prepared solver (a ``kinema`` class) each label builds; the viewer composes them in a Rig.
+PREPARED = {"two-bone": "TwoBone", "CCD": "CCD", "FABRIK": "FABRIK", "DLS": "DLS"}
 
 #: File extensions :func:`load_any` understands.
 BVH_EXTENSIONS = (".bvh",)
@@ -103,16 +105,18 @@ def available_solvers() -> list[str]:
     return [label for label, func in SOLVERS if callable(getattr(kinema, func, None))]
 
 
-def _solver_function(label: str) -> Callable[..., Any]:
+def _solver_class(label: str) -> Any:
+    """The prepared solver class (:data:`PREPARED`) behind a GUI label."""
     import kinema
 
-    for name, func in SOLVERS:
-        if name == label:
-            fn = getattr(kinema, func, None)
-            if callable(fn):
-                return fn  # type: ignore[no-any-return]
-            raise SolverInputError(f"solver {label!r} is not available in this kinema (no kinema.{func})")
-    raise SolverInputError(f"unknown solver {label!r}; choose one of {[s for s, _ in SOLVERS]}")
+    if label not in PREPARED:
+        raise SolverInputError(f"unknown solver {label!r}; choose one of {[s for s, _ in SOLVERS]}")
+    return getattr(kinema, PREPARED[label])
+
+
+def _step_name(g: ChainGoal) -> str:
+    """The name of goal ``g``'s step in :meth:`ViewerState.rig`."""
+    return f"goal{g.id}"
 
 
 def _name_words(name: str) -> list[str]:
@@ -188,6 +192,17 @@ class ChainGoal:
     enabled: bool = True
     tolerance: float = 1e-3
     status: ChainStatus = field(default_factory=ChainStatus)
+
+
+@dataclass(frozen=True)
+class _RigCache:
+    """The last :meth:`ViewerState.rig`: valid while the skeleton, the limits and ``key`` are unchanged."""
+
+    skeleton: Skeleton
+    limits: Mapping[int, Limit]
+    key: tuple[Any, ...]
+    rig: Rig | None
+    failed: dict[int, str]
 
 
 def _is_gltf(path: str) -> bool:
@@ -307,6 +322,7 @@ class ViewerState:
         self.use_limits = True
         self.solve_count = 0
         self._next_id = 0
+        self._rig_cache: _RigCache | None = None
         self._set_content(skeleton, clip, mesh, limits, source)
 
     # ---------------------------------------------------------------- loading
@@ -490,7 +506,7 @@ class ViewerState:
         with self.lock:
             joints = self.chain_joints(end, length)
             label = self.default_solver(int(length)) if solver is None else solver
-            _solver_function(label)  # raise now for an unknown or missing solver
+            _solver_class(label)  # raise now for an unknown or missing solver
             pos = self.positions
             goal = ChainGoal(
                 id=self._next_id,
@@ -565,7 +581,7 @@ class ViewerState:
                 elif key == "weight":
                     g.weight = _weight(value)
                 elif key == "solver":
-                    _solver_function(value)
+                    _solver_class(value)
                     g.solver = str(value)
                 elif key in ("use_pole", "enabled"):
                     setattr(g, key, bool(value))
@@ -599,75 +615,87 @@ class ViewerState:
     def apply_goals(self, pose: Pose, *, record: bool = False) -> Pose:
         """``pose`` (any batch shape) with every enabled goal solved on top, weights applied.
 
-        A solver error leaves that chain as it was and is stored in the
-        goal's ``status.message`` (when ``record``) instead of raising.
+        The goals run as one :class:`~kinema.Rig` (see :meth:`rig`).  A solver
+        error leaves that chain as it was and is stored in the goal's
+        ``status.message`` (when ``record``) instead of raising.
         """
-        out = pose.broadcast()
-        ran = False
-        for g in self.goals:
-            if not g.enabled:
-                if record:
+        rig, failed = self.rig()
+        if record:
+            for g in self.goals:
+                if not g.enabled:
                     g.status = ChainStatus(message="off")
-                continue
-            try:
-                res = self._solve_one(g, out)
-            except (KinemaError, ValueError) as exc:
-                if record:
+                elif g.id in failed:
+                    g.status = ChainStatus(message=failed[g.id])
+        if rig is None:
+            return pose.broadcast()
+        by_step = {_step_name(g): g for g in self.goals if g.enabled and g.id not in failed}
+        targets = {name: ([g.target] if g.solver == "DLS" else g.target) for name, g in by_step.items()}
+        res = rig.solve(pose.broadcast(), targets, errors="skip")
+        if record:
+            for name, g in by_step.items():
+                if name in res.errors:
+                    exc = res.errors[name]
                     g.status = ChainStatus(message=f"{type(exc).__name__}: {exc}")
-                continue
-            ran = True
-            solved = res.pose.broadcast(out.batch_shape)
-            j = g.joints
-            w = g.weight
-            if w >= 1.0:
-                out.rotations[..., j, :] = solved.rotations[..., j, :]
-                out.translations[..., j, :] = solved.translations[..., j, :]
-            elif w > 0.0:
-                out.rotations[..., j, :] = rot.slerp(out.rotations[..., j, :], solved.rotations[..., j, :], w)
-                out.translations[..., j, :] += w * (solved.translations[..., j, :] - out.translations[..., j, :])
-            if record:
-                g.status = ChainStatus(
-                    iterations=int(np.max(res.iterations)),
-                    limits_hit=int(np.sum(res.limits_hit)),
-                )
-        if ran and record:
-            self.solve_count += 1
-        return out
+                else:
+                    r = res.steps[name]
+                    g.status = ChainStatus(iterations=int(np.max(r.iterations)),
+                                           limits_hit=int(np.sum(r.limits_hit)))
+            if res.steps:
+                self.solve_count += 1
+        return res.pose
 
-    def _solve_one(self, g: ChainGoal, pose: Pose) -> Any:
-        fn = _solver_function(g.solver)
-        pole = g.pole if g.use_pole else None
+    def rig(self) -> tuple[Rig | None, dict[int, str]]:
+        """The enabled goals as one :class:`~kinema.Rig`, in list order, and the goals it could not take.
+
+        Each goal is a step with its prepared solver and its weight, ``layer=True``
+        (the viewer's goals are the user's, layered in the order they were
+        added, each on the pose the earlier ones left).  Returns ``(rig, failed)``:
+        ``rig`` is None when no goal is enabled; ``failed`` maps goal ids to the
+        error that kept their solver from being built.  The rig is rebuilt only
+        when a goal's solver, joints, pole, weight or tolerance, the iterations or
+        the limits change; targets are per call.
+        """
+        enabled = [g for g in self.goals if g.enabled]
+        key = (self.use_limits, self.iterations,
+               tuple((g.id, g.solver, g.joints.tobytes(), g.use_pole, g.pole.tobytes(), g.weight, g.tolerance)
+                     for g in enabled))
+        cached = self._rig_cache
+        # The skeleton and the limits are compared by identity (loading a file replaces both).
+        if (cached is not None and cached.skeleton is self.skeleton and cached.limits is self.limits
+                and cached.key == key):
+            return cached.rig, cached.failed
+        steps: list[Step] = []
+        failed: dict[int, str] = {}
+        for g in enabled:
+            try:
+                solver, options = self._prepared_solver(g)
+            except KinemaError as exc:
+                failed[g.id] = f"{type(exc).__name__}: {exc}"
+                continue
+            steps.append(Step(_step_name(g), solver, weight=g.weight, layer=True, options=options))
+        rig = Rig(self.skeleton, steps) if steps else None
+        self._rig_cache = _RigCache(self.skeleton, self.limits, key, rig, failed)
+        return rig, failed
+
+    def _prepared_solver(self, g: ChainGoal) -> tuple[Any, dict[str, Any]]:
+        """``g``'s prepared solver and the options of its every ``solve`` call."""
+        import kinema
+
+        cls = _solver_class(g.solver)
+        options: dict[str, Any] = {"pole": g.pole if g.use_pole else None}
         if g.solver == "two-bone":
             if g.length < 2:
                 raise SolverInputError("two-bone needs a chain of at least 2 bones")
             # The end's parent is the lower (elbow/knee) joint; joints between it and the
             # chain's first joint ride along as twist bones.
-            joints = (int(g.joints[0]), int(g.joints[-2]), int(g.joints[-1]))
-            return fn(self.skeleton, pose, joints, g.target, pole)
+            return cls(self.skeleton, (int(g.joints[0]), int(g.joints[-2]), int(g.joints[-1]))), options
+        limits = self.chain_limits(g) or None
         if g.solver == "DLS":  # a goal list, not a chain: the end's position, turning the chain's other joints
-            from ..goals import PositionGoal
-
-            return fn(self.skeleton, pose, [PositionGoal(int(g.joints[-1]), g.target)],
-                      joints=[int(j) for j in g.joints[:-1]], iterations=self.iterations, tolerance=g.tolerance,
-                      limits=self.chain_limits(g) or None)
-        params = inspect.signature(fn).parameters
-        kwargs: dict[str, Any] = {}
-        if "pole" in params:
-            kwargs["pole"] = pole
-        if "iterations" in params:
-            kwargs["iterations"] = self.iterations
-        if "tolerance" in params:
-            kwargs["tolerance"] = g.tolerance
-        limits = self.chain_limits(g)
-        if limits and "limits" in params:
-            kwargs["limits"] = limits
-        try:
-            return fn(self.skeleton, pose, (int(g.joints[0]), int(g.joints[-1])), g.target, **kwargs)
-        except SolverInputError as exc:
-            if "limits" in kwargs and "limit" in str(exc).lower():  # this solver takes no limits (yet)
-                del kwargs["limits"]
-                return fn(self.skeleton, pose, (int(g.joints[0]), int(g.joints[-1])), g.target, **kwargs)
-            raise
+            goal = kinema.PositionGoal(int(g.joints[-1]), g.target)
+            return cls(self.skeleton, [goal], joints=[int(j) for j in g.joints[:-1]], iterations=self.iterations,
+                       tolerance=g.tolerance, limits=limits), {}
+        chain = (int(g.joints[0]), int(g.joints[-1]))
+        return cls(self.skeleton, chain, iterations=self.iterations, tolerance=g.tolerance, limits=limits), options
 
     def warm_up(self) -> list[str]:
         """Run every available solver once on a scratch chain, so their kernels are compiled.
@@ -676,22 +704,30 @@ class ViewerState:
         does this in the background at start so the first drag is smooth.
         Nothing in the state changes.  Returns the solvers that ran.
         """
-        cands = self.chain_candidates(2)
-        if not cands:  # no joint has two ancestors: no chain a solver could take
-            return []
-        with self.lock:
+        prepared: list[tuple[str, Any, dict[str, Any]]] = []
+        with self.lock:  # a file loaded meanwhile must not mix its skeleton with this one's chain
+            cands = self.chain_candidates(2)
+            if not cands:  # no joint has two ancestors: no chain a solver could take
+                return []
             joints = self.chain_joints(cands[0], 2)
             pose = self.animated_pose()
             target = self.positions[joints[-1]] + 0.01 * (self.positions[joints[0]] - self.positions[joints[-1]])
             pole = self._default_pole(joints)
+            for label in available_solvers():
+                g = ChainGoal(id=-1, end=int(joints[-1]), length=2, joints=joints, solver=label, target=target,
+                              pole=pole, tolerance=1e-9)
+                try:
+                    solver, options = self._prepared_solver(g)
+                except KinemaError:  # a solver that rejects this chain has nothing to compile
+                    solver, options = None, {}
+                prepared.append((label, solver, options))
         ran = []
-        for label in available_solvers():
-            g = ChainGoal(id=-1, end=int(joints[-1]), length=2, joints=joints, solver=label, target=target,
-                          pole=pole, tolerance=1e-9)
-            try:
-                self._solve_one(g, pose)
-            except (KinemaError, ValueError):  # a solver that rejects this chain is compiled all the same
-                pass
+        for label, solver, options in prepared:  # compiling happens here, outside the lock
+            if solver is not None:
+                try:
+                    solver.solve(pose, [target] if label == "DLS" else target, **options)
+                except KinemaError:  # a solve this chain rejects has compiled its kernels all the same
+                    pass
             ran.append(label)
         return ran
 

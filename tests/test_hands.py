@@ -1,0 +1,226 @@
+"""kinema.hands on the sample humanoid with hands: palm alignment, finger curl, the cylinder grip, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kinema
+from kinema import hands
+from kinema import rotation as rot
+from kinema.samples import FINGER_NAMES, HAND_PROPORTIONS, humanoid
+
+SKELETON = humanoid(hands=True)
+RIGHT = hands.Hand.from_skeleton(SKELETON, "right")
+LEFT = hands.Hand.from_skeleton(SKELETON, "left")
+
+
+def _random_rotations(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rot.normalize(rng.normal(size=shape + (4,)))
+
+
+def _arm_pose(rng: np.random.Generator) -> kinema.Pose:
+    """The rest pose with the chest, shoulders and elbows turned at random (the wrists' parents move)."""
+    pose = SKELETON.rest_pose()
+    for name in ("chest", "right_shoulder", "right_elbow", "left_shoulder", "left_elbow"):
+        pose.rotations[SKELETON.index(name)] = _random_rotations(rng, ())
+    return pose
+
+
+def _bone_gaps(positions: np.ndarray, finger: hands.Finger, point: np.ndarray, axis: np.ndarray,
+               radius: float) -> np.ndarray:
+    """Each bone's distance to the cylinder axis minus the radius, from FK positions (an independent check)."""
+    chain = [*finger.joints, finger.tip]
+    pts = positions[chain] - point
+    perp = pts - np.outer(pts @ axis, axis)
+    out = []
+    for a, b in zip(perp[:-1], perp[1:], strict=True):
+        ts = np.linspace(0.0, 1.0, 2001)[:, None]
+        out.append(np.linalg.norm(a + ts * (b - a), axis=1).min() - radius)
+    return np.array(out)
+
+
+def test_humanoid_default_is_unchanged_and_hands_extend_it():
+    base = humanoid()
+    full = SKELETON
+    assert base.n_joints == 15 and "hands" not in base.meta
+    assert full.n_joints == 15 + 2 * 5 * 4
+    assert full.names[:15] == base.names
+    np.testing.assert_array_equal(full.translations[:15], base.translations)
+    np.testing.assert_array_equal(full.parents[:15], base.parents)
+    for side in ("left", "right"):
+        for finger in FINGER_NAMES:
+            names = [f"{side}_{finger}{k}" for k in (1, 2, 3)] + [f"{side}_{finger}_tip"]
+            idx = full.indices(names)
+            assert full.names[full.parents[idx[0]]] == f"{side}_wrist"
+            lengths = full.bone_lengths()[idx[1:]]
+            np.testing.assert_allclose(lengths, HAND_PROPORTIONS[finger]["lengths"], rtol=0, atol=1e-12)
+
+
+def test_palm_alignment_is_exact_and_keeps_the_wrist_in_place():
+    rng = np.random.default_rng(3)
+    for hand in (RIGHT, LEFT):
+        for _ in range(5):
+            pose = _arm_pose(rng)
+            target = rot.as_matrix(_random_rotations(rng, ()))
+            aligned = hands.align_palm(pose, hand, target)
+            before = kinema.forward_kinematics(SKELETON, pose)
+            after = kinema.forward_kinematics(SKELETON, aligned)
+            palm_world = rot.as_matrix(after.rotations[hand.wrist]) @ hand.palm_basis
+            np.testing.assert_allclose(palm_world, target, rtol=0, atol=1e-9)
+            np.testing.assert_allclose(after.positions[hand.wrist], before.positions[hand.wrist], rtol=0, atol=1e-12)
+            others = np.arange(SKELETON.n_joints) != hand.wrist
+            np.testing.assert_array_equal(aligned.rotations[others], pose.rotations[others])
+
+
+def test_palm_alignment_batched_and_via_palm_rotation():
+    rng = np.random.default_rng(4)
+    poses = [_arm_pose(rng) for _ in range(4)]
+    batch = kinema.Pose(np.stack([p.translations for p in poses]), np.stack([p.rotations for p in poses]))
+    along = rng.normal(size=(4, 3))
+    normal = rng.normal(size=(4, 3))
+    target = hands.palm_basis(along, normal)
+    np.testing.assert_allclose(np.swapaxes(target, -1, -2) @ target, np.broadcast_to(np.eye(3), (4, 3, 3)),
+                               atol=1e-12)
+    np.testing.assert_allclose(target[..., 0], along / np.linalg.norm(along, axis=-1, keepdims=True), atol=1e-12)
+    aligned = hands.align_palm(batch, RIGHT, target)
+    fk = kinema.forward_kinematics(SKELETON, aligned)
+    np.testing.assert_allclose(rot.as_matrix(fk.rotations[:, RIGHT.wrist]) @ RIGHT.palm_basis, target, atol=1e-9)
+    # The same world rotation handed to two-bone IK as end_rotation.
+    q = hands.palm_rotation(RIGHT, target[0])
+    res = kinema.solve_two_bone(SKELETON, poses[0], ("right_shoulder", "right_elbow", "right_wrist"),
+                                [0.2, 0.1, 0.2], end_rotation=q)
+    wrist_world = kinema.forward_kinematics(SKELETON, res.pose).rotations[RIGHT.wrist]
+    np.testing.assert_allclose(rot.as_matrix(wrist_world) @ RIGHT.palm_basis, target[0], atol=1e-9)
+
+
+def test_curl_zero_is_rest_and_one_reaches_every_limit():
+    rng = np.random.default_rng(5)
+    pose = _arm_pose(rng)
+    for hand in (RIGHT, LEFT):
+        rest = hands.curl(pose, hand, 0.0)
+        full = hands.curl(pose, hand, 1.0)
+        for finger in hand.fingers:
+            j = list(finger.joints)
+            np.testing.assert_allclose(rest.rotations[j], SKELETON.rotations[j], rtol=0, atol=1e-15)
+            for k, lim in zip(finger.joints, finger.limits, strict=True):
+                rel = rot.multiply(rot.inverse(SKELETON.rotations[k]), full.rotations[k])
+                _, twist = rot.swing_twist(rel, lim.axis)
+                axis, angle = rot.as_axis_angle(twist)
+                signed = float(angle) * float(np.sign(axis @ np.asarray(lim.axis)))
+                assert abs(signed - lim.max_angle) <= 1e-12
+                assert float(lim.violation(full.rotations[k], SKELETON.rotations[k])) <= 1e-12
+
+
+def test_curl_shares_the_range_by_weight_and_stays_in_limits():
+    finger = RIGHT.finger("index")
+    amounts = np.linspace(0.0, 1.0, 41)
+    angles = hands.finger_angles(finger, amounts)
+    np.testing.assert_allclose(angles.sum(axis=1), amounts * finger.max_angles.sum(), rtol=0, atol=1e-12)
+    assert np.all(np.diff(angles, axis=0) >= -1e-15)  # every joint closes monotonically
+    assert np.all(angles >= 0.0) and np.all(angles <= finger.max_angles + 1e-15)
+    # Below every joint's limit the angles are proportional to the weights.
+    small = hands.finger_angles(finger, 0.2)
+    np.testing.assert_allclose(small / finger.weights, np.full(3, small[0] / finger.weights[0]), rtol=1e-12)
+    # Per-finger amounts and spread: the knuckle turns by spread * spread_angle about the spread axis.
+    pose = hands.curl(SKELETON.rest_pose(), RIGHT, np.zeros(5), spread=1.0)
+    for f in RIGHT.fingers:
+        rel = rot.multiply(rot.inverse(SKELETON.rotations[f.joints[0]]), pose.rotations[f.joints[0]])
+        expected = rot.from_axis_angle(f.spread_axis, f.spread_angle)
+        np.testing.assert_allclose(rot.canonical(rel), rot.canonical(expected), atol=1e-12)
+    batched = hands.curl(SKELETON.rest_pose(), RIGHT, np.full((3, 5), 0.5))
+    assert batched.rotations.shape == (3, SKELETON.n_joints, 4)
+
+
+def _cylinder_at_palm(pose: kinema.Pose, hand: hands.Hand, radius: float, axis_local: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """A cylinder lying against the palm's centre, axis given in the wrist frame: ``(point, axis)`` world."""
+    fk = kinema.forward_kinematics(SKELETON, pose)
+    w_rot = fk.rotations[hand.wrist]
+    normal_world = rot.rotate(w_rot, hand.palm_basis[:, 1])
+    palm_world = fk.positions[hand.wrist] + rot.rotate(w_rot, hand.palm_center)
+    return palm_world + normal_world * radius, rot.rotate(w_rot, axis_local)
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_grip_touches_the_cylinder_within_limits(side):
+    hand = RIGHT if side == "right" else LEFT
+    rng = np.random.default_rng(6)
+    pose = _arm_pose(rng)
+    radius = 0.022
+    point, axis = _cylinder_at_palm(pose, hand, radius, hand.palm_basis[:, 2])
+    res = hands.grip(pose, hand, point, axis, radius)
+    positions = kinema.forward_kinematics(SKELETON, res.pose).positions
+    assert res.touching.all()
+    for i, finger in enumerate(hand.fingers):
+        gaps = _bone_gaps(positions, finger, point, axis, radius)
+        assert abs(gaps.min()) <= 2e-3, (finger.name, gaps)
+        assert gaps.min() >= -2e-3  # no bone sinks into the handle
+        for k, lim in zip(finger.joints, finger.limits, strict=True):
+            assert float(lim.violation(res.pose.rotations[k], SKELETON.rotations[k])) <= 1e-12
+        assert np.all(res.angles[i] > 0.0)  # every finger closed some way
+    # Only the fingers moved.
+    fingers = {j for f in hand.fingers for j in f.joints}
+    others = [j for j in range(SKELETON.n_joints) if j not in fingers]
+    np.testing.assert_array_equal(res.pose.rotations[others], pose.rotations[others])
+
+
+def test_grip_out_of_reach_closes_fully_and_says_so():
+    pose = SKELETON.rest_pose()
+    far = kinema.forward_kinematics(SKELETON, pose).positions[RIGHT.wrist] + np.array([0.0, 0.0, 1.0])
+    res = hands.grip(pose, RIGHT, far, [1.0, 0.0, 0.0], 0.02)
+    assert not res.touching.any()
+    np.testing.assert_allclose(res.angles, np.stack([f.max_angles for f in RIGHT.fingers]), rtol=0, atol=0)
+    assert np.all(res.gap > 0.5)
+
+
+def test_errors():
+    pose = SKELETON.rest_pose()
+    with pytest.raises(kinema.SkeletonError, match="no 'right' hand"):
+        hands.Hand.from_skeleton(humanoid(), "right")
+    meta = dict(SKELETON.meta)
+    meta["hands"] = {"right": dict(SKELETON.meta["hands"]["right"], wrist="right_wirst")}
+    renamed = kinema.Skeleton(SKELETON.names, SKELETON.parents, SKELETON.translations, meta=meta)
+    with pytest.raises(kinema.BoneNotFoundError, match="right_wrist"):
+        hands.Hand.from_skeleton(renamed, "right")
+    def with_index(**change: object) -> kinema.Skeleton:
+        entry = dict(SKELETON.meta["hands"]["right"])
+        fingers = [dict(f) for f in entry["fingers"]]
+        fingers[1].update(change)
+        meta = dict(SKELETON.meta, hands={"right": dict(entry, fingers=tuple(fingers))})
+        return kinema.Skeleton(SKELETON.names, SKELETON.parents, SKELETON.translations, meta=meta)
+
+    with pytest.raises(kinema.SkeletonError, match="must hold 0"):
+        hands.Hand.from_skeleton(with_index(flexion_deg=((10, 90), (0, 90), (0, 90))), "right")
+    with pytest.raises(kinema.ShapeError, match="flexion_deg"):
+        hands.Hand.from_skeleton(with_index(flexion_deg=((0, 90), (0, 90))), "right")
+    with pytest.raises(kinema.SolverInputError, match="spread_axis"):
+        hands.Hand.from_skeleton(with_index(spread_axis=(0.0, 0.0, 0.0)), "right")
+    with pytest.raises(kinema.SolverInputError, match="weights must be positive"):
+        hands.Hand.from_skeleton(with_index(weights=(1.0, 0.0, 1.0)), "right")
+    with pytest.raises(kinema.SkeletonError, match="parent-to-child"):
+        hands.Hand.from_skeleton(with_index(joints=("right_index1", "right_middle2", "right_index3")), "right")
+    with pytest.raises(kinema.BoneNotFoundError, match="right_index1"):
+        hands.Hand.from_skeleton(with_index(joints=("right_indx1", "right_index2", "right_index3")), "right")
+    with pytest.raises(kinema.SolverInputError, match="no finger 'toe'"):
+        RIGHT.finger("toe")
+    with pytest.raises(kinema.SolverInputError, match=r"curl amount must be in \[0, 1\]"):
+        hands.curl(pose, RIGHT, 1.5)
+    with pytest.raises(kinema.ShapeError, match="curl amount"):
+        hands.curl(pose, RIGHT, np.zeros(4))
+    with pytest.raises(kinema.SolverInputError, match="NaN"):
+        hands.curl(pose, RIGHT, np.nan)
+    with pytest.raises(kinema.SolverInputError, match="rotation matrix"):
+        hands.align_palm(pose, RIGHT, 2.0 * np.eye(3))
+    with pytest.raises(kinema.ShapeError, match="target_basis_world"):
+        hands.align_palm(pose, RIGHT, np.eye(4))
+    with pytest.raises(kinema.SolverInputError, match="parallel"):
+        hands.palm_basis([1.0, 0.0, 0.0], [2.0, 0.0, 0.0])
+    with pytest.raises(kinema.SolverInputError, match="radius"):
+        hands.grip(pose, RIGHT, [0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 0.0)
+    with pytest.raises(kinema.SolverInputError, match="zero vector"):
+        hands.grip(pose, RIGHT, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], 0.02)
+    with pytest.raises(kinema.ShapeError, match="one pose"):
+        hands.grip(SKELETON.rest_pose((2,)), RIGHT, [0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 0.02)
+    with pytest.raises(kinema.ShapeError, match="pose"):
+        hands.curl(humanoid().rest_pose(), RIGHT, 0.5)

@@ -30,6 +30,7 @@ import numpy as np
 import kinema
 from kinema import samples
 from kinema._dls import DLS
+from kinema.bench._peers import IkpyChain
 from kinema.goals import LookAtGoal, PositionGoal
 from kinema.limits import EulerRange, Hinge, SwingTwist
 
@@ -81,27 +82,11 @@ def chain_rows() -> None:
 
 
 def ikpy_row(sk: kinema.Skeleton, targets: np.ndarray) -> tuple[np.ndarray, float]:
-    """ikpy on the same chain (each ball joint as three revolute links x, y, z): errors and median us per solve."""
-    from ikpy.chain import Chain
-    from ikpy.link import OriginLink, URDFLink
+    """ikpy on the same chain (:class:`kinema.bench._peers.IkpyChain`): errors and median us per solve."""
+    import ikpy
 
-    rpy = kinema.rotation.as_euler(sk.rotations, "xyz")  # URDF rpy: fixed axes x, y, z
-    links: list[Any] = [OriginLink()]
-    for k in range(sk.n_joints - 1):
-        for a, axis in enumerate(np.eye(3)):
-            links.append(URDFLink(f"j{k}_{a}", sk.translations[k] if a == 0 else np.zeros(3),
-                                  rpy[k] if a == 0 else np.zeros(3), rotation=axis))
-    links.append(URDFLink("end", sk.translations[-1], rpy[-1], joint_type="fixed"))
-    mask = [False] + [True] * (len(links) - 2) + [False]
-    chain = Chain(links, active_links_mask=mask)
-    errors = []
-    times = []
-    for tg in targets:
-        t0 = time.perf_counter()
-        q = chain.inverse_kinematics(tg)
-        times.append(time.perf_counter() - t0)
-        errors.append(float(np.linalg.norm(chain.forward_kinematics(q)[:3, 3] - tg)))
-    return np.asarray(errors), statistics.median(times) * 1e6
+    errors, seconds = IkpyChain(ikpy, sk).solve(targets)
+    return errors, statistics.median(seconds) * 1e6
 
 
 def limited_rows(rng: np.random.Generator) -> None:

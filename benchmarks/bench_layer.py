@@ -5,8 +5,8 @@ Run ``python benchmarks/bench_layer.py`` (``--quick`` for fewer repeats).  It pr
 * single calls: each prepared solver's ``solve`` and its free function, median microseconds;
 * batches: two-bone 100,000 targets (vs the vectorised NumPy solve), CCD and FABRIK 1000 targets on the
   10-bone chain (solves/s), FK 1000 frames x 60 joints (vs vectorised NumPy);
-* every batch row again beside one busy process (a Python loop pinned to no core in particular), and the
-  busy / quiet ratio.
+* every batch row again beside one busy process (a Python loop pinned to no core in particular, the same
+  one ``kinema bench`` uses: :func:`kinema.bench._timing.busy_process`), and the busy / quiet ratio.
 
 Machines are noisy: each figure is a median of repeats, printed with its spread.  No time is asserted
 anywhere (the history of figures is in ``benchmarks/NOTES.md``).
@@ -14,15 +14,13 @@ anywhere (the history of figures is in ``benchmarks/NOTES.md``).
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import kinema
+from kinema.bench._timing import busy_process, measure, per_call
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _targets import chain_rig, reachable_targets  # noqa: E402
@@ -34,34 +32,15 @@ from bench_two_bone import _targets as arm_targets  # noqa: E402
 from bench_two_bone import numpy_two_bone  # noqa: E402
 
 
-def _busy(stop: Any) -> None:
-    x = 0
-    while not stop.is_set():
-        x = (x * 1103515245 + 12345) % 2147483648
-
-
 def median_spread(fn: Callable[[], Any], repeats: int) -> tuple[float, float, float]:
     """``(median, min, max)`` seconds of ``fn()`` over ``repeats`` runs (after one warm-up run)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), min(times), max(times)
+    s = measure(fn, repeats)
+    return s.median, s.low, s.high
 
 
 def per_call_us(fn: Callable[[int], Any], n: int, repeats: int) -> float:
     """Median microseconds of ``fn(i)`` over blocks of ``n`` calls."""
-    for i in range(n):
-        fn(i)
-    blocks = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for i in range(n):
-            fn(i)
-        blocks.append((time.perf_counter() - t0) / n * 1e6)
-    return statistics.median(blocks)
+    return per_call(fn, n, repeats).median * 1e6
 
 
 def _problems() -> dict[str, Any]:
@@ -124,18 +103,11 @@ def main(argv: list[str]) -> None:
             bmed = median_spread(base, max(3, repeats // 3))[0]
             line += f"  baseline {bmed * 1e3:9.2f} ms  ratio {bmed / med:6.1f}x"
         print(line)
-    stop = mp.Event()
-    proc = mp.Process(target=_busy, args=(stop,), daemon=True)
-    proc.start()
-    try:
-        time.sleep(0.5)
+    with busy_process():
         print("\nbatches beside one busy process (median s; busy / quiet)")
         for name, call, _n, _base in rows:
             med, lo, hi = median_spread(call, repeats)
             print(f"  {name:20s} {med * 1e3:9.2f} ms [{lo * 1e3:.2f}, {hi * 1e3:.2f}]  x{med / quiet[name]:5.2f}")
-    finally:
-        stop.set()
-        proc.join(5)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,21 @@
-"""``kinema bench``: a quick built-in benchmark, or the pytest-benchmark suite with ``--suite``.
+"""``kinema bench``: the benchmark suite side by side with its peers, footlock alone, or the
+pytest-benchmark suite with ``--suite``.
 
-The built-in benchmark needs nothing but kinema: it repeats the bundled
-DeepMimic walk into a long clip and times :func:`kinema.mocap.footlock` on it
-(frames per second, best of ``--repeat``), next to forward kinematics of the
-same clip as a yardstick; ``--batch`` adds batch scaling over 1 and 2 workers.
-The suite (``benchmarks/`` in the source tree) compares kinema with baselines
-side by side and needs pytest-benchmark.
+``kinema bench [--quick] [--json FILE] [--plot FILE]`` runs every workload of
+:mod:`kinema.bench._suite` on the problems of :mod:`kinema._problems` (the tests' problems), each
+beside its baselines in the same run, and prints one table row per workload with the ratios; the
+parallel rows are run again beside a busy process.  ``--json`` writes the rows, ``--plot`` the two
+pictures (matplotlib).  ``--frames N`` (or ``--batch``) keeps the earlier built-in benchmark: it
+repeats the bundled DeepMimic walk into a long clip and times :func:`kinema.mocap.footlock` on it
+(best of ``--repeat``), next to forward kinematics of the same clip as a yardstick; ``--batch``
+adds batch scaling over 1 and 2 workers.  The pytest-benchmark suite (``benchmarks/`` in the source
+tree) needs pytest-benchmark.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -18,39 +23,17 @@ import tempfile
 import time
 from typing import Any
 
-import numpy as np
-
-from ..pose import Clip, Pose
+from .._problems import long_walk, repeat_clip
+from ..io._atomic import atomic_write
 from ._files import CliError
 from ._ui import UI
 
-__all__ = ["run_bench", "long_walk", "repeat_clip"]
+__all__ = ["run_bench", "long_walk", "repeat_clip", "plot_paths"]
 
-
-def repeat_clip(clip: Clip, n_frames: int, root: int = 0) -> Clip:
-    """``clip`` repeated to ``n_frames`` frames; the root keeps walking (each loop starts where the last ended)."""
-    if clip.times is not None:
-        raise ValueError("repeat_clip needs evenly spaced frames")
-    full = clip.pose.broadcast()
-    f = clip.n_frames
-    reps = -(-n_frames // f)
-    t = np.tile(full.translations, (reps, 1, 1))[:n_frames]
-    r = np.tile(full.rotations, (reps, 1, 1))[:n_frames]
-    s = np.tile(full.scales, (reps, 1, 1))[:n_frames]
-    step = full.translations[-1, root] - full.translations[0, root]
-    step[1] = 0.0  # keep the height; advance horizontally
-    loop = np.repeat(np.arange(reps), f)[:n_frames]
-    # one more frame's travel per loop, so the seam does not stand still for a frame
-    travel = step + (full.translations[-1, root] - full.translations[-2, root]) * np.array([1.0, 0.0, 1.0])
-    t[:, root] += loop[:, None] * travel
-    return Clip(Pose(t, r, s), clip.fps)
-
-
-def long_walk(n_frames: int) -> tuple[Any, Clip]:
-    from .. import samples
-
-    sk = samples.humanoid()
-    return sk, repeat_clip(samples.clip("walk"), n_frames, sk.index("root"))
+#: Default repeats of the footlock-alone benchmark (best kept).
+FOOTLOCK_REPEATS = 3
+#: Default length of the footlock-alone clip (frames).
+FOOTLOCK_FRAMES = 100_000
 
 
 def _best(fn: Any, repeat: int) -> float:
@@ -115,23 +98,27 @@ def run_bench(args: argparse.Namespace, ui: UI) -> int:
                            "(run from the repository root, or use the built-in benchmark: kinema bench)")
         ui.print(f"running the pytest-benchmark suite in {folder}/ (python -m pytest {folder} --benchmark-only)")
         return subprocess.call([sys.executable, "-m", "pytest", folder, "--benchmark-only", "-q"])
-    if args.frames < 100:
-        raise CliError(f"--frames must be at least 100, got {args.frames}")
+    if args.frames is None and not args.batch:
+        return run_suite_command(args, ui)
+    frames = FOOTLOCK_FRAMES if args.frames is None else args.frames
+    repeat = FOOTLOCK_REPEATS if args.repeat is None else args.repeat
+    if frames < 100:
+        raise CliError(f"--frames must be at least 100, got {frames}")
     from .. import mocap
     from ..fk import forward_kinematics
 
-    ui.print("kinema bench: built-in quick benchmark (kinema bench --suite runs the pytest-benchmark suite)")
+    ui.print("kinema bench: built-in quick benchmark (kinema bench without --frames runs the whole suite)")
     with ui.status("compiling kernels (first run only)"):
         sk, short = long_walk(200)
         mocap.footlock(sk, short)
-    sk, clip = long_walk(args.frames)
+    sk, clip = long_walk(frames)
     n = clip.n_frames
     rows = []
     with ui.status(f"timing footlock on {n} frames"):
-        dt = _best(lambda: mocap.footlock(sk, clip), args.repeat)
+        dt = _best(lambda: mocap.footlock(sk, clip), repeat)
         rows.append((f"footlock, DeepMimic walk repeated to {n} frames ({sk.n_joints} joints)", f"{dt:.3f} s",
                      f"{n / dt:,.0f} frames/s"))
-        dt = _best(lambda: forward_kinematics(sk, clip.pose), args.repeat)
+        dt = _best(lambda: forward_kinematics(sk, clip.pose), repeat)
         rows.append(("forward kinematics of the same clip (yardstick)", f"{dt:.3f} s", f"{n / dt:,.0f} frames/s"))
     note = None
     if getattr(args, "batch", False):
@@ -139,7 +126,116 @@ def run_bench(args: argparse.Namespace, ui: UI) -> int:
             batch_rows, note = _batch_scaling(ui, 1)
             rows.extend(batch_rows)
     ui.table(("benchmark", "best time", "throughput"), rows, align="lrr")
-    ui.print(f"best of {args.repeat} runs; {os.cpu_count()} CPUs")
+    ui.print(f"best of {repeat} runs; {os.cpu_count()} CPUs")
     if note is not None:
         ui.print(note)
+    return 0
+
+
+def plot_paths(plot: str) -> tuple[str, str]:
+    """``--plot FILE``'s two outputs: FILE itself (accuracy against time per solve) and FILE with
+    ``-throughput`` before its suffix (throughput against batch size): ``b.png`` -> ``b-throughput.png``."""
+    stem, ext = os.path.splitext(plot)
+    return plot, f"{stem}-throughput{ext or '.png'}"
+
+
+def _check_outputs(paths: list[str], force: bool) -> None:
+    for path in paths:
+        if os.path.isdir(path):
+            raise CliError(f"{path}: is a folder; give a file name")
+        if os.path.lexists(path) and not force:
+            raise CliError(f"{path}: already exists; pass --force to replace it")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise CliError(f"{path}: folder {folder} does not exist")
+
+
+def _write(path: str, data: bytes) -> None:
+    with atomic_write(path, mode="wb") as f:
+        f.write(data)
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def _table_rows(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, ...]], list[str]]:
+    """The printed table (one line per workload) and one line per peer that did not run."""
+    table: list[tuple[str, ...]] = []
+    notes: list[str] = []
+    for r in rows:
+        if not r.get("available", True):
+            table.append((r["workload"], r["reason"], "", "", "", "", "", "", ""))
+            continue
+        if "figures" in r:  # the motion-quality sweeps: named figures, no timing columns
+            table.append((r["workload"], f"{r['items']} figures in {r['seconds']:.1f} s", "", "", "", "", "", "", ""))
+            notes += [f"{r['workload']}: {k} = {v:.4g}" for k, v in r["figures"].items()]
+            continue
+        ratios = ", ".join(f"{k[len('ratio_vs_'):]} {v:,.1f}x" for k, v in r.items() if k.startswith("ratio_vs_"))
+        iqr = r["single_call_us_iqr"]
+        single = "-" if r["single_call_us"] is None else f"{r['single_call_us']:.1f} [{iqr[0]:.1f}-{iqr[1]:.1f}]"
+        busy = f"{r['busy']['solves_per_s']:,.0f} (x{r['busy_over_quiet']:.2f})" if "busy" in r else "-"
+        table.append((r["workload"], f"{r['solves_per_s']:,.0f} {r['unit']}/s", single,
+                      _num(r["within_1e-3"], ".3f"), _num(r["within_1e-4"], ".3f"), _num(r["median_error"], ".1e"),
+                      _num(r["worst_error"], ".1e"), ratios or "-", busy))
+        for name, entry in r["peers"].items():
+            if not entry.get("available"):
+                notes.append(f"{r['workload']}: {name}: {entry['reason']}")
+    return table, notes
+
+
+def _report(ui: UI, result: dict[str, Any]) -> None:
+    table, notes = _table_rows(result["rows"])
+    ui.table(("workload", "kinema /s (quiet)", "single call us [IQR]", "<=1e-3", "<=1e-4", "median err",
+              "worst err", "ratio vs peer", "/s beside busy (busy/quiet)"),
+             table, align="lrrrrrrll")
+    for r in result["rows"]:
+        if r.get("available", True):
+            ui.print(f"  {r['workload']}: {r['title']}")
+    for line in notes:
+        ui.print(f"  {'figure' if line.startswith('motion_sweeps:') else 'peer absent'}: {line}")
+    ui.print("  ratio vs peer: the peer's time per item over kinema's in the same mode (batch, or one call each); "
+             "above 1, kinema is faster")
+    load = ", ".join(f"{x:.2f}" for x in result["load_average"])
+    ui.print(f"medians of {result['repeats']} runs (IQR in brackets); {result['cpus']} CPUs; load average {load}; "
+             f"{result['seconds']:.1f} s in all")
+
+
+def run_suite_command(args: argparse.Namespace, ui: UI) -> int:
+    """``kinema bench [--quick] [--json FILE] [--plot FILE]``: the suite, its table, its files."""
+    from ..bench import _suite
+
+    outputs = ([args.json] if args.json else []) + (list(plot_paths(args.plot)) if args.plot else [])
+    _check_outputs(outputs, args.force)
+    if args.plot:
+        try:
+            from ..bench import _plot
+
+            _plot.pyplot()
+        except ImportError:
+            raise CliError('--plot needs matplotlib: pip install "kinema[bench]"') from None
+    if args.repeat is not None and args.repeat < 1:
+        raise CliError(f"--repeat must be at least 1, got {args.repeat}")
+    sizes = _suite.QUICK if args.quick else _suite.FULL
+    if args.repeat is not None:
+        sizes = _suite.Sizes(**{**sizes.__dict__, "repeats": args.repeat})
+    ui.print(f"kinema bench: the {'quick ' if args.quick else ''}suite, kinema beside its peers in one run")
+    with ui.status("building the problems") as progress:
+        result = _suite.run_suite(sizes, quick=args.quick, status=progress.describe)
+    _report(ui, result)
+    if args.plot:
+        accuracy_png, throughput_png = plot_paths(args.plot)
+        with ui.status("plots: accuracy against time per solve") as progress:
+            iterations = (5, 20) if args.quick else (2, 5, 10, 20, 50)
+            batches = (1, 100, 1000) if args.quick else (1, 10, 100, 1000, 10_000)
+            points = _suite.chain_accuracy_curves(sizes, iterations, status=progress.describe)
+            curves = _suite.batch_size_curves(sizes, batches, status=progress.describe)
+        _write(accuracy_png, _plot.plot_accuracy(points, f"10-bone chain, {sizes.chain_targets} reachable targets: "
+                                                         "median error against time per solve (labels: iterations)"))
+        _write(throughput_png, _plot.plot_throughput(curves, "throughput against batch size (one call per batch)"))
+        result["plot"] = {"accuracy": points, "throughput": curves, "files": [accuracy_png, throughput_png]}
+        ui.print(f"wrote {accuracy_png} and {throughput_png}")
+    if args.json:
+        _write(args.json, (json.dumps(result, indent=1) + "\n").encode())
+        ui.print(f"wrote {args.json}")
     return 0

@@ -35,7 +35,7 @@ examples:
   kinema batch footlock captures/ -o locked/ --workers 4     a whole folder (resumes if stopped)
   kinema batch footlock captures/ -o locked/ --dask local    the same on a Dask LocalCluster
   kinema warmup                                       compile every kernel now (first use is then fast)
-  kinema bench                                        quick built-in benchmark
+  kinema bench                                        benchmark suite side by side with peers
   kinema demo --list                                  the seed demos (viewer, or --headless PNG frames)
 
 Every output is written to a temporary file and renamed, never over an input;
@@ -96,7 +96,14 @@ COMMAND_EXAMPLES = {
         "the last line counts them.\n\n" + EXIT_STATUS_HELP
     ),
     "demo": DEMO_EXAMPLES,
-    "bench": "examples:\n  kinema bench\n  kinema bench --frames 200000\n  kinema bench --suite\n",
+    "bench": (
+        "examples:\n  kinema bench                                  the whole suite, with its peers\n"
+        "  kinema bench --quick --json bench.json --plot bench.png\n"
+        "  kinema bench --frames 200000                  footlock alone on 200000 frames\n"
+        "  kinema bench --suite                          the pytest-benchmark suite (source tree)\n"
+        "\n--plot FILE.png writes FILE.png (accuracy against time per solve on the 10-bone chain) and\n"
+        "FILE-throughput.png (solves per second against batch size).\n"
+    ),
     "sample": "examples:\n  kinema sample walk -o walk.bvh\n  kinema sample run -o run.glb\n",
     "warmup": (
         "Compiles (or loads from numba's cache) every kernel kinema has: the solvers, forward\n"
@@ -224,13 +231,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--recursive", action="store_true", help="also look in subfolders (outputs mirror them)")
     p.add_argument("--force", action="store_true", help="redo files whose output exists")
 
-    p = _sub(subs, "bench", "time footlock and batch scaling (or run the pytest-benchmark suite)", common)
-    p.add_argument("--frames", type=int, default=100_000, metavar="N",
-                   help="length of the benchmark clip (the sample walk repeated; default %(default)s)")
-    p.add_argument("--repeat", type=int, default=3, metavar="K", help="timed runs, best kept (default %(default)s)")
+    p = _sub(subs, "bench", "run the benchmark suite side by side with its peers (or time footlock alone)", common)
+    p.add_argument("--quick", action="store_true", help="smaller problems and fewer repeats (well under a minute)")
+    p.add_argument("--json", metavar="FILE", help="also write the suite's rows to FILE (JSON)")
+    p.add_argument("--plot", metavar="FILE", help="draw accuracy against time per solve to FILE (PNG) and "
+                   "throughput against batch size to FILE with -throughput before its suffix (needs matplotlib)")
+    p.add_argument("--force", action="store_true", help="replace an existing --json or --plot FILE")
+    p.add_argument("--frames", type=int, default=None, metavar="N",
+                   help="time footlock alone on a clip of N frames (the sample walk repeated; 100000 with --batch)")
+    p.add_argument("--repeat", type=int, default=None, metavar="K",
+                   help="timed runs (footlock alone: best of K, default 3; the suite: median of K, default 7, "
+                        "3 with --quick)")
     p.add_argument("--suite", nargs="?", const="benchmarks", metavar="DIR",
                    help="run the pytest-benchmark suite in DIR (default ./benchmarks) instead")
-    p.add_argument("--batch", action="store_true", help="also time batch footlock with 1 and 2 workers")
+    p.add_argument("--batch", action="store_true", help="time footlock alone and batch footlock with 1 and 2 workers")
 
     p = _sub(subs, "sample", "write a bundled sample clip (DeepMimic humanoid) to a file", common)
     p.add_argument("name", metavar="NAME", help="walk or run")

@@ -39,6 +39,16 @@ def collect(parts: tuple[str, ...] = PARTS) -> list[dict[str, Any]]:
     return rows
 
 
+#: The parts ``figures(quick=True)`` runs (``kinema bench --quick`` must stay short): the two-bone sweeps.
+QUICK_PARTS = ("_motion_two_bone",)
+
+
+def figures(quick: bool = False) -> dict[str, float]:
+    """``{figure name: now}`` for ``kinema bench``'s motion-sweeps row (the figures with a value only)."""
+    rows = collect(QUICK_PARTS if quick else PARTS)
+    return {str(r["name"]): float(r["now"]) for r in rows if r["now"] is not None}
+
+
 def _fmt(x: Any) -> str:
     if x is None:
         return "-"

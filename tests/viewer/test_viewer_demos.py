@@ -59,6 +59,13 @@ def test_demo_page_loads_with_its_controls(browser: Any, demo_viewer: Any) -> No
         np.testing.assert_allclose(np.asarray(app.pointer.position)[:2], app.session.pointer, atol=0.1)
     page.get_by_label("auto").click()
     wait_for(lambda: not app.session.auto, "auto to turn off")
+    # a session's drawing flags (fishing: poles, grips, reach) are checkboxes that switch them
+    for name in app.option_checkboxes:
+        assert getattr(app.session.options, name) is False
+        page.get_by_label(f"draw {name}").click()
+        wait_for(lambda name=name: getattr(app.session.options, name) is True, f"draw {name} to turn on")
+    if app.demo["name"] == "fishing":
+        assert set(app.option_checkboxes) == {"poles", "grips", "reach"}
     if hasattr(app.session, "set_pointer"):  # follow: the draggable target is the pointer
         assert app.pointer is not None
         target = np.array([0.7, 0.9, 0.0])

@@ -9,6 +9,7 @@ that becomes its pointer, turning ``auto`` off.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import threading
@@ -61,6 +62,15 @@ class DemoApp:
         self.auto_checkbox = gui.add_checkbox("auto", initial_value=bool(self.session.auto))
         self.auto_checkbox.on_update(lambda _: self._set_auto(bool(self.auto_checkbox.value)))
         self.state_text = gui.add_text("state", initial_value=str(self.session.state), disabled=True)
+        # A session's drawing options (a dataclass of flags, e.g. fishing's poles/grips/reach): one checkbox each.
+        self.option_checkboxes: dict[str, Any] = {}
+        options = getattr(self.session, "options", None)
+        if dataclasses.is_dataclass(options):
+            for f in dataclasses.fields(options):
+                if isinstance(getattr(options, f.name), bool):
+                    box = gui.add_checkbox(f"draw {f.name}", initial_value=bool(getattr(options, f.name)))
+                    box.on_update(lambda _, name=f.name, box=box: self._set_option(name, bool(box.value)))
+                    self.option_checkboxes[f.name] = box
         self.caption = gui.add_markdown("")
         self.pointer: Any = None
         if hasattr(self.session, "set_pointer"):
@@ -88,6 +98,10 @@ class DemoApp:
     def _set_auto(self, on: bool) -> None:
         with self.lock:
             self.session.auto = on
+
+    def _set_option(self, name: str, on: bool) -> None:
+        with self.lock:
+            setattr(self.session.options, name, on)
 
     def advance_state(self) -> None:
         """The ``step`` button: the session's next state."""

@@ -47,6 +47,7 @@ from .quat import (
     qfrom_two_vectors,
     qmul,
     qnormalize,
+    qrest_twist,
     qrotate,
     qto_rotvec,
     row3,
@@ -78,6 +79,12 @@ POLE_NUDGE = 1e-3
 
 MODE_POSITIONS = 0
 MODE_ROTATIONS = 1
+
+#: A sub-base's orientation (:func:`_fit`): the weighted mean of its children's minimal rotations is a
+#: first-order fit; applying it and fitting again this many times in all converges to the orientation at
+#: which the mean is zero (the rigid best fit, exact when the aims are consistent), so a sub-base is not
+#: left turning a little further each FABRIK iteration.
+SUBBASE_FIT_PASSES = 4
 
 
 @njit(borrows=True)
@@ -199,25 +206,35 @@ def _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw):  # type: ignore[no-
         cur = qrotate(qcur, row3(V, c))
         aim = (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2])
         return qfrom_two_vectors(cur, aim)
-    wx = 0.0
-    wy = 0.0
-    wz = 0.0
-    wsum = 0.0
-    for e in range(c0, c1):
-        c = child_idx[e]
-        if D[c] == 0.0:
-            continue
-        cur = qrotate(qcur, row3(V, c))
-        aim = (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2])
-        rv = qto_rotvec(qfrom_two_vectors(cur, aim))
-        w = nw[c]
-        wx += w * rv[0]
-        wy += w * rv[1]
-        wz += w * rv[2]
-        wsum += w
-    if wsum == 0.0:
-        return (0.0, 0.0, 0.0, 1.0)  # a leaf, or only zero-length children
-    return qfrom_rotvec((wx / wsum, wy / wsum, wz / wsum))
+    total = (0.0, 0.0, 0.0, 1.0)
+    qc = qcur
+    for it in range(SUBBASE_FIT_PASSES):
+        wx = 0.0
+        wy = 0.0
+        wz = 0.0
+        wsum = 0.0
+        for e in range(c0, c1):
+            c = child_idx[e]
+            if D[c] == 0.0:
+                continue
+            cur = qrotate(qc, row3(V, c))
+            aim = (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2])
+            rv = qto_rotvec(qfrom_two_vectors(cur, aim))
+            w = nw[c]
+            wx += w * rv[0]
+            wy += w * rv[1]
+            wz += w * rv[2]
+            wsum += w
+        if wsum == 0.0:
+            return (0.0, 0.0, 0.0, 1.0)  # a leaf, or only zero-length children
+        dq = qfrom_rotvec((wx / wsum, wy / wsum, wz / wsum))
+        if it == 0:
+            total = dq
+        else:
+            total = qnormalize(qmul(dq, total))
+        if it + 1 < SUBBASE_FIT_PASSES:
+            qc = qmul(dq, qc)
+    return total
 
 
 @njit(borrows=True)
@@ -321,7 +338,7 @@ def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, chil
 
 
 @njit(borrows=True)
-def chain_positions(P, Pb, D, U0, tgt, p_root, fixed_root, iterations, tol, has_pole, pole):  # type: ignore[no-untyped-def]
+def chain_positions(P, Pb, D, U0, tgt, p_root, fixed_root, iterations, tol, has_pole, pole, budget, PU):  # type: ignore[no-untyped-def]
     """All FABRIK iterations of an unlimited chain on points (``MODE_POSITIONS``); returns the iterations run.
 
     Nodes ``0 .. K-1`` root first, the goal on the last.  One iteration:
@@ -333,12 +350,13 @@ def chain_positions(P, Pb, D, U0, tgt, p_root, fixed_root, iterations, tol, has_
     tol``.  A direction that vanishes (``<= AIM_EPS``) keeps the bone's
     start-of-solve direction ``U0``.  One call runs every iteration, so the
     loop passes no arrays to helpers (numba reference-counts those).
+    ``budget, PU``: the pole's per-solve twist budget (see :func:`apply_pole`).
     """
     k_n = P.shape[0]
     n_it = 0
     for _ in range(iterations):
         if has_pole:
-            apply_pole(pole, P, P, True)
+            apply_pole(pole, P, P, True, budget, PU)
         Pb[k_n - 1, 0] = tgt[0]
         Pb[k_n - 1, 1] = tgt[1]
         Pb[k_n - 1, 2] = tgt[2]
@@ -471,7 +489,7 @@ def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M,
 
 
 @njit(borrows=True)
-def apply_pole(pole, A, B, nudge):  # type: ignore[no-untyped-def]
+def apply_pole(pole, A, B, nudge, budget, PU):  # type: ignore[no-untyped-def]
     """Turn each interior chain point of ``B`` about the line through its neighbours toward ``pole``.
 
     Point ``k`` (``1 <= k <= K-2``) turns about the axis through
@@ -483,6 +501,12 @@ def apply_pole(pole, A, B, nudge):  # type: ignore[no-untyped-def]
     point lying on the axis is pushed ``POLE_NUDGE`` times its distance
     from ``B[k-1]`` toward the pole (the passes that follow restore the
     bone lengths), so a straight chain starts bending toward the pole.
+
+    ``budget > 0`` (the ``pole_max_twist`` option): point ``k``'s turns add
+    up to at most ``budget`` radians in one solve (``PU[k]`` holds what it
+    used; zeroed at the start of each item), so a solve keeps the bend side
+    of the pose it starts from and blends toward the pole across
+    warm-started frames instead of snapping.  ``budget == 0``: no budget.
     """
     k_n = B.shape[0]
     for k in range(1, k_n - 1):
@@ -512,6 +536,13 @@ def apply_pole(pole, A, B, nudge):  # type: ignore[no-untyped-def]
                 B[k, 2] += k_push * yp[2]
             continue
         ang = math.atan2(vdot(vcross(xp, yp), ax), vdot(xp, yp))
+        if budget > 0.0:
+            left = budget - PU[k]
+            if abs(ang) > left:
+                ang = left if ang > 0.0 else -left
+            if ang == 0.0:
+                continue  # this solve's pole budget for the point is spent
+            PU[k] += abs(ang)
         h = 0.5 * ang
         sh = math.sin(h)
         rq = (ax[0] * sh, ax[1] * sh, ax[2] * sh, math.cos(h))
@@ -538,9 +569,9 @@ def _errors(targets, i, goal_node, P, gerr):  # type: ignore[no-untyped-def]
 
 
 @njit(borrows=True)
-def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints, jpar, node_j, npar,
-               child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
-               gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB):  # type: ignore[no-untyped-def]
+def solve_item(i, mode, iterations, tol, fixed_root, has_pole, twist_rest, budget, base_path, joints, jpar, node_j,
+               npar, child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets,
+               poles, gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU):  # type: ignore[no-untyped-def]
     """Solve batch item ``i`` in place (see the module docstring).
 
     Writes the nodes' local rotations into ``r[i]`` (and, with a free root,
@@ -553,6 +584,7 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
     use_limits = False
     for n in range(kn):
         TB[n] = False  # scratch from the chunk's previous item: no item may read another's backward flags
+        PU[n] = 0.0  # the pole budget each point has used in this solve
         if lim_kind[n] != 0:
             use_limits = True
     p_root = row3(P, 0)
@@ -597,16 +629,16 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
         if not straight and mode == MODE_POSITIONS:
             g = goal_node.shape[0] - 1
             n_it = chain_positions(P, Pb, D, U0, (targets[i, g, 0], targets[i, g, 1], targets[i, g, 2]), p_root,
-                                   fixed_root, iterations, tol, has_pole, pole)
+                                   fixed_root, iterations, tol, has_pole, pole, budget, PU)
         elif not straight:
             for _ in range(iterations):
                 if has_pole:
-                    apply_pole(pole, P, P, True)
+                    apply_pole(pole, P, P, True, budget, PU)
                 backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0,
                          use_limits, lim_kind, lim_par, lim_rest, TB)
                 p0 = p_root if fixed_root else row3(Pb, 0)
                 if has_pole:
-                    apply_pole(pole, P if fixed_root else Pb, Pb, False)
+                    apply_pole(pole, P if fixed_root else Pb, Pb, False, budget, PU)
                 n_hits += forward_rotations(p0, base_rot, Pb, True, use_limits, npar, child_ptr, child_idx, P, Q,
                                             L, V, D, M, nw, lim_kind, lim_par, lim_rest, Qb, TB)
                 n_it += 1
@@ -614,10 +646,13 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
                     break
         if mode == MODE_POSITIONS:
             if has_pole:
-                apply_pole(pole, P, P, False)
+                apply_pole(pole, P, P, False, budget, PU)
             # Rotations from positions: one forward rotation pass aimed at the solved points.
             forward_rotations(row3(P, 0), base_rot, P, True, False, npar, child_ptr, child_idx, P, Q, L, V, D, M, nw,
                               lim_kind, lim_par, lim_rest, Qb, TB)
+        if twist_rest and n_it > 0:
+            n_hits += rest_twist_nodes(base_rot, use_limits, npar, child_ptr, child_idx, P, Q, L, V, D, M,
+                                       lim_kind, lim_par, lim_rest)
         _errors(targets, i, goal_node, P, gerr)
     if n_it > 0 or n_hits > 0:
         for n in range(kn):
@@ -635,11 +670,60 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
     moved[i] = n_it > 0 or n_hits > 0
 
 
+@njit(borrows=True)
+def rest_twist_nodes(base_rot, use_limits, npar, child_ptr, child_idx, P, Q, L, V, D, M, lim_kind, lim_par,  # type: ignore[no-untyped-def]
+                     lim_rest):
+    """The ``twist="rest"`` policy on a solved item: each one-child node's twist about its bone from rest.
+
+    Root to tips: node ``n``'s frame ``F`` (``base_rot`` or ``Q[p] M[n]``,
+    with its parent's new rotation) and its solved world rotation ``Q[n]``
+    give ``L = inverse(F) Q[n]``; a node with exactly one child ``c``
+    (``D[c] > 0``) gets :func:`~kinema._kernels.quat.qrest_twist` of it
+    about its bone's own direction ``V[c] / D[c]`` with its rest rotation
+    ``lim_rest[n]``, then its limit when ``use_limits``.  That keeps every
+    bone's world direction, so every position (``P`` is rebuilt to check:
+    it moves only where a limit acts).  Sub-bases keep their solved world
+    rotation (they carry several branches: no one bone to untwist about);
+    leaves keep their local rotation, as the solve does.  Returns the limit
+    clamps that changed a rotation.
+    """
+    hits = 0
+    for n in range(npar.shape[0]):
+        p = npar[n]
+        if p < 0:
+            f = base_rot
+        else:
+            f = qmul(row4(Q, p), row4(M, n))
+        n_child = child_ptr[n + 1] - child_ptr[n]
+        if n_child == 0:
+            loc = row4(L, n)
+        else:
+            loc = qnormalize(qmul(qconj(f), row4(Q, n)))
+            if n_child == 1:
+                c = child_idx[child_ptr[n]]
+                if D[c] > 0.0:
+                    inv = 1.0 / D[c]
+                    loc = qrest_twist(loc, row4(lim_rest, n), (V[c, 0] * inv, V[c, 1] * inv, V[c, 2] * inv))
+            if use_limits:
+                loc, changed = clamp_local(lim_kind, lim_par, lim_rest, n, loc)
+                if changed:
+                    hits += 1
+        put4(L, n, loc)
+        qn = qmul(f, loc)
+        put4(Q, n, qn)
+        pn = row3(P, n)
+        for e in range(child_ptr[n], child_ptr[n + 1]):
+            c = child_idx[e]
+            d = qrotate(qn, row3(V, c))
+            put3(P, c, (pn[0] + d[0], pn[1] + d[1], pn[2] + d[2]))
+    return hits
+
+
 @njit
 def _scratch(n_path, kn):  # type: ignore[no-untyped-def]
     return (np.empty((n_path, 3)), np.empty((n_path, 4)), np.empty(n_path), np.empty((kn, 3)), np.empty((kn, 3)),
             np.empty((kn, 4)), np.empty((kn, 4)), np.empty((kn, 4)), np.empty((kn, 3)), np.empty(kn),
-            np.empty((kn, 4)), np.empty((kn, 3)), np.zeros(kn, dtype=np.bool_))
+            np.empty((kn, 4)), np.empty((kn, 3)), np.zeros(kn, dtype=np.bool_), np.zeros(kn))
 
 
 # Slots of the per-call ``options`` float64 array (integers and flags are
@@ -649,7 +733,9 @@ O_ITERATIONS = 1
 O_TOLERANCE = 2
 O_FIXED_ROOT = 3
 O_HAS_POLE = 4
-N_OPTIONS = 5
+O_TWIST_REST = 5  # 1: the twist="rest" policy (:func:`rest_twist_nodes`), 0: "input"
+O_POLE_MAX_TWIST = 6  # > 0: the pole's turn budget per point and solve (radians, :func:`apply_pole`); 0: none
+N_OPTIONS = 7
 
 # Packed plan (built once per chain or tree by :mod:`kinema._fabrik`, so a
 # call passes two arrays instead of eleven):
@@ -695,14 +781,14 @@ def unpack_plan(index, weights):  # type: ignore[no-untyped-def]
 def solve_range(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
                 poles, gerr, counts, moved):
     """Items ``c0 .. c1-1`` with one scratch set; ``counts (2, N)``: iterations, limit hits."""
-    pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB = _scratch(index[1], index[2])
+    pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU = _scratch(index[1], index[2])
     _solve_items(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles, gerr, counts,
-                 moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
+                 moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU)
 
 
 @njit(borrows=True)
 def _solve_items(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
-                 poles, gerr, counts, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB):
+                 poles, gerr, counts, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU):
     """:func:`solve_range` after its scratch allocation: the plan's views are made here, where they cost no
     reference counting, and the options are read once for all the items."""
     (base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw,
@@ -712,12 +798,14 @@ def _solve_items(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t
     tol = options[O_TOLERANCE]
     fixed_root = options[O_FIXED_ROOT] != 0.0
     has_pole = options[O_HAS_POLE] != 0.0
+    twist_rest = options[O_TWIST_REST] != 0.0
+    budget = options[O_POLE_MAX_TWIST]
     iters = counts[0]
     hits = counts[1]
     for i in range(c0, c1):
-        solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints, jpar, node_j, npar,
-                   child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
-                   gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
+        solve_item(i, mode, iterations, tol, fixed_root, has_pole, twist_rest, budget, base_path, joints, jpar,
+                   node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s,
+                   targets, poles, gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU)
 
 
 @njit

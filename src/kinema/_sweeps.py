@@ -11,6 +11,9 @@ arrays bit for bit.
   build-up sweep; each solve starts from the previous result).
 * :func:`two_bone_arm`: the arm rig the two-bone sweeps use.
 * :func:`step_angles`: the angle between consecutive unit directions (per-frame direction change).
+* :func:`follow` and :func:`warm_loop`: drive a solver along targets, from the same input pose every
+  frame or from the previous result; :func:`bone_directions`, :func:`pole_plane_offset_deg` and
+  :func:`pole_axis_angle_deg` measure what came out.
 
 Private: the figures are what is public (``benchmarks/bench_motion.py``, docs/motion-quality.md).
 """
@@ -18,7 +21,8 @@ Private: the figures are what is public (``benchmarks/bench_motion.py``, docs/mo
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -28,8 +32,9 @@ from .pose import Pose
 from .rotation import from_axis_angle
 from .skeleton import Skeleton
 
-__all__ = ["ARM_JOINTS", "PoleAxisScene", "closed_loop", "pole_axis_path", "pole_axis_scene", "step_angles",
-           "two_bone_arm", "unit_frame"]
+__all__ = ["ARM_JOINTS", "PoleAxisScene", "bone_directions", "closed_loop", "follow", "pole_axis_angle_deg",
+           "pole_axis_path", "pole_axis_scene", "pole_plane_offset_deg", "step_angles", "two_bone_arm", "unit_frame",
+           "warm_loop"]
 
 FloatArray = NDArray[np.float64]
 
@@ -144,6 +149,53 @@ def step_angles(directions: ArrayLike) -> FloatArray:
     # atan2 of |a x b| and a . b: accurate for the tiny steps (arccos of a dot product is not).
     cross = np.linalg.norm(np.cross(d[1:], d[:-1]), axis=-1)
     return np.arctan2(cross, np.sum(d[1:] * d[:-1], axis=-1))
+
+
+def follow(solve: Callable[..., Any], pose: Pose, targets: ArrayLike, **kw: Any) -> tuple[Pose, FloatArray]:
+    """Solve frame by frame from the same input ``pose`` (the animated pose): ``solve(pose, target, **kw)`` for
+    each row of ``targets (F, 3)``; returns the solved poses stacked ``(F, ...)`` and the errors ``(F,)``."""
+    rotations = []
+    errors = []
+    for target in np.asarray(targets, dtype=np.float64):
+        res = solve(pose, target, **kw)
+        rotations.append(res.pose.rotations)
+        errors.append(float(res.error))
+    return Pose(pose.translations, np.stack(rotations), pose.scales), np.array(errors)
+
+
+def warm_loop(solve: Callable[..., Any], pose: Pose, targets: ArrayLike, **kw: Any) -> Pose:
+    """Solve frame by frame, each solve starting from the previous result (a warm start); returns the poses
+    ``(F, ...)`` after each target of ``targets (F, 3)``."""
+    rotations = []
+    for target in np.asarray(targets, dtype=np.float64):
+        pose = solve(pose, target, **kw).pose
+        rotations.append(pose.rotations)
+    return Pose(pose.translations, np.stack(rotations), pose.scales)
+
+
+def bone_directions(skeleton: Skeleton, poses: Pose, joint: str, child: str) -> FloatArray:
+    """Unit world directions ``(*batch, 3)`` from ``joint`` to ``child`` in ``poses``."""
+    world = forward_kinematics(skeleton, poses).positions
+    d = world[..., skeleton.index(child), :] - world[..., skeleton.index(joint), :]
+    return np.asarray(d / np.linalg.norm(d, axis=-1, keepdims=True))
+
+
+def pole_axis_angle_deg(shoulder: ArrayLike, pole: ArrayLike, targets: ArrayLike) -> FloatArray:
+    """Degrees between each shoulder-to-target direction and the shoulder-to-pole axis, ``(F,)``."""
+    origin = np.asarray(shoulder, dtype=np.float64)
+    p = np.asarray(pole, dtype=np.float64) - origin
+    d = np.asarray(targets, dtype=np.float64) - origin
+    return np.degrees(np.arctan2(np.linalg.norm(np.cross(d, p), axis=-1), d @ p))
+
+
+def pole_plane_offset_deg(shoulder: ArrayLike, pole: ArrayLike, targets: ArrayLike, elbows: ArrayLike) -> FloatArray:
+    """Degrees by which each elbow direction (unit, from the shoulder) lies out of the plane through the
+    shoulder, the target and the pole (either side of the pole axis counts as in the plane), ``(F,)``."""
+    origin = np.asarray(shoulder, dtype=np.float64)
+    d = np.asarray(targets, dtype=np.float64) - origin
+    normal = np.cross(d, np.asarray(pole, dtype=np.float64) - origin)
+    normal /= np.linalg.norm(normal, axis=-1, keepdims=True)
+    return np.degrees(np.arcsin(np.clip(np.abs(np.sum(np.asarray(elbows) * normal, axis=-1)), 0.0, 1.0)))
 
 
 # ------------------------------------------------------------------ chain sweeps (CCD, FABRIK, FABRIKTree)

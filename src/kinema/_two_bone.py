@@ -32,6 +32,7 @@ from ._solve import (
     ancestors_root_first,
     as_target,
     check_pose,
+    check_twist,
     kernel_loader,
     prepare,
     raise_status,
@@ -39,7 +40,7 @@ from ._solve import (
     result,
     run_driver,
 )
-from ._validate import as_float_array, broadcast_batch, require_finite, resolve_joint
+from ._validate import as_float_array, broadcast_batch, positive_number, require_finite, resolve_joint
 from .errors import ShapeError, SolverInputError
 from .limits import Hinge, Limit
 from .pose import Pose
@@ -65,9 +66,27 @@ _HAS_HINT = 2
 _HAS_END_ROTATION = 4
 _CONTINUITY = 8
 _HAS_HINGE = 16
+_SMOOTH = 32
+_REST_TWIST = 64
 
-#: The hinge parameter row when there is none (the kernel reads it only with ``_HAS_HINGE``).
-_NO_HINGE = np.zeros(9)
+# Layout of the kernel's packed float ``params`` row (kept in sync by test_motion_two_bone.py): the
+# lower joint's hinge (9), the upper and lower joints' rest local rotations (4 + 4), the bend step.
+_P_HINGE = 0
+_P_REST_UPPER = 9
+_P_REST_LOWER = 13
+_P_BEND_STEP = 17
+_P_SIZE = 18
+
+#: Columns of the kernel's per-item history row (smooth history mode; kept in sync by the same test).
+_HIST_SIZE = 8
+_NO_HIST = np.zeros((1, _HIST_SIZE))  # zero: no previous frame (the kernel reads nothing moved)
+
+#: Smooth history mode: radians per second the bend plane may turn toward the pole's plane on top of
+#: what the target's and the pole's own motion allow (how fast it settles when nothing moves).
+DEFAULT_BEND_SPEED = 1.0
+
+#: Seconds per frame assumed by smooth history mode when a solve gives no ``dt`` (60 frames per second).
+DEFAULT_FRAME_SECONDS = 1.0 / 60.0
 
 #: The kernel module, imported on first use (``import kinema`` must not import numba).
 _kernels = kernel_loader("two_bone")
@@ -94,20 +113,40 @@ class TwoBone(Solver):
     """A prepared two-bone solver for one arm or leg: validate once, solve every frame.
 
     ``TwoBone(skeleton, joints, *, pole=None, soft=0.0, margin=None,
-    twist_spread=0.0, continuity=False, history=False)``: ``joints`` the
-    three joints ``(upper, lower, end)``; the options mean what they mean for
-    :func:`solve_two_bone` (whose docstring has the maths) and are the
+    twist_spread=0.0, continuity=False, history=False, limits=None,
+    smooth=False, bend_speed=DEFAULT_BEND_SPEED, twist="input")``: ``joints``
+    the three joints ``(upper, lower, end)``; the options mean what they mean
+    for :func:`solve_two_bone` (whose docstring has the maths) and are the
     defaults of every :meth:`solve`.  With ``history=True`` each solve feeds
     the previous frame's bend direction back as ``bend_hint`` with
     ``continuity`` on, so the elbow keeps its side frame to frame
     (:class:`TwoBoneIK` is this mode); :meth:`reset` forgets it.
+
+    ``smooth=True`` (with ``history=True``) makes the bend plane follow the
+    pole without pops near the pole axis: outside a cone of 15 degrees about
+    the shoulder-to-pole axis it aims at the pole's plane exactly; inside it
+    the aim turns from the plane where the target entered to the plane where
+    it is predicted to leave (its path taken as straight), the short way
+    round (keeping the elbow's side or following the pole round, with
+    hysteresis on that choice); and the bend direction follows the aim at a
+    limited rate: per frame at most ``4 (dtheta_target + dtheta_pole) /
+    sin(beta)`` radians (the angles the shoulder-to-target and
+    shoulder-to-pole directions turned, ``beta`` the elbow's angle off the
+    shoulder-to-end line: the plane's turn moves the elbow at most four
+    times as far as the target's own motion) plus ``bend_speed`` (rad/s)
+    times the frame's ``dt``.  The target is reached exactly as without it.
+    The history is per batch item.
+
+    ``twist="rest"``: each moved bone's twist about its own axis is taken
+    from the rest pose relative to its parent (see :func:`solve_two_bone`).
     """
 
     what = "solve_two_bone"
 
     def __init__(self, skeleton: Skeleton, joints: Any, *, pole: ArrayLike | None = None, soft: float = 0.0,
                  margin: float | None = None, twist_spread: float = 0.0, continuity: bool = False,
-                 history: bool = False, limits: Mapping[Any, Limit] | None = None) -> None:
+                 history: bool = False, limits: Mapping[Any, Limit] | None = None, smooth: bool = False,
+                 bend_speed: float = DEFAULT_BEND_SPEED, twist: str = "input") -> None:
         if not isinstance(skeleton, Skeleton):
             raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
         items = list(joints) if not isinstance(joints, (str, int, np.integer)) else [joints]
@@ -126,13 +165,29 @@ class TwoBone(Solver):
         self._plan = np.concatenate([[kl, anc.size], anc, self.joints]).astype(np.int64)
         #: ``[axis, min, max, rest rotation]`` of a hinge on the lower joint, or None.
         self._hinge = _hinge_row(skeleton, self.joints, kl, limits)
+        self.twist = check_twist(twist)
         self.pole = pole
         self.soft = _scalar_option(soft, "soft", 0.0, 1.0, hi_open=True)
         self.margin = None if margin is None else _scalar_option(margin, "margin", 0.0, np.inf)
         self.twist_spread = _scalar_option(twist_spread, "twist_spread", 0.0, 1.0)
         self.history = bool(history)
         self.continuity = bool(continuity) or self.history
+        if not isinstance(smooth, (bool, np.bool_)):
+            raise SolverInputError(f"smooth must be True or False, got {smooth!r}")
+        if smooth and not self.history:
+            raise SolverInputError("smooth=True needs history=True (the smoothing follows the previous frames)")
+        self.smooth = bool(smooth)
+        self.bend_speed = positive_number(bend_speed, "bend_speed", allow_zero=True)
+        #: The kernel's packed float options (``_P_*``); the bend step is set per solve (smooth mode).
+        self._params = np.zeros(_P_SIZE)
+        if self._hinge is not None:
+            self._params[_P_HINGE:_P_HINGE + 9] = self._hinge
+        self._params[_P_REST_UPPER:_P_REST_UPPER + 4] = skeleton.rotations[self.joints[0]]
+        self._params[_P_REST_LOWER:_P_REST_LOWER + 4] = skeleton.rotations[self.joints[kl]]
         self.bend_direction: FloatArray | None = None
+        #: Smooth mode: the kernel's history rows of the last solve, ``(N, 8)``, or None.
+        self._bend_history: FloatArray | None = None
+        self._last_history: FloatArray | None = None
 
     @property
     def pole(self) -> FloatArray | None:
@@ -146,29 +201,46 @@ class TwoBone(Solver):
     def reset(self) -> None:
         """Forget the last bend direction (history mode)."""
         self.bend_direction = None
+        self._bend_history = None
 
     def solve(self, pose: Pose, target: ArrayLike, *, pole: ArrayLike | None = None, weight: ArrayLike = 1.0,
               end_rotation: ArrayLike | None = None, bend_hint: ArrayLike | None = None,
               soft: ArrayLike | None = None, margin: ArrayLike | None = None,
-              out: Pose | None = None) -> SolveResult:
+              out: Pose | None = None, dt: float | None = None) -> SolveResult:
         """Solve one frame or a batch (arguments as in :func:`solve_two_bone`; ``pole``, ``soft`` and
         ``margin`` default to the solver's own).  In history mode the previous solve's bend direction is
-        the hint unless ``bend_hint`` is given, and this solve's is kept for the next."""
+        the hint unless ``bend_hint`` is given, and this solve's is kept for the next.
+
+        ``dt``: seconds since the previous frame (> 0), read by smooth history mode (the bend plane's
+        catch-up is ``bend_speed * dt``); without it a frame is taken as 1/60 s."""
+        step_seconds = DEFAULT_FRAME_SECONDS if dt is None else positive_number(dt, "dt")
         pole = self._pole if pole is None else pole
         hint = bend_hint
-        if hint is None and self.history and self.bend_direction is not None:
-            hint = self.bend_direction
-            if hint.shape[:-1] != _batch_of(pose, target):
-                hint = None  # the batch changed: the old history does not apply
+        history = None
+        if self.history and self.bend_direction is not None:
+            if self.bend_direction.shape[:-1] != _batch_of(pose, target):
+                self.reset()  # the batch changed: the old history does not apply
+            else:
+                history = self._bend_history
+                if hint is None:
+                    hint = self.bend_direction
+        params = None
+        if self.smooth:
+            params = self._params.copy()
+            params[_P_BEND_STEP] = self.bend_speed * step_seconds
         res = self._run(pose, target, pole, weight, self.soft if soft is None else soft,
-                        self.margin if margin is None else margin, end_rotation, hint, out)
+                        self.margin if margin is None else margin, end_rotation, hint, out, params, history)
         if self.history:
             self.bend_direction = res.state["bend_direction"]
+            if self.smooth:
+                self._bend_history = self._last_history
         return res
 
     def _run(self, pose: Pose, target: ArrayLike, pole: ArrayLike | None, weight: ArrayLike, soft: ArrayLike,
              margin: ArrayLike | None, end_rotation: ArrayLike | None, bend_hint: ArrayLike | None,
-             out: Pose | None) -> SolveResult:
+             out: Pose | None, params: FloatArray | None = None, history: FloatArray | None = None) -> SolveResult:
+        """One solve.  ``params``: the packed options with this frame's bend step (smooth mode only, which
+        it switches on); ``history``: the previous frame's history rows ``(1|N, 8)`` (smooth mode)."""
         check_pose(self.skeleton, pose, self.what)
         tg = as_float_array(target, "target", (3,))
         po = None if pole is None else as_float_array(pole, "pole", (3,))
@@ -179,7 +251,8 @@ class TwoBone(Solver):
         m = _NO_MARGIN if margin is None else _option(margin, "margin", 0.0, np.inf)
         flags = (_HAS_POLE if po is not None else 0) | (_HAS_HINT if hi is not None else 0) \
             | (_HAS_END_ROTATION if er is not None else 0) | (_CONTINUITY if self.continuity else 0) \
-            | (_HAS_HINGE if self._hinge is not None else 0)
+            | (_HAS_HINGE if self._hinge is not None else 0) | (_SMOOTH if params is not None else 0) \
+            | (_REST_TWIST if self.twist == "rest" else 0)
         pose_batch = pose.batch_shape
         shapes = [pose_batch, tg.shape[:-1]]
         for x in (w, so, m):
@@ -205,10 +278,11 @@ class TwoBone(Solver):
         status = np.zeros(n, dtype=np.int64)
         hits = np.zeros(n, dtype=np.int64)
         shared = pose_batch == () and out is not pose
-        hinge = _NO_HINGE if self._hinge is None else self._hinge
-        args = (self._plan, hinge, prep.t, prep.r, prep.s, prep.extras[0], po_r, hi_r, er_r, flags,
-                _flat(w, batch, n), _flat(so, batch, n), _flat(m, batch, n), self.twist_spread, shared,
-                err, reached, bend, status, hits)
+        hist_in = _NO_HIST if history is None or history.shape[0] != n else history
+        hist_out = np.zeros((n, _HIST_SIZE)) if params is not None else _NO_HIST
+        args = (self._plan, self._params if params is None else params, prep.t, prep.r, prep.s, prep.extras[0],
+                po_r, hi_r, er_r, hist_in, flags, _flat(w, batch, n), _flat(so, batch, n), _flat(m, batch, n),
+                self.twist_spread, shared, err, reached, bend, status, hits, hist_out)
         code = run_driver(_kernels(), "solve_serial", "solve_parallel", n, args, own=prep.own)
         if code:
             raise_status(code, self.what, self.skeleton, pose, self.scale_joints,
@@ -216,6 +290,8 @@ class TwoBone(Solver):
                           "margin": m})
         if status[0] if n == 1 else np.any(status):
             self._raise_item_status(status, batch)
+        if params is not None:
+            self._last_history = hist_out
         if batch:
             state = {"bend_direction": bend.reshape(batch + (3,)), "moved": np.broadcast_to(w, batch) > 0.0}
             return result(prep.out, batch, err, reached, np.ones(n, dtype=np.int64), hits, state)
@@ -311,6 +387,7 @@ def solve_two_bone(
     twist_spread: float = 0.0,
     continuity: bool = False,
     limits: Mapping[Any, Limit] | None = None,
+    twist: str = "input",
 ) -> SolveResult:
     """Place an upper bone, a lower bone and an end joint so the end reaches ``target``.
 
@@ -385,9 +462,9 @@ def solve_two_bone(
     range, a non-uniform scale on the chain or its ancestors, a zero-length
     bone or a margin above the shorter bone.
     """
-    solver = SOLVERS.get(TwoBone, skeleton, (joints, twist_spread, continuity, limits),
+    solver = SOLVERS.get(TwoBone, skeleton, (joints, twist_spread, continuity, limits, twist),
                          lambda: TwoBone(skeleton, joints, twist_spread=twist_spread, continuity=continuity,
-                                         limits=limits))
+                                         limits=limits, twist=twist))
     return solver._run(pose, target, pole, weight, soft, margin, end_rotation, bend_hint, out)
 
 
@@ -409,9 +486,10 @@ class TwoBoneIK(TwoBone):
     """
 
     def __init__(self, skeleton: Skeleton, joints: Any, pole: ArrayLike | None = None, *, soft: float = 0.0,
-                 margin: float | None = None, twist_spread: float = 0.0, continuity: bool = True) -> None:
+                 margin: float | None = None, twist_spread: float = 0.0, continuity: bool = True,
+                 smooth: bool = False, bend_speed: float = DEFAULT_BEND_SPEED, twist: str = "input") -> None:
         super().__init__(skeleton, joints, pole=pole, soft=soft, margin=margin, twist_spread=twist_spread,
-                         continuity=continuity, history=True)
+                         continuity=continuity, history=True, smooth=smooth, bend_speed=bend_speed, twist=twist)
         self.continuity = bool(continuity)
         self.joints_spec = tuple(joints)
 

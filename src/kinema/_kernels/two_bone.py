@@ -24,7 +24,16 @@ import math
 import numpy as np
 
 from ._jit import njit, prange
-from .chain import all_finite, chain_world, input_status, output_status, path_world, rotate_world, set_world_rot
+from .chain import (
+    all_finite,
+    chain_world,
+    input_status,
+    output_status,
+    parent_world_rot,
+    path_world,
+    rotate_world,
+    set_world_rot,
+)
 from .constants import NONFINITE_INPUT, OK, ZERO_QUAT_EPS
 from .quat import (
     qconj,
@@ -32,6 +41,7 @@ from .quat import (
     qfrom_two_vectors,
     qmul,
     qnormalize,
+    qrest_twist,
     qrotate,
     qslerp,
     qswing_twist,
@@ -78,6 +88,59 @@ POLE_FADE_SINE = 0.4
 #: the requested target.
 REACH_RTOL = 1e-9
 
+# ``SMOOTH`` history mode (issue 18): the bend plane aims at the pole's plane outside a cone about the
+# shoulder-to-pole axis, inside it turns from the plane at the entry to the plane at the predicted
+# exit the short way round, and the bend direction follows that aim at a limited rate.
+
+#: Sine of the cone's half-angle (15 degrees): outside it the aim is the pole's plane exactly, so the
+#: elbow is back in the pole's plane as soon as the target is more than 15 degrees from the pole axis.
+POLE_CONE_SINE = math.sin(math.radians(15.0))
+
+#: The rate limit: a frame turns the bend plane by at most ``BEND_RATE_GAIN * step / sin(beta)``
+#: radians (plus ``bend_step``), ``step`` the angles the shoulder-to-target and shoulder-to-pole
+#: directions turned since the last frame (summed) and ``beta`` the elbow's angle off the
+#: shoulder-to-end line, so the elbow moves at most ``BEND_RATE_GAIN`` times as far from the plane's
+#: turn as from the target's and the pole's own motion.
+#: The aim never needs more than about 4.2 (a straight path 10.6 degrees from the pole axis).
+BEND_RATE_GAIN = 4.0
+
+#: ``sin(beta)`` below this (an arm almost straight) does not limit the turn further: the elbow sits on
+#: the shoulder-to-end line and a turn of the plane hardly moves it.
+SINE_BETA_FLOOR = 1e-6
+
+#: Inside the cone the aim passes through the target's direction of travel (the elbow keeps its
+#: side, the bend plane turns by ``2 eps``) when the predicted closest approach is below
+#: ``POLE_CONE_SINE / sqrt(2)``, else through its normal (the elbow follows the pole round, turning
+#: ``pi - 2 eps``): whichever turns less.  Once made, the choice changes only when the predicted
+#: closest approach crosses that bound by this fraction (hysteresis: a wavering path does not flip it).
+AIM_CHOICE_BAND = 0.15
+
+#: Hysteresis on the side the bend direction turns toward: within this many radians of the
+#: ambiguous quarter turn it keeps turning the way it turned last frame.
+TURN_HYSTERESIS = math.radians(10.0)
+
+#: A target that moved less than this (sine units, about the pole axis) gives no direction of travel:
+#: inside the cone the bend direction is held.
+TRAVEL_EPS = 1e-12
+
+#: Columns of the per-item history row ``hist (1|N, HIST_SIZE)``: the previous frame's unit
+#: shoulder-to-target and shoulder-to-pole directions (zero: none yet, nothing moved), the sign of
+#: its bend-plane turn and its aim choice (+1 keep the side, -1 follow the pole round, 0 outside the cone).
+HIST_U = 0
+HIST_P = 3
+HIST_TURN = 6
+HIST_CHOICE = 7
+HIST_SIZE = 8
+
+# Layout of the packed float ``params`` row: the lower joint's hinge ``[axis, min, max, rest rotation]``
+# (read with ``HAS_HINGE``), the upper and lower joints' rest local rotations (``REST_TWIST``) and the
+# bend plane's catch-up per frame in radians (``SMOOTH``: the solver's bend speed times ``dt``).
+P_HINGE = 0
+P_REST_UPPER = 9
+P_REST_LOWER = 13
+P_BEND_STEP = 17
+P_SIZE = 18
+
 
 #: Batch items per parallel task (scratch is allocated once per chunk).
 CHUNK = 512
@@ -88,6 +151,8 @@ HAS_HINT = 2
 HAS_END_ROTATION = 4
 CONTINUITY = 8
 HAS_HINGE = 16
+SMOOTH = 32  # rate-limited history mode: reads ``hist`` (with HAS_HINT), writes ``hist_out``
+REST_TWIST = 64  # twist="rest": each moved bone's twist about its own axis from the rest pose
 
 #: Hinge angles within this many radians outside their range count as inside (the limits' LIMIT_SLACK).
 HINGE_SLACK = 1e-12
@@ -204,13 +269,116 @@ def _arm_lengths(pa, pb, pc, margin):  # type: ignore[no-untyped-def]
 
 
 @njit
-def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft):  # type: ignore[no-untyped-def]
+def _angle(x, y):  # type: ignore[no-untyped-def]
+    """Radians between two vectors (atan2 form: accurate for tiny angles)."""
+    return math.atan2(vnorm(vcross(x, y)), vdot(x, y))
+
+
+@njit
+def _smooth_aim(u, p, h, u_prev, choice, pole_line):  # type: ignore[no-untyped-def]
+    """``(aim, choice)``: the unit line (perpendicular to ``u``) the bend direction heads for this frame.
+
+    ``u`` the unit shoulder-to-target direction, ``p`` the unit shoulder-to-pole one, ``h`` the
+    previous bend direction made perpendicular to ``u``, ``u_prev`` the previous frame's ``u``,
+    ``pole_line`` the pole's bend direction.  Outside the cone (``POLE_CONE_SINE``) the aim is
+    ``pole_line``.  Inside, with ``x = perp(u, p)`` (the target's offset from the pole axis, of length
+    the sine of its angle from it) moving along ``e`` (from ``u_prev``), the path is predicted straight:
+    ``x = t e + delta n`` (``n = p x e``), entering the cone at ``t = -T`` and leaving at ``t = T``
+    (``T = sqrt(sin^2 cone - delta^2)``), where the pole's plane makes the angle ``-eps`` and ``eps =
+    atan2(delta, T)`` with ``e``.  The aim turns linearly in ``t`` from one to the other: through ``e``
+    (``theta = eps t / T``: keep the side) or through ``n`` (follow the pole round), whichever turns less
+    (``choice`` +1 or -1, with the hysteresis ``AIM_CHOICE_BAND``); so it meets the pole's plane exactly
+    on the cone and turns at most about 4.2 radians per radian of travel.  A target not moving inside
+    the cone holds the bend direction.
+    """
+    x = _perp(u, p)
+    if vnorm(x) >= POLE_CONE_SINE:
+        return pole_line, 0.0
+    xp = _perp(u_prev, p)
+    dx = (x[0] - xp[0], x[1] - xp[1], x[2] - xp[2])
+    ndx = vnorm(dx)
+    if not ndx > TRAVEL_EPS:
+        return h, choice
+    e = (dx[0] / ndx, dx[1] / ndx, dx[2] / ndx)
+    n = vcross(p, e)
+    delta = vdot(x, n)
+    t = vdot(x, e)
+    half = math.sqrt(max(0.0, POLE_CONE_SINE * POLE_CONE_SINE - delta * delta))
+    eps = math.atan2(delta, half)
+    bound = POLE_CONE_SINE / math.sqrt(2.0)
+    if choice == 0.0:
+        choice = 1.0 if abs(delta) < bound else -1.0
+    elif choice > 0.0 and abs(delta) > bound * (1.0 + AIM_CHOICE_BAND):
+        choice = -1.0
+    elif choice < 0.0 and abs(delta) < bound * (1.0 - AIM_CHOICE_BAND):
+        choice = 1.0
+    f = min(1.0, max(-1.0, t / half)) if half > 0.0 else 0.0
+    if choice > 0.0:
+        theta = eps * f
+    else:
+        theta = math.copysign(1.0, delta) * (0.5 * math.pi - (0.5 * math.pi - abs(eps)) * f)
+    c = math.cos(theta)
+    sn = math.sin(theta)
+    chart = (e[0] * c + n[0] * sn, e[1] * c + n[1] * sn, e[2] * c + n[2] * sn)
+    aim, ok = _perp_unit(chart, u, 1.0)
+    if not ok:
+        return h, choice
+    return aim, choice
+
+
+@njit
+def _smooth_bend(u, w, h, hist, sin_beta, bend_step, pole_line):  # type: ignore[no-untyped-def]
+    """``(v, p, turn, choice)``: the rate-limited bend direction of ``SMOOTH`` history mode (``p`` the unit
+    shoulder-to-pole direction).
+
+    ``h`` the previous bend direction made perpendicular to ``u`` (unit), ``w`` the shoulder-to-pole
+    vector, ``hist`` the previous frame's row (``HIST_*``), ``sin_beta`` the sine of the elbow's angle off
+    the shoulder-to-end line, ``bend_step`` the catch-up allowed per frame whatever moved (radians).
+    The side of the aim line (:func:`_smooth_aim`) nearer ``h`` is the goal, except within
+    ``TURN_HYSTERESIS`` of a quarter turn, where the last frame's turning direction is kept; ``v`` turns
+    about ``u`` toward it by at most ``BEND_RATE_GAIN * (angle(u_prev, u) + angle(p_prev, p)) / sin_beta +
+    bend_step`` and is the goal exactly when that reaches it.
+    """
+    u_prev = (hist[HIST_U], hist[HIST_U + 1], hist[HIST_U + 2])
+    p_prev = (hist[HIST_P], hist[HIST_P + 1], hist[HIST_P + 2])
+    turn = hist[HIST_TURN]
+    nw = vnorm(w)
+    p = (w[0] / nw, w[1] / nw, w[2] / nw)
+    if vnorm(u_prev) == 0.0:
+        u_prev = u  # no previous frame (a bend_hint alone): nothing moved
+    if vnorm(p_prev) == 0.0:
+        p_prev = p
+    aim, choice = _smooth_aim(u, p, h, u_prev, hist[HIST_CHOICE], pole_line)
+    uh = vcross(u, h)
+    side = 1.0 if vdot(h, aim) >= 0.0 else -1.0
+    goal = (side * aim[0], side * aim[1], side * aim[2])
+    dd = math.atan2(vdot(uh, goal), vdot(h, goal))  # in [-pi/2, pi/2]: the nearer side
+    if abs(dd) > 0.5 * math.pi - TURN_HYSTERESIS and turn * dd < 0.0:
+        side = -side  # keep turning the way it turned: the far side, the long way round
+        goal = (-goal[0], -goal[1], -goal[2])
+        dd = dd - math.copysign(math.pi, dd)
+    allow = BEND_RATE_GAIN * (_angle(u_prev, u) + _angle(p_prev, p)) / max(sin_beta, SINE_BETA_FLOOR) + bend_step
+    if abs(dd) <= allow:
+        v = goal
+    else:
+        step = math.copysign(allow, dd)
+        c = math.cos(step)
+        sn = math.sin(step)
+        v = (h[0] * c + uh[0] * sn, h[1] * c + uh[1] * sn, h[2] * c + uh[2] * sn)
+    if dd != 0.0:
+        turn = math.copysign(1.0, dd)
+    return v, p, turn, choice
+
+
+@njit
+def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft, hist, bend_step):  # type: ignore[no-untyped-def]
     """Where the elbow and the end go, from the shoulder, elbow and end world positions ``pa, pb, pc``.
 
-    ``a, b, lo, hi`` from :func:`_arm_lengths`.  Returns ``(v, elbow, end)``:
-    the unit bend direction ``v`` and the world points ``elbow = B*``,
-    ``end = C*`` (reach clamp, pole and its fallbacks, law of cosines; see
-    the public docstring).  Pure tuple maths, shared by every item solve.
+    ``a, b, lo, hi`` from :func:`_arm_lengths`; ``hist`` the previous frame's history row and
+    ``bend_step`` the catch-up per frame (both read with ``SMOOTH``).  Returns ``(v, elbow, end,
+    hist_row)``: the unit bend direction ``v``, the world points ``elbow = B*``, ``end = C*`` (reach
+    clamp, pole and its fallbacks, law of cosines; see the public docstring) and this frame's history
+    row ``(u, pole direction, turn, choice)`` (``HIST_*``).  Pure tuple maths, shared by every item solve.
     """
     zero3 = (0.0, 0.0, 0.0)
     ab = (pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2])
@@ -232,9 +400,19 @@ def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft):  # ty
             u = (ab[0] / a, ab[1] / a, ab[2] / a)
     dc = reach_distance(d, lo, hi, soft)
 
+    # Law of cosines: elbow at ``along`` on the axis and ``rise`` off it.
+    if dc > 0.0:
+        along = (a * a + dc * dc - b * b) / (2.0 * dc)
+    else:
+        along = 0.0  # margin=0, a == b, target on the shoulder: fully folded, elbow straight out along v
+    rise = math.sqrt(max(0.0, a * a - along * along))
+
     # Bend direction v (unit, perpendicular to u).
     v, ok = zero3, False
     h, hok = zero3, False
+    turn = 0.0
+    choice = 0.0
+    p_dir = zero3
     if flags & HAS_HINT:
         h, hok = _perp_unit(hint, u, vnorm(hint))
     if flags & HAS_POLE:
@@ -242,7 +420,12 @@ def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft):  # ty
         nw = vnorm(w)
         pw = _perp(w, u)
         v, ok = _perp_unit(w, u, nw)
-        if ok and (flags & CONTINUITY) and hok:
+        if (flags & SMOOTH) and nw > 0.0:
+            p_dir = (w[0] / nw, w[1] / nw, w[2] / nw)
+        if (flags & SMOOTH) and hok and nw > 0.0:
+            v, p_dir, turn, choice = _smooth_bend(u, w, h, hist, rise / a, bend_step, v if ok else h)
+            ok = True
+        elif ok and (flags & CONTINUITY) and hok:
             # The pole fixes the bend *plane*, the previous bend picks the side
             # in it (no flip as the target crosses the pole axis), and near
             # the axis the pole's pull fades so the plane cannot whip round.
@@ -279,16 +462,10 @@ def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft):  # ty
             e = (0.0, 0.0, 1.0)
         v, ok = _perp_unit(e, u, 1.0)
 
-    # Law of cosines: elbow at ``along`` on the axis and ``rise`` off it.
-    if dc > 0.0:
-        along = (a * a + dc * dc - b * b) / (2.0 * dc)
-    else:
-        along = 0.0  # margin=0, a == b, target on the shoulder: fully folded, elbow straight out along v
-    rise = math.sqrt(max(0.0, a * a - along * along))
     elbow = (pa[0] + u[0] * along + v[0] * rise, pa[1] + u[1] * along + v[1] * rise,
              pa[2] + u[2] * along + v[2] * rise)
     end = (pa[0] + u[0] * dc, pa[1] + u[1] * dc, pa[2] + u[2] * dc)
-    return v, elbow, end
+    return v, elbow, end, (u[0], u[1], u[2], p_dir[0], p_dir[1], p_dir[2], turn, choice)
 
 
 @njit
@@ -299,9 +476,10 @@ def _in_range(x, lo, hi):  # type: ignore[no-untyped-def]
 
 
 @njit
-def _hinge_arm(pa, rot_a, s_a, t_l, s_l, t_e, q_l, hinge, base_rot, lo, hi, tgt, pole, hint, flags, soft, pb,
-               pc, a, b):  # type: ignore[no-untyped-def]
-    """A plain arm whose lower joint is a hinge: ``(upper local, lower local, bend direction, hit)``, exact.
+def _hinge_arm(pa, rot_a, s_a, t_l, s_l, t_e, q_l, params, base_rot, lo, hi, tgt, pole, hint, flags, soft, pb,
+               pc, a, b, hist, bend_step):  # type: ignore[no-untyped-def]
+    """A plain arm whose lower joint is a hinge: ``(upper local, lower local, bend direction, hit, history
+    row)``, exact.
 
     In the upper joint's frame (rotation ``rot_a``, world scale ``s_a``) the
     shoulder-to-end vector is ``a_vec + s_B rest (R(n, theta) e)`` with
@@ -317,10 +495,10 @@ def _hinge_arm(pa, rot_a, s_a, t_l, s_l, t_e, q_l, hinge, base_rot, lo, hi, tgt,
     ``R(n, theta)`` with ``theta`` in range.  ``hit``: the hinge range, not
     the target, set the reach.
     """
-    n = (hinge[0], hinge[1], hinge[2])
-    tmin = hinge[3]
-    tmax = hinge[4]
-    rest = (hinge[5], hinge[6], hinge[7], hinge[8])
+    n = (params[P_HINGE], params[P_HINGE + 1], params[P_HINGE + 2])
+    tmin = params[P_HINGE + 3]
+    tmax = params[P_HINGE + 4]
+    rest = (params[P_HINGE + 5], params[P_HINGE + 6], params[P_HINGE + 7], params[P_HINGE + 8])
     a_vec = (s_a * t_l[0], s_a * t_l[1], s_a * t_l[2])
     s_b = s_a * s_l
     en = vdot(t_e, n)
@@ -346,7 +524,7 @@ def _hinge_arm(pa, rot_a, s_a, t_l, s_l, t_e, q_l, hinge, base_rot, lo, hi, tgt,
     if lo2 > hi2:  # the margin leaves nothing of the hinge's reach: its nearest end
         lo2 = d_hi if lo > d_hi else d_lo
         hi2 = lo2
-    v, elbow, end = _arm_geometry(pa, pb, pc, a, b, lo2, hi2, tgt, pole, hint, flags, soft)
+    v, elbow, end, hrow = _arm_geometry(pa, pb, pc, a, b, lo2, hi2, tgt, pole, hint, flags, soft, hist, bend_step)
     dv = (end[0] - pa[0], end[1] - pa[1], end[2] - pa[2])
     dc = vnorm(dv)
     d_tgt = vnorm((tgt[0] - pa[0], tgt[1] - pa[1], tgt[2] - pa[2]))
@@ -383,26 +561,47 @@ def _hinge_arm(pa, rot_a, s_a, t_l, s_l, t_e, q_l, hinge, base_rot, lo, hi, tgt,
     if vnorm(bp) > BEND_PERP_RTOL * vnorm(b1):  # an elbow on the line (straight arm) has no side to turn to
         psi = math.atan2(vdot(u, vcross(bp, v)), vdot(bp, v))
     q_upper = qmul(qfrom_axis_angle(u, psi), q1)
-    return qnormalize(qmul(qconj(base_rot), q_upper)), q_lower, v, hit
+    return qnormalize(qmul(qconj(base_rot), q_upper)), q_lower, v, hit, hrow
+
+
+@njit
+def _rest_twist(k, rest, dir_world, base_rot, joints, i, r, rot):  # type: ignore[no-untyped-def]
+    """``twist="rest"`` for chain joint ``k``: its local rotation keeps its swing and takes its twist about
+    the bone (``dir_world``, the world direction from the joint to the next named one) from ``rest``
+    (:func:`~kinema._kernels.quat.qrest_twist`); the joint the bone points at does not move.  Written
+    to ``r`` and ``rot[k]``; descendants are stale afterwards."""
+    qw = (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])
+    axis = vnormalized(qrotate(qconj(qw), dir_world))
+    j = joints[k]
+    ql = qrest_twist((r[i, j, 0], r[i, j, 1], r[i, j, 2], r[i, j, 3]), rest, axis)
+    for c in range(4):
+        r[i, j, c] = ql[c]
+    qn = qmul(parent_world_rot(k, base_rot, rot), ql)
+    for c in range(4):
+        rot[k, c] = qn[c]
 
 
 @njit
 def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
-                hinge, pos, rot, scl, orig, shared, base_pos, base_rot, base_scl, pos0, rot0, scl0):
-    """Solve batch item ``i`` in place; returns ``(status, error, reached, bend_direction, limit_hit)``.
+                params, hist, pos, rot, scl, orig, shared, base_pos, base_rot, base_scl, pos0, rot0, scl0):
+    """Solve batch item ``i`` in place; returns ``(status, error, reached, bend_direction, limit_hit,
+    history row)``.
 
-    ``hinge``: the lower joint's hinge ``[axis (3), min, max, rest rotation (4)]`` (read with ``HAS_HINGE``).
+    ``params``: the packed float options (``P_*``: the lower joint's hinge, read with ``HAS_HINGE``; the
+    rest rotations, read with ``REST_TWIST``; the bend step, read with ``SMOOTH``).  ``hist``: the
+    previous frame's history row (``HIST_*``, read with ``SMOOTH`` and ``HAS_HINT``).
 
     ``shared``: every item starts from the same input pose, whose parent
     transform ``base_*`` and chain world transforms ``pos0, rot0, scl0`` the
     caller computed once; otherwise they are computed here.
     """
     zero3 = (0.0, 0.0, 0.0)
+    no_hist = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     nk = joints.shape[0]
     ke = nk - 1
     st = _check_item(erot, flags, weight, soft, margin, spread)
     if st != OK:
-        return st, math.nan, False, zero3, False
+        return st, math.nan, False, zero3, False, no_hist
 
     if weight < 1.0:
         for k in range(nk):
@@ -430,7 +629,8 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
     pc = (pos[ke, 0], pos[ke, 1], pos[ke, 2])
     st, a, b, lo, hi = _arm_lengths(pa, pb, pc, margin)
     if st != OK:
-        return st, math.nan, False, zero3, False
+        return st, math.nan, False, zero3, False, no_hist
+    bend_step = params[P_BEND_STEP]
     length = a + b
     hit = False
     if flags & HAS_HINGE:
@@ -440,29 +640,36 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
         je = joints[2]
         it = i % t.shape[0]
         is_ = i % s.shape[0]
-        q_up, q_low, v, hit = _hinge_arm(
+        q_up, q_low, v, hit, hrow = _hinge_arm(
             pa, (rot[0, 0], rot[0, 1], rot[0, 2], rot[0, 3]), scl[0], (t[it, j1, 0], t[it, j1, 1], t[it, j1, 2]),
             s[is_, j1, 0], (t[it, je, 0], t[it, je, 1], t[it, je, 2]), (r[i, j1, 0], r[i, j1, 1], r[i, j1, 2],
                                                                        r[i, j1, 3]),
-            hinge, base_rot, lo, hi, tgt, pole, hint, flags, soft, pb, pc, a, b)
+            params, base_rot, lo, hi, tgt, pole, hint, flags, soft, pb, pc, a, b, hist, bend_step)
         for c in range(4):
             r[i, j0, c] = q_up[c]
             r[i, j1, c] = q_low[c]
         chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
     else:
-        v, elbow, end = _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft)
+        v, elbow, end, hrow = _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft, hist, bend_step)
         ab = (pos[kl, 0] - pa[0], pos[kl, 1] - pa[1], pos[kl, 2] - pa[2])
 
         # Upper bone: world correction, left-multiplied, through the parent inverse.
-        dq = qfrom_two_vectors(ab, (elbow[0] - pa[0], elbow[1] - pa[1], elbow[2] - pa[2]))
+        to_elbow = (elbow[0] - pa[0], elbow[1] - pa[1], elbow[2] - pa[2])
+        dq = qfrom_two_vectors(ab, to_elbow)
         rotate_world(0, dq, base_rot, joints, i, r, rot)
+        if flags & REST_TWIST:
+            rest = (params[P_REST_UPPER], params[P_REST_UPPER + 1], params[P_REST_UPPER + 2], params[P_REST_UPPER + 3])
+            _rest_twist(0, rest, to_elbow, base_rot, joints, i, r, rot)
         chain_world(1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
         # Lower bone, from the refreshed positions.
         pb = (pos[kl, 0], pos[kl, 1], pos[kl, 2])
         pc = (pos[ke, 0], pos[ke, 1], pos[ke, 2])
-        dq = qfrom_two_vectors((pc[0] - pb[0], pc[1] - pb[1], pc[2] - pb[2]),
-                               (end[0] - pb[0], end[1] - pb[1], end[2] - pb[2]))
+        to_end = (end[0] - pb[0], end[1] - pb[1], end[2] - pb[2])
+        dq = qfrom_two_vectors((pc[0] - pb[0], pc[1] - pb[1], pc[2] - pb[2]), to_end)
         rotate_world(kl, dq, base_rot, joints, i, r, rot)
+        if flags & REST_TWIST:
+            rest = (params[P_REST_LOWER], params[P_REST_LOWER + 1], params[P_REST_LOWER + 2], params[P_REST_LOWER + 3])
+            _rest_twist(kl, rest, to_end, base_rot, joints, i, r, rot)
         chain_world(kl + 1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
 
     twisted = False
@@ -511,12 +718,12 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
     ey = pos[ke, 1] - tgt[1]
     ez = pos[ke, 2] - tgt[2]
     err = math.sqrt(ex * ex + ey * ey + ez * ez)
-    return OK, err, err <= REACH_RTOL * length, v, hit
+    return OK, err, err <= REACH_RTOL * length, v, hit, hrow
 
 
 @njit
-def _solve_range(lo, hi, plan, hinge, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,  # type: ignore[no-untyped-def]
-                 spread, shared, err, reached, bend, status, hits):
+def _solve_range(lo, hi, plan, params, t, r, s, target, pole, hint, erot, hist, flags, weight, soft, margin,  # type: ignore[no-untyped-def]
+                 spread, shared, err, reached, bend, status, hits, hist_out):
     kl = plan[0]
     anc = plan[2:2 + plan[1]]
     joints = plan[2 + plan[1]:]
@@ -540,6 +747,7 @@ def _solve_range(lo, hi, plan, hinge, t, r, s, target, pole, hint, erot, flags, 
     npo = pole.shape[0]
     nh = hint.shape[0]
     ne = erot.shape[0]
+    nhs = hist.shape[0]
     nw = weight.shape[0]
     nso = soft.shape[0]
     nm = margin.shape[0]
@@ -549,6 +757,7 @@ def _solve_range(lo, hi, plan, hinge, t, r, s, target, pole, hint, erot, flags, 
         ip = i if npo > 1 else 0
         ih = i if nh > 1 else 0
         ie = i if ne > 1 else 0
+        ihs = i if nhs > 1 else 0
         res = _solve_item(
             i, anc, joints, kl, t, r, s,
             (target[it, 0], target[it, 1], target[it, 2]),
@@ -556,7 +765,9 @@ def _solve_range(lo, hi, plan, hinge, t, r, s, target, pole, hint, erot, flags, 
             (hint[ih, 0], hint[ih, 1], hint[ih, 2]),
             (erot[ie, 0], erot[ie, 1], erot[ie, 2], erot[ie, 3]),
             flags, weight[i if nw > 1 else 0], soft[i if nso > 1 else 0], margin[i if nm > 1 else 0], spread,
-            hinge, pos, rot, scl, orig, shared, base_pos, base_rot, base_scl, pos0, rot0, scl0,
+            params, (hist[ihs, 0], hist[ihs, 1], hist[ihs, 2], hist[ihs, 3], hist[ihs, 4], hist[ihs, 5],
+                     hist[ihs, 6], hist[ihs, 7]),
+            pos, rot, scl, orig, shared, base_pos, base_rot, base_scl, pos0, rot0, scl0,
         )
         hits[i] = 1 if res[4] else 0
         status[i] = res[0]
@@ -565,54 +776,59 @@ def _solve_range(lo, hi, plan, hinge, t, r, s, target, pole, hint, erot, flags, 
         bend[i, 0] = res[3][0]
         bend[i, 1] = res[3][1]
         bend[i, 2] = res[3][2]
+        if flags & SMOOTH:
+            for c in range(HIST_SIZE):
+                hist_out[i, c] = res[5][c]
 
 
 @njit
-def _input_status(plan, t, r, s, target, pole, hint, erot, weight, soft, margin):  # type: ignore[no-untyped-def]
+def _input_status(plan, t, r, s, target, pole, hint, erot, hist, weight, soft, margin):  # type: ignore[no-untyped-def]
     """The drivers' check of every input before anything is solved (codes in :mod:`.constants`)."""
     status = input_status(t, r, s, target, pole, plan[2:])
     if status != OK:
         return status
-    if not (all_finite(hint) and all_finite(erot) and all_finite(weight) and all_finite(soft)
+    if not (all_finite(hint) and all_finite(erot) and all_finite(hist) and all_finite(weight) and all_finite(soft)
             and all_finite(margin)):
         return NONFINITE_INPUT
     return OK
 
 
 @njit(parallel=True)
-def solve_parallel(n_chunks, plan, hinge, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,  # type: ignore[no-untyped-def]
-                   spread, shared, err, reached, bend, status, hits):
+def solve_parallel(n_chunks, plan, params, t, r, s, target, pole, hint, erot, hist, flags, weight, soft,  # type: ignore[no-untyped-def]
+                   margin, spread, shared, err, reached, bend, status, hits, hist_out):
     """Solve ``N = r.shape[0]`` items in ``n_chunks`` chunks over threads; returns the input status (0 = ok).
 
     ``plan = [kl, n_anc, anc..., joints...]`` (the chain: the upper joint's
     ancestors root first, then upper ... lower ... end, ``joints[kl]`` the
-    lower one).  Per-item inputs: ``target, pole, hint (1|N, 3)``,
-    ``erot (1|N, 4)``, ``weight, soft, margin (1|N,)`` (margin < 0: the
-    default).  ``shared``: all items start from the same pose (the input pose
+    lower one); ``params (P_SIZE,)`` the packed float options (``P_*``).
+    Per-item inputs: ``target, pole, hint (1|N, 3)``, ``erot (1|N, 4)``,
+    ``hist (1|N, HIST_SIZE)``, ``weight, soft, margin (1|N,)`` (margin < 0:
+    the default).  ``shared``: all items start from the same pose (the input pose
     had no batch dims), so its world transforms are computed once per chunk.
     Outputs ``err (N,)``, ``reached (N,)``, ``bend (N, 3)``, ``status (N,)``
-    (per item: 0, or why it could not be solved).
+    (per item: 0, or why it could not be solved), and with ``SMOOTH``
+    ``hist_out (N, HIST_SIZE)``, each item's history row for its next frame.
     """
-    bad = _input_status(plan, t, r, s, target, pole, hint, erot, weight, soft, margin)
+    bad = _input_status(plan, t, r, s, target, pole, hint, erot, hist, weight, soft, margin)
     if bad != OK:
         return bad
     n = r.shape[0]
     size = (n + n_chunks - 1) // n_chunks
     for c in prange(n_chunks):
-        _solve_range(c * size, min(n, (c + 1) * size), plan, hinge, t, r, s, target, pole, hint, erot, flags,
-                     weight, soft, margin, spread, shared, err, reached, bend, status, hits)
+        _solve_range(c * size, min(n, (c + 1) * size), plan, params, t, r, s, target, pole, hint, erot, hist,
+                     flags, weight, soft, margin, spread, shared, err, reached, bend, status, hits, hist_out)
     return _result_status(t, r, err, status)
 
 
 @njit
-def solve_serial(plan, hinge, t, r, s, target, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
-                 shared, err, reached, bend, status, hits):
+def solve_serial(plan, params, t, r, s, target, pole, hint, erot, hist, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
+                 shared, err, reached, bend, status, hits, hist_out):
     """:func:`solve_parallel` on the calling thread (single solves and small batches: no thread launch)."""
-    bad = _input_status(plan, t, r, s, target, pole, hint, erot, weight, soft, margin)
+    bad = _input_status(plan, t, r, s, target, pole, hint, erot, hist, weight, soft, margin)
     if bad != OK:
         return bad
-    _solve_range(0, r.shape[0], plan, hinge, t, r, s, target, pole, hint, erot, flags, weight, soft, margin,
-                 spread, shared, err, reached, bend, status, hits)
+    _solve_range(0, r.shape[0], plan, params, t, r, s, target, pole, hint, erot, hist, flags, weight, soft, margin,
+                 spread, shared, err, reached, bend, status, hits, hist_out)
     return _result_status(t, r, err, status)
 
 

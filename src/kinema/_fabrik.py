@@ -89,6 +89,26 @@ def _children(npar: IntArray) -> tuple[IntArray, IntArray]:
     return ptr, idx
 
 
+def _flexible_branches(ptr: IntArray, idx: IntArray, ngoal: IntArray) -> tuple[FloatArray, IntArray]:
+    """``(br (kn,), btip (kn,))``: for each node ``c`` whose subtree is one chain of at least one bone with a
+    single goal, at its tip, 1 and that goal's index; -1 and -1 for every other node (see
+    :func:`kinema._kernels.fabrik._slack_subbase`, which measures the chain's reach per item)."""
+    kn = ngoal.shape[0]
+    br = np.full(kn, -1.0)
+    btip = np.full(kn, -1, dtype=np.int64)
+    for c in range(kn):
+        m = c
+        ok = ngoal[c] < 0
+        while ok and ptr[m + 1] - ptr[m] == 1:
+            m = int(idx[ptr[m]])
+            if ngoal[m] >= 0 and ptr[m + 1] - ptr[m] != 0:
+                ok = False  # a goal part-way down: not one goal at the tip
+        if ok and m != c and ptr[m + 1] == ptr[m] and ngoal[m] >= 0:
+            br[c] = 1.0
+            btip[c] = int(ngoal[m])
+    return br, btip
+
+
 def _plan_arrays(
     skeleton: Skeleton,
     joints: IntArray,
@@ -119,9 +139,10 @@ def _plan_arrays(
     base_path = np.asarray(skeleton.ancestors(root)[::-1], dtype=np.int64)
     goal_nodes = goal_nodes.astype(np.int64)
     gw = np.ascontiguousarray(weights, dtype=np.float64)
+    br, btip = _flexible_branches(ptr, idx, ngoal)
     header = [base_path.shape[0], joints.shape[0], kn, idx.shape[0], goal_nodes.shape[0]]
     index = np.concatenate([np.asarray(header), base_path, joints, jpar, node_j, npar, ptr, idx, ngoal,
-                            goal_nodes]).astype(np.int64)
+                            goal_nodes, btip]).astype(np.int64)
     return _Plan(
         skeleton=skeleton,
         base_path=base_path,
@@ -139,7 +160,7 @@ def _plan_arrays(
         is_chain=is_chain,
         no_limits=pack_limits(skeleton, joints[node_j], None),
         index=index,
-        weights=np.concatenate([gw, nw]),
+        weights=np.concatenate([gw, nw, br]),
     )
 
 

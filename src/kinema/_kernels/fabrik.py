@@ -395,7 +395,7 @@ def chain_positions(P, Pb, D, U0, tgt, p_root, fixed_root, iterations, tol, has_
 
 @njit(inline=True)  # per-iteration call: inlined, no per-call reference counting of its arrays
 def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0, use_limits,
-             lim_kind, lim_par, lim_rest, TB):  # type: ignore[no-untyped-def]
+             lim_kind, lim_par, lim_rest, TB, br, btip, WB):  # type: ignore[no-untyped-def]
     """Backward pass: tips to root, into ``Pb`` (and ``Qb``, the nodes' backward world rotations).
 
     Node ``n`` wants to be where its goal is (weight ``gw``) and, for each
@@ -407,7 +407,9 @@ def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M,
     to the node) lies in the child's limit set: ``L_c = inverse(Qb[n] M[c])
     Qb[c]`` is clamped and ``Qb[n] = Qb[c] inverse(L_c') inverse(M[c])``,
     which also turns the node about its own bone so that, e.g., a hinge's
-    plane contains its child.
+    plane contains its child.  A sub-base's slack branches are then left out
+    of its wants (:func:`_slack_subbase`; the weights it used go to ``WB``
+    for the forward pass's fit).
     """
     kn = ngoal.shape[0]
     for n in range(kn):
@@ -482,10 +484,100 @@ def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M,
                 ay += w * (Pb[c, 1] - d[1])
                 az += w * (Pb[c, 2] - d[2])
             pnew = (ax / wsum, ay / wsum, az / wsum)
+            pnew, qb = _slack_subbase(targets, i, g, gw, n, child_ptr, child_idx, qn, qb, pnew, Pb, V, D, nw, br,
+                                      btip, WB)
             put4(Qb, n, qb)
         elif use_limits:
             put4(Qb, n, qnormalize(qmul(_fit(qn, n, Pb, pnew, child_ptr, child_idx, V, D, nw), qn)))
         put3(Pb, n, pnew)
+
+
+@njit(borrows=True)
+def _slack_subbase(targets, i, g, gw, n, child_ptr, child_idx, qn, qb, pnew, Pb, V, D, nw, br, btip, WB):  # type: ignore[no-untyped-def]
+    """Sub-base ``n`` placed by the wants that bind: ``(pnew, qb)``, and ``WB[c]`` for each child.
+
+    A *flexible* branch (``br[c] >= 0``: the subtree of child ``c`` is a
+    chain ending in one goal, ``btip[c]``; its reach is the sum of its bone
+    lengths ``D``) can reach its
+    goal from anywhere within that reach, so its want (where it happens to
+    put the sub-base now) pulls for no reason: averaged with a binding want
+    (the sub-base's own goal, a rigid child such as a goal head, or a
+    branch out of reach) it lets the sub-base move only part of the way
+    each iteration, and FABRIK converges slowly.  When some want binds,
+    the sub-base goes to the weighted centroid of the binding wants, the
+    flexible branches that could not reach their goals from there are
+    added, its orientation is fitted again with those weights
+    (:func:`_fit`), and the centroid is taken once more with that
+    orientation.  With no binding want (every branch flexible) the plain
+    weighted centroid ``pnew`` and fit ``qb`` are kept.
+    """
+    c0 = child_ptr[n]
+    c1 = child_ptr[n + 1]
+    for e in range(c0, c1):
+        WB[child_idx[e]] = nw[child_idx[e]]
+    n_flex = 0
+    n_bind = 1 if g >= 0 else 0
+    for e in range(c0, c1):
+        if br[child_idx[e]] >= 0.0:
+            n_flex += 1
+        else:
+            n_bind += 1
+    if n_flex == 0 or n_bind == 0:
+        return pnew, qb
+    # Centroid of the binding wants (orientation qb).
+    ax = 0.0
+    ay = 0.0
+    az = 0.0
+    wsum = 0.0
+    if g >= 0:
+        w = gw[g]
+        ax += w * targets[i, g, 0]
+        ay += w * targets[i, g, 1]
+        az += w * targets[i, g, 2]
+        wsum += w
+    for e in range(c0, c1):
+        c = child_idx[e]
+        if br[c] < 0.0:
+            d = qrotate(qb, row3(V, c))
+            w = nw[c]
+            ax += w * (Pb[c, 0] - d[0])
+            ay += w * (Pb[c, 1] - d[1])
+            az += w * (Pb[c, 2] - d[2])
+            wsum += w
+    ps = (ax / wsum, ay / wsum, az / wsum)
+    for e in range(c0, c1):
+        c = child_idx[e]
+        if br[c] >= 0.0:
+            d = qrotate(qb, row3(V, c))
+            gt = btip[c]
+            reach = 0.0  # the branch chain's bone lengths (this item's scale)
+            m = c
+            while child_ptr[m + 1] > child_ptr[m]:
+                m = child_idx[child_ptr[m]]
+                reach += D[m]
+            to = (targets[i, gt, 0] - ps[0] - d[0], targets[i, gt, 1] - ps[1] - d[1], targets[i, gt, 2] - ps[2] - d[2])
+            WB[c] = 0.0 if vnorm(to) <= reach else nw[c]
+    qb = qnormalize(qmul(_fit(qn, n, Pb, ps, child_ptr, child_idx, V, D, WB), qn))
+    ax = 0.0
+    ay = 0.0
+    az = 0.0
+    wsum = 0.0
+    if g >= 0:
+        w = gw[g]
+        ax += w * targets[i, g, 0]
+        ay += w * targets[i, g, 1]
+        az += w * targets[i, g, 2]
+        wsum += w
+    for e in range(c0, c1):
+        c = child_idx[e]
+        w = WB[c]
+        if w > 0.0:
+            d = qrotate(qb, row3(V, c))
+            ax += w * (Pb[c, 0] - d[0])
+            ay += w * (Pb[c, 1] - d[1])
+            az += w * (Pb[c, 2] - d[2])
+            wsum += w
+    return (ax / wsum, ay / wsum, az / wsum), qb
 
 
 @njit(borrows=True)
@@ -571,7 +663,8 @@ def _errors(targets, i, goal_node, P, gerr):  # type: ignore[no-untyped-def]
 @njit(borrows=True)
 def solve_item(i, mode, iterations, tol, fixed_root, has_pole, twist_rest, budget, base_path, joints, jpar, node_j,
                npar, child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets,
-               poles, gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU):  # type: ignore[no-untyped-def]
+               poles, gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU, br, btip,
+               WB):  # type: ignore[no-untyped-def]
     """Solve batch item ``i`` in place (see the module docstring).
 
     Writes the nodes' local rotations into ``r[i]`` (and, with a free root,
@@ -585,6 +678,7 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, twist_rest, budge
     for n in range(kn):
         TB[n] = False  # scratch from the chunk's previous item: no item may read another's backward flags
         PU[n] = 0.0  # the pole budget each point has used in this solve
+        WB[n] = nw[n]  # the sub-base fit's weights (the backward pass sets its slack branches' to 0)
         if lim_kind[n] != 0:
             use_limits = True
     p_root = row3(P, 0)
@@ -635,12 +729,12 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, twist_rest, budge
                 if has_pole:
                     apply_pole(pole, P, P, True, budget, PU)
                 backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0,
-                         use_limits, lim_kind, lim_par, lim_rest, TB)
+                         use_limits, lim_kind, lim_par, lim_rest, TB, br, btip, WB)
                 p0 = p_root if fixed_root else row3(Pb, 0)
                 if has_pole:
                     apply_pole(pole, P if fixed_root else Pb, Pb, False, budget, PU)
                 n_hits += forward_rotations(p0, base_rot, Pb, True, use_limits, npar, child_ptr, child_idx, P, Q,
-                                            L, V, D, M, nw, lim_kind, lim_par, lim_rest, Qb, TB)
+                                            L, V, D, M, WB, lim_kind, lim_par, lim_rest, Qb, TB)
                 n_it += 1
                 if _errors(targets, i, goal_node, P, gerr) <= tol:
                     break
@@ -723,7 +817,8 @@ def rest_twist_nodes(base_rot, use_limits, npar, child_ptr, child_idx, P, Q, L, 
 def _scratch(n_path, kn):  # type: ignore[no-untyped-def]
     return (np.empty((n_path, 3)), np.empty((n_path, 4)), np.empty(n_path), np.empty((kn, 3)), np.empty((kn, 3)),
             np.empty((kn, 4)), np.empty((kn, 4)), np.empty((kn, 4)), np.empty((kn, 3)), np.empty(kn),
-            np.empty((kn, 4)), np.empty((kn, 3)), np.zeros(kn, dtype=np.bool_), np.zeros(kn))
+            np.empty((kn, 4)), np.empty((kn, 3)), np.zeros(kn, dtype=np.bool_), np.zeros(kn),
+            np.empty(kn))
 
 
 # Slots of the per-call ``options`` float64 array (integers and flags are
@@ -740,15 +835,16 @@ N_OPTIONS = 7
 # Packed plan (built once per chain or tree by :mod:`kinema._fabrik`, so a
 # call passes two arrays instead of eleven):
 #   ``index`` int64 ``[n_path, K, kn, n_child, G, base_path (n_path), joints (K), jpar (K), node_j (kn),
-#   npar (kn), child_ptr (kn + 1), child_idx (n_child), ngoal (kn), goal_node (G)]``;
-#   ``weights`` float64 ``[gw (G), nw (kn)]``.
+#   npar (kn), child_ptr (kn + 1), child_idx (n_child), ngoal (kn), goal_node (G), btip (kn)]``;
+#   ``weights`` float64 ``[gw (G), nw (kn), br (kn)]``: ``br[c]`` 1 when the subtree below node ``c`` is one
+#   chain ending in one goal (``btip[c]``, its goal index), else -1 (see :func:`_slack_subbase`).
 _INDEX_HEADER = 5
 
 
 @njit(inline=True)  # inlined: in a borrowing caller its views cost no reference counting
 def unpack_plan(index, weights):  # type: ignore[no-untyped-def]
     """Views ``(base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw,
-    scale_joints)`` of a packed plan (``scale_joints``: the chain's ancestors, then its joints)."""
+    scale_joints, br, btip)`` of a packed plan (``scale_joints``: the chain's ancestors, then its joints)."""
     n_path = index[0]
     n_j = index[1]
     kn = index[2]
@@ -772,27 +868,31 @@ def unpack_plan(index, weights):  # type: ignore[no-untyped-def]
     ngoal = index[a:a + kn]
     a += kn
     goal_node = index[a:a + n_goal]
+    a += n_goal
+    btip = index[a:a + kn]
     gw = weights[:n_goal]
     nw = weights[n_goal:n_goal + kn]
-    return base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw, scale_joints
+    br = weights[n_goal + kn:n_goal + 2 * kn]
+    return (base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw, scale_joints,
+            br, btip)
 
 
 @njit
 def solve_range(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
                 poles, gerr, counts, moved):
     """Items ``c0 .. c1-1`` with one scratch set; ``counts (2, N)``: iterations, limit hits."""
-    pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU = _scratch(index[1], index[2])
+    pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU, WB = _scratch(index[1], index[2])
     _solve_items(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles, gerr, counts,
-                 moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU)
+                 moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU, WB)
 
 
 @njit(borrows=True)
 def _solve_items(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
-                 poles, gerr, counts, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU):
+                 poles, gerr, counts, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU, WB):
     """:func:`solve_range` after its scratch allocation: the plan's views are made here, where they cost no
     reference counting, and the options are read once for all the items."""
     (base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw,
-     _) = unpack_plan(index, weights)
+     _, br, btip) = unpack_plan(index, weights)
     mode = int(options[O_MODE])
     iterations = int(options[O_ITERATIONS])
     tol = options[O_TOLERANCE]
@@ -805,7 +905,8 @@ def _solve_items(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t
     for i in range(c0, c1):
         solve_item(i, mode, iterations, tol, fixed_root, has_pole, twist_rest, budget, base_path, joints, jpar,
                    node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s,
-                   targets, poles, gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU)
+                   targets, poles, gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU,
+                   br, btip, WB)
 
 
 @njit

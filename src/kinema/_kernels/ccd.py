@@ -413,7 +413,10 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
     hits = 0
     sweeps = 0
     changed = False
-    while sweeps < iterations and err > tol:
+    # A pole with a budget still has work when the end is already there (a warm start on a reached target):
+    # its pass then runs once per solve, so a bend left off the pole's side is blended onto it, frame by frame.
+    pole_pending = has_pole and pole_budget > 0.0
+    while sweeps < iterations and (err > tol or pole_pending):
         sweeps += 1
         cap = max_step
         if cap > 0.0 and adaptive and reach > 0.0:
@@ -502,6 +505,7 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
                                     weights, cap, kinds, params, rest, eps, pole_budget, aux)
                 hits += ph
                 moved = moved or pm
+                pole_pending = False
                 changed = changed or pm
             if not fixed_root and weights[0] > 0.0:
                 # Sliding first joint, only while the target is out of reach: it

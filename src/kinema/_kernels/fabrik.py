@@ -687,7 +687,9 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, twist_rest, budge
     n_hits = 0
     n_it = 0
     worst = _errors(targets, i, goal_node, P, gerr)
-    if worst <= tol:
+    # A pole with a budget still has work when the end is already there (a warm start on a reached target):
+    # one iteration runs, so a bend left off the pole's side is blended onto it, solve after solve.
+    if worst <= tol and not (has_pole and budget > 0.0):
         # Already there.  Only a pose outside its limits is changed (clamped
         # in place, root to tip); otherwise the pose is left bit for bit.
         if use_limits:

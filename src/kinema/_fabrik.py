@@ -483,7 +483,12 @@ def solve_fabrik_tree(
     branch, and the joint's own goal (if any) wants it on its target with
     its weight.  A sub-base's children are attached rigidly: its rotation
     is the weighted mean (rotation vectors, same weights) of the minimal
-    rotations toward its branches.  When not every target can be reached,
+    rotations toward its branches (refined :data:`SUBBASE_FIT_PASSES
+    <kinema._kernels.fabrik.SUBBASE_FIT_PASSES>` times).  A branch that is
+    one chain ending in one goal and that can reach its goal from where
+    the binding wants put the joint (its own goal, rigid children such as a
+    goal head, branches out of reach) is left out of both: it would only
+    hold the joint back.  When not every target can be reached,
     the miss is shared by the weights: a heavier goal gets closer.
 
     ``twist``: as for :func:`solve_fabrik`; with ``"rest"`` every joint with

@@ -19,6 +19,7 @@ from ._solve import (
     check_iterations,
     check_nonnegative,
     check_pose,
+    check_twist,
     check_weight,
     kernel_loader,
     prepare,
@@ -73,13 +74,14 @@ def _chain_weights(skeleton: Skeleton, joints: IntArray, listed: NDArray[np.bool
     return np.ascontiguousarray(w)
 
 
-def _max_step(max_step: Any) -> float:
-    """The kernel's step cap: 0 for none, else a positive angle in radians."""
+def _max_step(max_step: Any, what: str = "max_step") -> float:
+    """The kernel's step cap (or another per-solve angle cap named ``what``): 0 for none, else a positive
+    angle in radians."""
     if max_step is None:
         return 0.0  # 0 = no cap in the kernel
-    step = as_float_scalar(max_step, "max_step")
+    step = as_float_scalar(max_step, what)
     if not math.isfinite(step) or step <= 0.0:
-        raise SolverInputError(f"max_step must be a positive angle in radians (or None), got {max_step!r}")
+        raise SolverInputError(f"{what} must be a positive angle in radians (or None), got {max_step!r}")
     return step
 
 
@@ -87,7 +89,8 @@ class CCD(Solver):
     """A prepared CCD solver for one chain: validate once, solve every frame.
 
     ``CCD(skeleton, chain, *, iterations=20, tolerance=1e-3, weights=None,
-    max_step=None, adaptive_step=True, limits=None, fixed_root=True)``: the
+    max_step=None, adaptive_step=True, limits=None, fixed_root=True,
+    twist="input", pole_max_twist=None)``: the
     options mean what they mean for :func:`solve_ccd` (whose docstring has
     the algorithm); the constructor resolves the chain, packs its weights and
     limits and raises every configuration error.  :meth:`solve` runs one
@@ -99,10 +102,13 @@ class CCD(Solver):
     def __init__(self, skeleton: Skeleton, chain: Any, *, iterations: int = 20, tolerance: float = 1e-3,
                  weights: Sequence[float] | Mapping[Any, float] | ArrayLike | None = None,
                  max_step: float | None = None, adaptive_step: bool = True,
-                 limits: Mapping[Any, Limit] | None = None, fixed_root: bool = True) -> None:
+                 limits: Mapping[Any, Limit] | None = None, fixed_root: bool = True, twist: str = "input",
+                 pole_max_twist: float | None = None) -> None:
         if not isinstance(skeleton, Skeleton):
             raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
         self.skeleton = skeleton
+        self.twist = check_twist(twist)
+        self.pole_max_twist = None if pole_max_twist is None else _max_step(pole_max_twist, "pole_max_twist")
         self.iterations = check_iterations(iterations)
         self.tolerance = check_nonnegative(tolerance, "tolerance")
         self.max_step = None if max_step is None else _max_step(max_step)
@@ -121,8 +127,10 @@ class CCD(Solver):
         self._values = np.concatenate([self.weights, packed.params.ravel(), packed.rest.ravel()]).astype(np.float64)
         step = 0.0 if self.max_step is None else self.max_step
         #: The kernel's options (slots ``O_*`` in :mod:`kinema._kernels.ccd`) without and with a pole.
+        budget = 0.0 if self.pole_max_twist is None else self.pole_max_twist
         self._options = tuple(np.array([self.iterations, has_pole, self.fixed_root, self.adaptive_step,
-                                        self.tolerance, step], dtype=np.float64) for has_pole in (False, True))
+                                        self.tolerance, step, self.twist == "rest", budget], dtype=np.float64)
+                              for has_pole in (False, True))
 
     def solve(self, pose: Pose, target: ArrayLike, *, pole: ArrayLike | None = None, weight: ArrayLike = 1.0,
               out: Pose | None = None) -> SolveResult:
@@ -198,6 +206,8 @@ def solve_ccd(
     limits: Mapping[Any, Limit] | None = None,
     pole: ArrayLike | None = None,
     fixed_root: bool = True,
+    twist: str = "input",
+    pole_max_twist: float | None = None,
     weight: ArrayLike = 1.0,
     out: Pose | None = None,
 ) -> SolveResult:
@@ -245,7 +255,28 @@ def solve_ccd(
     the sub-chain from ``j_k`` is twisted about the line ``p_k -> end`` so
     the mean of its middle joints (``j_{k+1} .. j_{K-2}``) lies on the pole's
     side of that line (angle times ``weights[k]``, capped by the step).  The
-    end lies on the line, so the twist never moves it.
+    end lies on the line, so the twist never moves it.  This snaps: a
+    chain whose bend is on the far side is turned all the way round in one
+    solve, so a chain followed frame by frame can flip.  ``pole_max_twist``
+    (radians, default None: no budget) caps the pole's total twist of each
+    sub-chain in one solve: a solve keeps the bend side of the pose it
+    starts from and moves it at most that far toward the pole, so a chain
+    solved frame after frame from the previous result blends onto the pole
+    instead of snapping (a few degrees, e.g. ``math.radians(5)``, for
+    animation; a single cold solve may then stop short of the pole's plane).
+
+    **Twist.**  ``twist="input"`` (default): every turn is the smallest
+    rotation from the given pose, so each bone keeps the twist about its
+    own axis it came in with, and warm-started solves can wind it up over
+    a loop.  ``twist="rest"``: after the solve every turnable joint's twist
+    about its bone (toward its child in the chain) is taken from the rest
+    pose relative to its parent
+    (:func:`kinema._kernels.quat.qrest_twist`), keeping each bone's world
+    direction and so every joint position (limits are applied again after
+    it); the result depends only on where the joints end up.  Use
+    ``"input"`` when solving from an animated pose each frame (it keeps the
+    animation's twist), ``"rest"`` when each frame starts from the previous
+    result.
 
     **Root.**  The first joint never translates with ``fixed_root=True``.
     With ``fixed_root=False``, after each sweep in which the target is out
@@ -272,10 +303,10 @@ def solve_ccd(
     ``state["moved"]`` ``(*batch,)`` whether the solve changed the pose.
     """
     solver = SOLVERS.get(CCD, skeleton, (chain, iterations, tolerance, weights, max_step, adaptive_step, limits,
-                                         fixed_root),
+                                         fixed_root, twist, pole_max_twist),
                          lambda: CCD(skeleton, chain, iterations=iterations, tolerance=tolerance, weights=weights,
                                      max_step=max_step, adaptive_step=adaptive_step, limits=limits,
-                                     fixed_root=fixed_root))
+                                     fixed_root=fixed_root, twist=twist, pole_max_twist=pole_max_twist))
     return solver.solve(pose, target, pole=pole, weight=weight, out=out)
 
 
@@ -301,6 +332,8 @@ class Goal:
     max_step: float | None = None
     adaptive_step: bool = True
     fixed_root: bool = True
+    twist: str = "input"
+    pole_max_twist: float | None = None
 
 
 _GOAL_KEYS = set(Goal.__dataclass_fields__)
@@ -323,10 +356,11 @@ def _goal_solver(skeleton: Skeleton, g: Goal, weights: Any = None) -> CCD:
     """The cached :class:`CCD` solver of one goal's chain and options (``weights`` replacing the goal's own)."""
     w = g.weights if weights is None else weights
     return SOLVERS.get(CCD, skeleton, (g.chain, g.iterations, g.tolerance, w, g.max_step, g.adaptive_step,
-                                       g.limits, g.fixed_root),
+                                       g.limits, g.fixed_root, g.twist, g.pole_max_twist),
                        lambda: CCD(skeleton, g.chain, iterations=g.iterations, tolerance=g.tolerance,
                                    weights=w, max_step=g.max_step, adaptive_step=g.adaptive_step,
-                                   limits=g.limits, fixed_root=g.fixed_root))
+                                   limits=g.limits, fixed_root=g.fixed_root, twist=g.twist,
+                                   pole_max_twist=g.pole_max_twist))
 
 
 def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[str, Any]], *,

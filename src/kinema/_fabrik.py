@@ -24,6 +24,7 @@ from ._solve import (
     check_iterations,
     check_nonnegative,
     check_pose,
+    check_twist,
     check_weight,
     kernel_loader,
     prepare,
@@ -88,6 +89,26 @@ def _children(npar: IntArray) -> tuple[IntArray, IntArray]:
     return ptr, idx
 
 
+def _flexible_branches(ptr: IntArray, idx: IntArray, ngoal: IntArray) -> tuple[FloatArray, IntArray]:
+    """``(br (kn,), btip (kn,))``: for each node ``c`` whose subtree is one chain of at least one bone with a
+    single goal, at its tip, 1 and that goal's index; -1 and -1 for every other node (see
+    :func:`kinema._kernels.fabrik._slack_subbase`, which measures the chain's reach per item)."""
+    kn = ngoal.shape[0]
+    br = np.full(kn, -1.0)
+    btip = np.full(kn, -1, dtype=np.int64)
+    for c in range(kn):
+        m = c
+        ok = ngoal[c] < 0
+        while ok and ptr[m + 1] - ptr[m] == 1:
+            m = int(idx[ptr[m]])
+            if ngoal[m] >= 0 and ptr[m + 1] - ptr[m] != 0:
+                ok = False  # a goal part-way down: not one goal at the tip
+        if ok and m != c and ptr[m + 1] == ptr[m] and ngoal[m] >= 0:
+            br[c] = 1.0
+            btip[c] = int(ngoal[m])
+    return br, btip
+
+
 def _plan_arrays(
     skeleton: Skeleton,
     joints: IntArray,
@@ -118,9 +139,10 @@ def _plan_arrays(
     base_path = np.asarray(skeleton.ancestors(root)[::-1], dtype=np.int64)
     goal_nodes = goal_nodes.astype(np.int64)
     gw = np.ascontiguousarray(weights, dtype=np.float64)
+    br, btip = _flexible_branches(ptr, idx, ngoal)
     header = [base_path.shape[0], joints.shape[0], kn, idx.shape[0], goal_nodes.shape[0]]
     index = np.concatenate([np.asarray(header), base_path, joints, jpar, node_j, npar, ptr, idx, ngoal,
-                            goal_nodes]).astype(np.int64)
+                            goal_nodes, btip]).astype(np.int64)
     return _Plan(
         skeleton=skeleton,
         base_path=base_path,
@@ -138,7 +160,7 @@ def _plan_arrays(
         is_chain=is_chain,
         no_limits=pack_limits(skeleton, joints[node_j], None),
         index=index,
-        weights=np.concatenate([gw, nw]),
+        weights=np.concatenate([gw, nw, br]),
     )
 
 
@@ -171,8 +193,12 @@ class _FabrikSolver(Solver):
     _packed: PackedLimits
 
     def _setup(self, skeleton: Skeleton, plan: _Plan, iterations: Any, tolerance: Any, limits: Any,
-               fixed_root: Any) -> None:
+               fixed_root: Any, twist: Any = "input", pole_max_twist: Any = None) -> None:
+        from ._ccd import _max_step
+
         self.skeleton = skeleton
+        self.twist = check_twist(twist)
+        self.pole_max_twist = None if pole_max_twist is None else _max_step(pole_max_twist, "pole_max_twist")
         self.iterations = check_iterations(iterations)
         self.tolerance = check_nonnegative(tolerance, "tolerance")
         self.fixed_root = bool(fixed_root)
@@ -183,8 +209,10 @@ class _FabrikSolver(Solver):
         k = _kernels()
         mode = k.MODE_POSITIONS if plan.is_chain and self._packed.count == 0 else k.MODE_ROTATIONS
         #: The kernel's options (slots ``O_*`` in :mod:`kinema._kernels.fabrik`) without and with a pole.
-        self._options = tuple(np.array([mode, self.iterations, self.tolerance, self.fixed_root, has_pole],
-                                       dtype=np.float64) for has_pole in (False, True))
+        budget = 0.0 if self.pole_max_twist is None else self.pole_max_twist
+        self._options = tuple(np.array([mode, self.iterations, self.tolerance, self.fixed_root, has_pole,
+                                        self.twist == "rest", budget], dtype=np.float64)
+                              for has_pole in (False, True))
 
     def _run(self, pose: Pose, targets: list[FloatArray], pole: FloatArray | None, weight: Any,
              out: Pose | None) -> tuple[Pose, tuple[int, ...], FloatArray, IntArray, NDArray[np.bool_]]:
@@ -242,7 +270,7 @@ class FABRIK(_FabrikSolver):
     """A prepared FABRIK solver for one chain: validate once, solve every frame.
 
     ``FABRIK(skeleton, chain, *, iterations=20, tolerance=1e-3, limits=None,
-    fixed_root=True)``: the options mean what they mean for
+    fixed_root=True, twist="input", pole_max_twist=None)``: the options mean what they mean for
     :func:`solve_fabrik` (whose docstring has the algorithm).  ``joints`` is
     the chain's joint indices, root first.
     """
@@ -250,10 +278,12 @@ class FABRIK(_FabrikSolver):
     what = "solve_fabrik"
 
     def __init__(self, skeleton: Skeleton, chain: Any, *, iterations: int = 20, tolerance: float = 1e-3,
-                 limits: Any = None, fixed_root: bool = True) -> None:
+                 limits: Any = None, fixed_root: bool = True, twist: str = "input",
+                 pole_max_twist: float | None = None) -> None:
         if not isinstance(skeleton, Skeleton):
             raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
-        self._setup(skeleton, _chain_plan(skeleton, chain), iterations, tolerance, limits, fixed_root)
+        self._setup(skeleton, _chain_plan(skeleton, chain), iterations, tolerance, limits, fixed_root, twist,
+                    pole_max_twist)
 
     def solve(self, pose: Pose, target: ArrayLike, *, pole: ArrayLike | None = None, weight: ArrayLike = 1.0,
               out: Pose | None = None) -> SolveResult:
@@ -273,7 +303,8 @@ class FABRIKTree(_FabrikSolver):
     """A prepared multi-end-effector FABRIK solver: validate once, solve every frame.
 
     ``FABRIKTree(skeleton, end_joints, *, root=None, weights=None,
-    iterations=20, tolerance=1e-3, limits=None, fixed_root=True)``: the goal
+    iterations=20, tolerance=1e-3, limits=None, fixed_root=True,
+    twist="input")``: the goal
     joints (names or indices) and the options of :func:`solve_fabrik_tree`.
     ``goals`` is their names, in the order :meth:`solve` takes targets.
     """
@@ -282,7 +313,7 @@ class FABRIKTree(_FabrikSolver):
 
     def __init__(self, skeleton: Skeleton, end_joints: Sequence[Any], *, root: Any = None,
                  weights: Mapping[Any, float] | None = None, iterations: int = 20, tolerance: float = 1e-3,
-                 limits: Any = None, fixed_root: bool = True) -> None:
+                 limits: Any = None, fixed_root: bool = True, twist: str = "input") -> None:
         if not isinstance(skeleton, Skeleton):
             raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
         if isinstance(end_joints, (str, int, np.integer)) or len(end_joints) == 0:
@@ -304,7 +335,7 @@ class FABRIKTree(_FabrikSolver):
         self.goal_joints = goal_joints
         self.goals = tuple(skeleton.names[g] for g in goal_joints)
         self._setup(skeleton, _tree_plan(skeleton, goal_joints, r, tuple(ws)), iterations, tolerance, limits,
-                    fixed_root)
+                    fixed_root, twist)
 
     def solve(self, pose: Pose, targets: Any, *, weight: ArrayLike = 1.0, out: Pose | None = None) -> SolveResult:
         """Solve one frame or a batch.  ``targets``: a mapping ``{joint: (*batch, 3)}`` naming every goal
@@ -338,6 +369,8 @@ def solve_fabrik(
     limits: Any = None,
     pole: ArrayLike | None = None,
     fixed_root: bool = True,
+    twist: str = "input",
+    pole_max_twist: float | None = None,
     weight: ArrayLike = 1.0,
     out: Pose | None = None,
 ) -> SolveResult:
@@ -352,6 +385,24 @@ def solve_fabrik(
     * ``pole``: ``(*batch, 3)`` world point the chain bends toward: after the
       passes, each inner joint turns about the line through its neighbours
       into the half-plane of the pole (end and bone lengths unchanged).
+      This snaps: a joint on the far side swings round in one solve, so a
+      chain followed frame by frame can flip.
+    * ``pole_max_twist``: radians, default None (no budget).  Caps each
+      inner joint's total pole turn in one solve, so a solve keeps the bend
+      side of the pose it starts from and moves it at most that far toward
+      the pole: solved frame after frame from the previous result, the bend
+      blends onto the pole instead of snapping (a few degrees, e.g.
+      ``math.radians(5)``, for animation; a single cold solve may stop short
+      of the pole's plane).
+    * ``twist``: ``"input"`` (default) keeps each bone's twist about its own
+      axis from the given pose (the smallest change, see below; warm-started
+      solves can wind it up over a loop); ``"rest"`` takes every turned
+      bone's twist from the rest pose relative to its parent after the solve
+      (:func:`kinema._kernels.quat.qrest_twist`; bone directions, so joint
+      positions, are kept, limits applied again), so the result depends only
+      on where the joints end up.  Use ``"input"`` when each frame starts
+      from an animated pose, ``"rest"`` when it starts from the previous
+      result.
     * ``fixed_root``: the chain's first joint stays put (True), or is dragged
       along (False: the end reaches any target; the start joint's local
       translation is rewritten).
@@ -375,9 +426,9 @@ def solve_fabrik(
     within tolerance: the pose is returned unchanged), ``state["moved"]``
     whether any rotation changed.
     """
-    solver = SOLVERS.get(FABRIK, skeleton, (chain, iterations, tolerance, limits, fixed_root),
+    solver = SOLVERS.get(FABRIK, skeleton, (chain, iterations, tolerance, limits, fixed_root, twist, pole_max_twist),
                          lambda: FABRIK(skeleton, chain, iterations=iterations, tolerance=tolerance, limits=limits,
-                                        fixed_root=fixed_root))
+                                        fixed_root=fixed_root, twist=twist, pole_max_twist=pole_max_twist))
     return solver.solve(pose, target, pole=pole, weight=weight, out=out)
 
 
@@ -409,6 +460,7 @@ def solve_fabrik_tree(
     tolerance: float = 1e-3,
     limits: Any = None,
     fixed_root: bool = True,
+    twist: str = "input",
     weight: ArrayLike = 1.0,
     out: Pose | None = None,
 ) -> SolveResult:
@@ -431,8 +483,17 @@ def solve_fabrik_tree(
     branch, and the joint's own goal (if any) wants it on its target with
     its weight.  A sub-base's children are attached rigidly: its rotation
     is the weighted mean (rotation vectors, same weights) of the minimal
-    rotations toward its branches.  When not every target can be reached,
+    rotations toward its branches (refined :data:`SUBBASE_FIT_PASSES
+    <kinema._kernels.fabrik.SUBBASE_FIT_PASSES>` times).  A branch that is
+    one chain ending in one goal and that can reach its goal from where
+    the binding wants put the joint (its own goal, rigid children such as a
+    goal head, branches out of reach) is left out of both: it would only
+    hold the joint back.  When not every target can be reached,
     the miss is shared by the weights: a heavier goal gets closer.
+
+    ``twist``: as for :func:`solve_fabrik`; with ``"rest"`` every joint with
+    one child on the tree's paths gets its twist from rest, sub-bases (where
+    branches meet) keep the solved rotation.
 
     ``weight (*batch,)`` in [0, 1] blends the turned joints with the input
     pose.  This is ``FABRIKTree(skeleton, list(goals), ...).solve(pose,
@@ -446,7 +507,8 @@ def solve_fabrik_tree(
     if not isinstance(goals, Mapping) or len(goals) == 0:
         raise SolverInputError("goals must be a non-empty mapping {joint: target}")
     ends = tuple(goals)
-    solver = SOLVERS.get(FABRIKTree, skeleton, (ends, root, weights, iterations, tolerance, limits, fixed_root),
+    solver = SOLVERS.get(FABRIKTree, skeleton, (ends, root, weights, iterations, tolerance, limits, fixed_root,
+                                                twist),
                          lambda: FABRIKTree(skeleton, ends, root=root, weights=weights, iterations=iterations,
-                                            tolerance=tolerance, limits=limits, fixed_root=fixed_root))
+                                            tolerance=tolerance, limits=limits, fixed_root=fixed_root, twist=twist))
     return solver.solve(pose, goals, weight=weight, out=out)

@@ -196,3 +196,135 @@ def pole_plane_offset_deg(shoulder: ArrayLike, pole: ArrayLike, targets: ArrayLi
     normal = np.cross(d, np.asarray(pole, dtype=np.float64) - origin)
     normal /= np.linalg.norm(normal, axis=-1, keepdims=True)
     return np.degrees(np.arcsin(np.clip(np.abs(np.sum(np.asarray(elbows) * normal, axis=-1)), 0.0, 1.0)))
+
+
+# ------------------------------------------------------------------ chain sweeps (CCD, FABRIK, FABRIKTree)
+# :func:`chain_rig` and :func:`chain_pole_loop` (the 6-bone chain's slow loop with a far pole),
+# :func:`twist_loop_scene` (the closed loop on the arm's chain), :func:`rotation_steps` (per-frame joint
+# turns), :func:`torso_problem` (random reachable three-goal torsos on the bundled humanoid).
+
+__all__ += ["ChainScene", "TorsoProblem", "chain_pole_loop", "chain_rig", "rotation_steps", "torso_problem",
+            "twist_loop_scene"]
+
+#: Frames of the slow smooth loop a chain with a pole follows (one turn of the loop).
+CHAIN_LOOP_FRAMES = 500
+
+#: Bones of :func:`chain_rig`, each this long (metres).
+CHAIN_BONES = 6
+CHAIN_BONE_LENGTH = 0.2
+
+
+def chain_rig(bones: int = CHAIN_BONES, length: float = CHAIN_BONE_LENGTH) -> Skeleton:
+    """A chain ``root -> j1 -> ... -> j<bones> -> end`` (metres): ``bones`` bones of ``length`` from ``j1``.
+
+    The root sits 1 m up; every joint's rest rotation turns 0.15 rad (the root 0.3) about a tilted axis,
+    so the rest pose is curled (it has a bend side) and no axis is a world axis.  The solvers move
+    ``("j1", "end")``.
+    """
+    n = bones + 1
+    names = ["root", *[f"j{i}" for i in range(1, n)], "end"]
+    parents = list(range(-1, n))
+    translations = [[0.0, 1.0, 0.0]] + [[0.0, length, 0.0]] * n
+    rotations = from_axis_angle([[0.2, 0.1, 1.0]] * (n + 1), [0.3] + [0.15] * n)
+    return Skeleton(names, parents, translations, rotations)
+
+
+class ChainScene(NamedTuple):
+    """A chain, its start pose, the chain joints ``(start, end)``, world ``targets (F, 3)`` and ``pole (3,)``."""
+
+    skeleton: Skeleton
+    pose: Pose
+    chain: tuple[str, str]
+    targets: FloatArray
+    pole: FloatArray
+
+
+def chain_pole_loop(*, frames: int = CHAIN_LOOP_FRAMES, seed: int = 1) -> ChainScene:
+    """The issue-18 slow loop for chains with a pole, on :func:`chain_rig` from its rest pose.
+
+    One turn of a circle (radius 0.2-0.5 m, centre about 0.5 m above the chain's first joint, plane
+    and centre drawn from ``seed``) in ``frames`` frames, and a pole about 2 m from the first joint, far
+    from the root-to-end line.  ``seed=1`` is the figure's loop: there the landed CCD pole flips a joint
+    by 180 degrees in one frame and the landed FABRIK pole turns one by 50.
+    """
+    skeleton = chain_rig()
+    pose = skeleton.rest_pose()
+    base = forward_kinematics(skeleton, pose).positions[skeleton.index("j1")]
+    rng = np.random.default_rng(seed)
+    center = base + rng.normal(size=3) * 0.3 + np.array([0.0, 0.5, 0.0])
+    radius = rng.uniform(0.2, 0.5)
+    e1 = rng.normal(size=3)
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(e1, rng.normal(size=3))
+    e2 /= np.linalg.norm(e2)
+    angle = 2.0 * math.pi * np.arange(frames) / frames
+    targets = center + radius * (np.cos(angle)[:, None] * e1 + np.sin(angle)[:, None] * e2)
+    pole = base + rng.normal(size=3) * 2.0
+    return ChainScene(skeleton, pose, ("j1", "end"), targets, pole)
+
+
+#: The closed loop of the twist sweep: its centre is this fraction of the way from the shoulder to the
+#: wrist of :func:`two_bone_arm`'s rest pose (plus :data:`TWIST_LOOP_SHIFT`), its radius this (metres).
+TWIST_LOOP_REACH = 0.8
+TWIST_LOOP_SHIFT = (0.05, 0.0, 0.05)
+TWIST_LOOP_RADIUS = 0.1
+
+
+def twist_loop_scene(*, loops: int = 55, per_loop: int = 20, seed: int = 3) -> ChainScene:
+    """The issue-18 twist build-up sweep for chains: :func:`two_bone_arm`'s ``("shoulder", "wrist")``
+    chain from its rest pose, ``loops`` turns of :func:`closed_loop` (``per_loop`` targets each) and a
+    pole below and behind the shoulder."""
+    skeleton = two_bone_arm()
+    pose = skeleton.rest_pose()
+    world = forward_kinematics(skeleton, pose).positions
+    shoulder = world[skeleton.index("shoulder")]
+    wrist = world[skeleton.index("wrist")]
+    center = shoulder + TWIST_LOOP_REACH * (wrist - shoulder) + np.asarray(TWIST_LOOP_SHIFT)
+    targets = closed_loop(center, TWIST_LOOP_RADIUS, per_loop=per_loop, loops=loops, seed=seed)
+    pole = shoulder + np.array([0.0, -0.3, -0.5])
+    return ChainScene(skeleton, pose, ("shoulder", "wrist"), targets, pole)
+
+
+def rotation_steps(rotations: ArrayLike) -> FloatArray:
+    """Radians each joint turned between consecutive frames: ``(F-1, J)`` from local rotations
+    ``(F, J, 4)`` (``2 acos |q_a . q_b|``, so ``q`` and ``-q`` are the same rotation)."""
+    q = np.asarray(rotations, dtype=np.float64)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    dots = np.abs(np.sum(q[1:] * q[:-1], axis=-1)).clip(0.0, 1.0)
+    return 2.0 * np.arccos(dots)
+
+
+#: The goals of the torso convergence problem on :func:`kinema.samples.humanoid`, and the joints its
+#: random poses turn (the goals' ancestors below the fixed root, and the root itself).
+TORSO_GOALS = ("neck", "right_wrist", "left_wrist")
+TORSO_TURNED = ("root", "chest", "right_shoulder", "right_elbow", "left_shoulder", "left_elbow")
+#: Standard deviation (radians, per rotation-vector component) of the random poses' turns.
+TORSO_TURN_SIGMA = 0.5
+
+
+class TorsoProblem(NamedTuple):
+    """``n`` reachable three-goal torso problems: the humanoid, its rest pose ``(n,)`` to start from, and
+    ``targets {goal: (n, 3)}`` (world) from FK of random poses (so every item has an exact solution)."""
+
+    skeleton: Skeleton
+    pose: Pose
+    targets: dict[str, FloatArray]
+
+
+def torso_problem(n: int = 200, *, seed: int = 7) -> TorsoProblem:
+    """The issue-18 tree convergence problem: :func:`kinema.samples.humanoid`'s torso (root fixed, chest
+    sub-base, neck and both arms), targets for :data:`TORSO_GOALS` from random poses that turn
+    :data:`TORSO_TURNED` by normal rotation vectors (sigma :data:`TORSO_TURN_SIGMA`) after their rest."""
+    from .rotation import from_rotvec, multiply
+    from .samples import humanoid
+
+    skeleton = humanoid()
+    rng = np.random.default_rng(seed)
+    posed = skeleton.rest_pose((n,))
+    rotations = posed.rotations.copy()
+    for name in TORSO_TURNED:
+        j = skeleton.index(name)
+        rotations[:, j] = multiply(rotations[:, j], from_rotvec(rng.normal(scale=TORSO_TURN_SIGMA, size=(n, 3))))
+    world = forward_kinematics(skeleton, Pose(posed.translations, rotations)).positions
+    targets = {g: np.ascontiguousarray(world[:, skeleton.index(g)]) for g in TORSO_GOALS}
+    return TorsoProblem(skeleton, skeleton.rest_pose((n,)), targets)

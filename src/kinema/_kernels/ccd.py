@@ -42,6 +42,7 @@ from .quat import (
     qhalfway,
     qmul,
     qnormalize,
+    qrest_twist,
     qrotate,
     vcross,
     vdot,
@@ -84,7 +85,9 @@ O_FIXED_ROOT = 2
 O_ADAPTIVE = 3
 O_TOLERANCE = 4
 O_MAX_STEP = 5
-N_OPTIONS = 6
+O_TWIST_REST = 6  # 1: the twist="rest" policy (:func:`_rest_twist_pass`), 0: "input"
+O_POLE_MAX_TWIST = 7  # > 0: the pole's total twist budget per sub-chain and solve (radians); 0: no budget
+N_OPTIONS = 8
 
 # Packed plan (built once per chain by :mod:`kinema._ccd`, so a call passes
 # two arrays instead of eight):
@@ -192,7 +195,7 @@ def _scaled(dq, ang, a2):  # type: ignore[no-untyped-def]
 
 @njit(borrows=True)
 def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, pole,  # type: ignore[no-untyped-def]
-               weights, cap, kinds, params, rest, eps):
+               weights, cap, kinds, params, rest, eps, budget, aux):
     """Twist each sub-chain ``k..end`` about the line ``p_k -> end`` toward the pole.
 
     For ``k = 0 .. K-3`` (root first): the mean of the middle joints
@@ -200,6 +203,14 @@ def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, 
     projection (angle times the joint's weight, capped like any turn).
     The end lies on the line, so the twist never moves it.  Returns
     ``(moved, hits)``.
+
+    ``budget > 0`` (the ``pole_max_twist`` option): sub-chain ``k``'s pole
+    twists (and a fold seed at ``k + 1``) add up to at most ``budget``
+    radians in one solve (``aux[k, A_POLE]`` holds what it used), so a solve
+    keeps the bend side of the pose it starts from and moves it toward the
+    pole by at most ``budget``; warm-started frame after frame, the bend
+    blends onto the pole's side instead of snapping (or flipping) there.
+    ``budget == 0``: no budget (every pass turns the full weighted angle).
     """
     n_k = joints.shape[0]
     moved = False
@@ -247,6 +258,11 @@ def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, 
             a2 = POLE_SEED_ANGLE * w1
             if cap > 0.0 and a2 > cap:
                 a2 = cap
+            if budget > 0.0:
+                a2 = min(a2, budget - aux[k, A_POLE])
+                if a2 < MIN_TURN_ANGLE:
+                    continue  # this solve's pole budget for the sub-chain is spent
+                aux[k, A_POLE] += a2
             d, hit = _turn(k + 1, qfrom_axis_angle(ax, a2), base_rot, joints, i, r, rot, kinds, params, rest)
             hits += 1 if hit else 0
             moved = True
@@ -256,8 +272,14 @@ def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, 
         a2 = ang * w
         if cap > 0.0 and abs(a2) > cap:
             a2 = cap if a2 > 0.0 else -cap
+        if budget > 0.0:
+            left = budget - aux[k, A_POLE]
+            if abs(a2) > left:
+                a2 = left if a2 > 0.0 else -left
         if abs(a2) < MIN_TURN_ANGLE:
             continue
+        if budget > 0.0:
+            aux[k, A_POLE] += abs(a2)
         d, hit = _turn(k, qfrom_axis_angle(u, a2), base_rot, joints, i, r, rot, kinds, params, rest)
         if hit:
             hits += 1
@@ -271,10 +293,12 @@ def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, 
 
 #: Columns of the ``aux (K, AUX_COLS)`` scratch of :func:`ccd_item`: ``[:, 0:4]`` the joint's world
 #: correction in the current sweep, ``A_TURNED`` whether it turned in this sweep, ``A_DIRTY`` whether its
-#: local rotation in ``r`` is behind its world rotation in ``rot``.
+#: local rotation in ``r`` is behind its world rotation in ``rot``, ``A_POLE`` the pole twist sub-chain
+#: ``k`` used in this solve (radians; read only with a pole budget).
 A_TURNED = 4
 A_DIRTY = 5
-AUX_COLS = 6
+A_POLE = 6
+AUX_COLS = 7
 
 
 @njit(borrows=True)
@@ -380,13 +404,19 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
     eps = SHORT_VECTOR_EPS * reach if reach > 0.0 else SHORT_VECTOR_EPS
 
     err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
+    twist_rest = options[O_TWIST_REST] != 0.0
+    pole_budget = options[O_POLE_MAX_TWIST]
     for k in range(n_k):
         aux[k, A_TURNED] = 0.0
         aux[k, A_DIRTY] = 0.0
+        aux[k, A_POLE] = 0.0
     hits = 0
     sweeps = 0
     changed = False
-    while sweeps < iterations and err > tol:
+    # A pole with a budget still has work when the end is already there (a warm start on a reached target):
+    # its pass then runs once per solve, so a bend left off the pole's side is blended onto it, frame by frame.
+    pole_pending = has_pole and pole_budget > 0.0
+    while sweeps < iterations and (err > tol or pole_pending):
         sweeps += 1
         cap = max_step
         if cap > 0.0 and adaptive and reach > 0.0:
@@ -472,9 +502,10 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             _write_locals(n_k, joints, i, r, rot, aux, base_rot)
             if has_pole:
                 pm, ph = _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, pole_i,
-                                    weights, cap, kinds, params, rest, eps)
+                                    weights, cap, kinds, params, rest, eps, pole_budget, aux)
                 hits += ph
                 moved = moved or pm
+                pole_pending = False
                 changed = changed or pm
             if not fixed_root and weights[0] > 0.0:
                 # Sliding first joint, only while the target is out of reach: it
@@ -501,7 +532,53 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
         if not moved:
             break
     _write_locals(n_k, joints, i, r, rot, aux, base_rot)
+    if twist_rest and changed:
+        hits += _rest_twist_pass(i, joints, t, r, rot, weights, kinds, params, rest, base_rot)
+        chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+        err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
     return err, sweeps, hits, changed
+
+
+@njit(borrows=True)
+def _rest_twist_pass(i, joints, t, r, rot, weights, kinds, params, rest, base_rot):  # type: ignore[no-untyped-def]
+    """The ``twist="rest"`` policy on a solved chain: every turnable joint's twist about its bone from rest.
+
+    Root first, joint ``k`` (weight > 0, ``k <= K-2``) gets the local rotation
+    that points its bone where the solve pointed it in world space (``rot[k]``,
+    under its parent's new world rotation) with the rest pose's twist:
+    :func:`~kinema._kernels.quat.qrest_twist` about the bone's own direction
+    (its child's local translation), then its joint limit.  The bones'
+    world directions, so every joint position, are kept (unless a limit or a
+    frozen joint below a twisted one moves them); only the twists about the
+    bones change.  Frozen joints and the end keep their local rotations.
+    ``rot`` must hold the solved world rotations; ``r`` is written.  Returns
+    the limit clamps that changed a rotation.
+    """
+    n_k = joints.shape[0]
+    it = i % t.shape[0]
+    pq = base_rot
+    hits = 0
+    for k in range(n_k - 1):
+        j = joints[k]
+        if weights[k] > 0.0:
+            jc = joints[k + 1]
+            axis = (t[it, jc, 0], t[it, jc, 1], t[it, jc, 2])
+            la = math.sqrt(vdot(axis, axis))
+            ql = qnormalize(qmul(qconj(pq), (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])))
+            rk = (rest[k, 0], rest[k, 1], rest[k, 2], rest[k, 3])
+            if la > 0.0:
+                ql = qrest_twist(ql, rk, (axis[0] / la, axis[1] / la, axis[2] / la))
+            if kinds[k] != LIMIT_NONE:
+                ql, hit = apply_limit_local(kinds[k], params[k], rk, ql)
+                hits += 1 if hit else 0
+            r[i, j, 0] = ql[0]
+            r[i, j, 1] = ql[1]
+            r[i, j, 2] = ql[2]
+            r[i, j, 3] = ql[3]
+        else:
+            ql = qnormalize((r[i, j, 0], r[i, j, 1], r[i, j, 2], r[i, j, 3]))
+        pq = qmul(pq, ql)
+    return hits
 
 
 @njit(inline=True)  # inlined: in a borrowing caller its views cost no reference counting

@@ -47,6 +47,7 @@ from .quat import (
     qfrom_two_vectors,
     qmul,
     qnormalize,
+    qrest_twist,
     qrotate,
     qto_rotvec,
     row3,
@@ -78,6 +79,12 @@ POLE_NUDGE = 1e-3
 
 MODE_POSITIONS = 0
 MODE_ROTATIONS = 1
+
+#: A sub-base's orientation (:func:`_fit`): the weighted mean of its children's minimal rotations is a
+#: first-order fit; applying it and fitting again this many times in all converges to the orientation at
+#: which the mean is zero (the rigid best fit, exact when the aims are consistent), so a sub-base is not
+#: left turning a little further each FABRIK iteration.
+SUBBASE_FIT_PASSES = 4
 
 
 @njit(borrows=True)
@@ -199,25 +206,35 @@ def _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw):  # type: ignore[no-
         cur = qrotate(qcur, row3(V, c))
         aim = (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2])
         return qfrom_two_vectors(cur, aim)
-    wx = 0.0
-    wy = 0.0
-    wz = 0.0
-    wsum = 0.0
-    for e in range(c0, c1):
-        c = child_idx[e]
-        if D[c] == 0.0:
-            continue
-        cur = qrotate(qcur, row3(V, c))
-        aim = (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2])
-        rv = qto_rotvec(qfrom_two_vectors(cur, aim))
-        w = nw[c]
-        wx += w * rv[0]
-        wy += w * rv[1]
-        wz += w * rv[2]
-        wsum += w
-    if wsum == 0.0:
-        return (0.0, 0.0, 0.0, 1.0)  # a leaf, or only zero-length children
-    return qfrom_rotvec((wx / wsum, wy / wsum, wz / wsum))
+    total = (0.0, 0.0, 0.0, 1.0)
+    qc = qcur
+    for it in range(SUBBASE_FIT_PASSES):
+        wx = 0.0
+        wy = 0.0
+        wz = 0.0
+        wsum = 0.0
+        for e in range(c0, c1):
+            c = child_idx[e]
+            if D[c] == 0.0:
+                continue
+            cur = qrotate(qc, row3(V, c))
+            aim = (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2])
+            rv = qto_rotvec(qfrom_two_vectors(cur, aim))
+            w = nw[c]
+            wx += w * rv[0]
+            wy += w * rv[1]
+            wz += w * rv[2]
+            wsum += w
+        if wsum == 0.0:
+            return (0.0, 0.0, 0.0, 1.0)  # a leaf, or only zero-length children
+        dq = qfrom_rotvec((wx / wsum, wy / wsum, wz / wsum))
+        if it == 0:
+            total = dq
+        else:
+            total = qnormalize(qmul(dq, total))
+        if it + 1 < SUBBASE_FIT_PASSES:
+            qc = qmul(dq, qc)
+    return total
 
 
 @njit(borrows=True)
@@ -321,7 +338,7 @@ def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, chil
 
 
 @njit(borrows=True)
-def chain_positions(P, Pb, D, U0, tgt, p_root, fixed_root, iterations, tol, has_pole, pole):  # type: ignore[no-untyped-def]
+def chain_positions(P, Pb, D, U0, tgt, p_root, fixed_root, iterations, tol, has_pole, pole, budget, PU):  # type: ignore[no-untyped-def]
     """All FABRIK iterations of an unlimited chain on points (``MODE_POSITIONS``); returns the iterations run.
 
     Nodes ``0 .. K-1`` root first, the goal on the last.  One iteration:
@@ -333,12 +350,13 @@ def chain_positions(P, Pb, D, U0, tgt, p_root, fixed_root, iterations, tol, has_
     tol``.  A direction that vanishes (``<= AIM_EPS``) keeps the bone's
     start-of-solve direction ``U0``.  One call runs every iteration, so the
     loop passes no arrays to helpers (numba reference-counts those).
+    ``budget, PU``: the pole's per-solve twist budget (see :func:`apply_pole`).
     """
     k_n = P.shape[0]
     n_it = 0
     for _ in range(iterations):
         if has_pole:
-            apply_pole(pole, P, P, True)
+            apply_pole(pole, P, P, True, budget, PU)
         Pb[k_n - 1, 0] = tgt[0]
         Pb[k_n - 1, 1] = tgt[1]
         Pb[k_n - 1, 2] = tgt[2]
@@ -377,7 +395,7 @@ def chain_positions(P, Pb, D, U0, tgt, p_root, fixed_root, iterations, tol, has_
 
 @njit(inline=True)  # per-iteration call: inlined, no per-call reference counting of its arrays
 def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0, use_limits,
-             lim_kind, lim_par, lim_rest, TB):  # type: ignore[no-untyped-def]
+             lim_kind, lim_par, lim_rest, TB, br, btip, WB):  # type: ignore[no-untyped-def]
     """Backward pass: tips to root, into ``Pb`` (and ``Qb``, the nodes' backward world rotations).
 
     Node ``n`` wants to be where its goal is (weight ``gw``) and, for each
@@ -389,7 +407,9 @@ def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M,
     to the node) lies in the child's limit set: ``L_c = inverse(Qb[n] M[c])
     Qb[c]`` is clamped and ``Qb[n] = Qb[c] inverse(L_c') inverse(M[c])``,
     which also turns the node about its own bone so that, e.g., a hinge's
-    plane contains its child.
+    plane contains its child.  A sub-base's slack branches are then left out
+    of its wants (:func:`_slack_subbase`; the weights it used go to ``WB``
+    for the forward pass's fit).
     """
     kn = ngoal.shape[0]
     for n in range(kn):
@@ -464,6 +484,8 @@ def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M,
                 ay += w * (Pb[c, 1] - d[1])
                 az += w * (Pb[c, 2] - d[2])
             pnew = (ax / wsum, ay / wsum, az / wsum)
+            pnew, qb = _slack_subbase(targets, i, g, gw, n, child_ptr, child_idx, qn, qb, pnew, Pb, V, D, nw, br,
+                                      btip, WB)
             put4(Qb, n, qb)
         elif use_limits:
             put4(Qb, n, qnormalize(qmul(_fit(qn, n, Pb, pnew, child_ptr, child_idx, V, D, nw), qn)))
@@ -471,7 +493,95 @@ def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M,
 
 
 @njit(borrows=True)
-def apply_pole(pole, A, B, nudge):  # type: ignore[no-untyped-def]
+def _slack_subbase(targets, i, g, gw, n, child_ptr, child_idx, qn, qb, pnew, Pb, V, D, nw, br, btip, WB):  # type: ignore[no-untyped-def]
+    """Sub-base ``n`` placed by the wants that bind: ``(pnew, qb)``, and ``WB[c]`` for each child.
+
+    A *flexible* branch (``br[c] >= 0``: the subtree of child ``c`` is a
+    chain ending in one goal, ``btip[c]``; its reach is the sum of its bone
+    lengths ``D``) can reach its
+    goal from anywhere within that reach, so its want (where it happens to
+    put the sub-base now) pulls for no reason: averaged with a binding want
+    (the sub-base's own goal, a rigid child such as a goal head, or a
+    branch out of reach) it lets the sub-base move only part of the way
+    each iteration, and FABRIK converges slowly.  When some want binds,
+    the sub-base goes to the weighted centroid of the binding wants, the
+    flexible branches that could not reach their goals from there are
+    added, its orientation is fitted again with those weights
+    (:func:`_fit`), and the centroid is taken once more with that
+    orientation.  With no binding want (every branch flexible) the plain
+    weighted centroid ``pnew`` and fit ``qb`` are kept.
+    """
+    c0 = child_ptr[n]
+    c1 = child_ptr[n + 1]
+    for e in range(c0, c1):
+        WB[child_idx[e]] = nw[child_idx[e]]
+    n_flex = 0
+    n_bind = 1 if g >= 0 else 0
+    for e in range(c0, c1):
+        if br[child_idx[e]] >= 0.0:
+            n_flex += 1
+        else:
+            n_bind += 1
+    if n_flex == 0 or n_bind == 0:
+        return pnew, qb
+    # Centroid of the binding wants (orientation qb).
+    ax = 0.0
+    ay = 0.0
+    az = 0.0
+    wsum = 0.0
+    if g >= 0:
+        w = gw[g]
+        ax += w * targets[i, g, 0]
+        ay += w * targets[i, g, 1]
+        az += w * targets[i, g, 2]
+        wsum += w
+    for e in range(c0, c1):
+        c = child_idx[e]
+        if br[c] < 0.0:
+            d = qrotate(qb, row3(V, c))
+            w = nw[c]
+            ax += w * (Pb[c, 0] - d[0])
+            ay += w * (Pb[c, 1] - d[1])
+            az += w * (Pb[c, 2] - d[2])
+            wsum += w
+    ps = (ax / wsum, ay / wsum, az / wsum)
+    for e in range(c0, c1):
+        c = child_idx[e]
+        if br[c] >= 0.0:
+            d = qrotate(qb, row3(V, c))
+            gt = btip[c]
+            reach = 0.0  # the branch chain's bone lengths (this item's scale)
+            m = c
+            while child_ptr[m + 1] > child_ptr[m]:
+                m = child_idx[child_ptr[m]]
+                reach += D[m]
+            to = (targets[i, gt, 0] - ps[0] - d[0], targets[i, gt, 1] - ps[1] - d[1], targets[i, gt, 2] - ps[2] - d[2])
+            WB[c] = 0.0 if vnorm(to) <= reach else nw[c]
+    qb = qnormalize(qmul(_fit(qn, n, Pb, ps, child_ptr, child_idx, V, D, WB), qn))
+    ax = 0.0
+    ay = 0.0
+    az = 0.0
+    wsum = 0.0
+    if g >= 0:
+        w = gw[g]
+        ax += w * targets[i, g, 0]
+        ay += w * targets[i, g, 1]
+        az += w * targets[i, g, 2]
+        wsum += w
+    for e in range(c0, c1):
+        c = child_idx[e]
+        w = WB[c]
+        if w > 0.0:
+            d = qrotate(qb, row3(V, c))
+            ax += w * (Pb[c, 0] - d[0])
+            ay += w * (Pb[c, 1] - d[1])
+            az += w * (Pb[c, 2] - d[2])
+            wsum += w
+    return (ax / wsum, ay / wsum, az / wsum), qb
+
+
+@njit(borrows=True)
+def apply_pole(pole, A, B, nudge, budget, PU):  # type: ignore[no-untyped-def]
     """Turn each interior chain point of ``B`` about the line through its neighbours toward ``pole``.
 
     Point ``k`` (``1 <= k <= K-2``) turns about the axis through
@@ -483,6 +593,12 @@ def apply_pole(pole, A, B, nudge):  # type: ignore[no-untyped-def]
     point lying on the axis is pushed ``POLE_NUDGE`` times its distance
     from ``B[k-1]`` toward the pole (the passes that follow restore the
     bone lengths), so a straight chain starts bending toward the pole.
+
+    ``budget > 0`` (the ``pole_max_twist`` option): point ``k``'s turns add
+    up to at most ``budget`` radians in one solve (``PU[k]`` holds what it
+    used; zeroed at the start of each item), so a solve keeps the bend side
+    of the pose it starts from and blends toward the pole across
+    warm-started frames instead of snapping.  ``budget == 0``: no budget.
     """
     k_n = B.shape[0]
     for k in range(1, k_n - 1):
@@ -512,6 +628,13 @@ def apply_pole(pole, A, B, nudge):  # type: ignore[no-untyped-def]
                 B[k, 2] += k_push * yp[2]
             continue
         ang = math.atan2(vdot(vcross(xp, yp), ax), vdot(xp, yp))
+        if budget > 0.0:
+            left = budget - PU[k]
+            if abs(ang) > left:
+                ang = left if ang > 0.0 else -left
+            if ang == 0.0:
+                continue  # this solve's pole budget for the point is spent
+            PU[k] += abs(ang)
         h = 0.5 * ang
         sh = math.sin(h)
         rq = (ax[0] * sh, ax[1] * sh, ax[2] * sh, math.cos(h))
@@ -538,9 +661,10 @@ def _errors(targets, i, goal_node, P, gerr):  # type: ignore[no-untyped-def]
 
 
 @njit(borrows=True)
-def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints, jpar, node_j, npar,
-               child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
-               gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB):  # type: ignore[no-untyped-def]
+def solve_item(i, mode, iterations, tol, fixed_root, has_pole, twist_rest, budget, base_path, joints, jpar, node_j,
+               npar, child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets,
+               poles, gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU, br, btip,
+               WB):  # type: ignore[no-untyped-def]
     """Solve batch item ``i`` in place (see the module docstring).
 
     Writes the nodes' local rotations into ``r[i]`` (and, with a free root,
@@ -553,6 +677,8 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
     use_limits = False
     for n in range(kn):
         TB[n] = False  # scratch from the chunk's previous item: no item may read another's backward flags
+        PU[n] = 0.0  # the pole budget each point has used in this solve
+        WB[n] = nw[n]  # the sub-base fit's weights (the backward pass sets its slack branches' to 0)
         if lim_kind[n] != 0:
             use_limits = True
     p_root = row3(P, 0)
@@ -561,7 +687,9 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
     n_hits = 0
     n_it = 0
     worst = _errors(targets, i, goal_node, P, gerr)
-    if worst <= tol:
+    # A pole with a budget still has work when the end is already there (a warm start on a reached target):
+    # one iteration runs, so a bend left off the pole's side is blended onto it, solve after solve.
+    if worst <= tol and not (has_pole and budget > 0.0):
         # Already there.  Only a pose outside its limits is changed (clamped
         # in place, root to tip); otherwise the pose is left bit for bit.
         if use_limits:
@@ -597,27 +725,30 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
         if not straight and mode == MODE_POSITIONS:
             g = goal_node.shape[0] - 1
             n_it = chain_positions(P, Pb, D, U0, (targets[i, g, 0], targets[i, g, 1], targets[i, g, 2]), p_root,
-                                   fixed_root, iterations, tol, has_pole, pole)
+                                   fixed_root, iterations, tol, has_pole, pole, budget, PU)
         elif not straight:
             for _ in range(iterations):
                 if has_pole:
-                    apply_pole(pole, P, P, True)
+                    apply_pole(pole, P, P, True, budget, PU)
                 backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0,
-                         use_limits, lim_kind, lim_par, lim_rest, TB)
+                         use_limits, lim_kind, lim_par, lim_rest, TB, br, btip, WB)
                 p0 = p_root if fixed_root else row3(Pb, 0)
                 if has_pole:
-                    apply_pole(pole, P if fixed_root else Pb, Pb, False)
+                    apply_pole(pole, P if fixed_root else Pb, Pb, False, budget, PU)
                 n_hits += forward_rotations(p0, base_rot, Pb, True, use_limits, npar, child_ptr, child_idx, P, Q,
-                                            L, V, D, M, nw, lim_kind, lim_par, lim_rest, Qb, TB)
+                                            L, V, D, M, WB, lim_kind, lim_par, lim_rest, Qb, TB)
                 n_it += 1
                 if _errors(targets, i, goal_node, P, gerr) <= tol:
                     break
         if mode == MODE_POSITIONS:
             if has_pole:
-                apply_pole(pole, P, P, False)
+                apply_pole(pole, P, P, False, budget, PU)
             # Rotations from positions: one forward rotation pass aimed at the solved points.
             forward_rotations(row3(P, 0), base_rot, P, True, False, npar, child_ptr, child_idx, P, Q, L, V, D, M, nw,
                               lim_kind, lim_par, lim_rest, Qb, TB)
+        if twist_rest and n_it > 0:
+            n_hits += rest_twist_nodes(base_rot, use_limits, npar, child_ptr, child_idx, P, Q, L, V, D, M,
+                                       lim_kind, lim_par, lim_rest)
         _errors(targets, i, goal_node, P, gerr)
     if n_it > 0 or n_hits > 0:
         for n in range(kn):
@@ -635,11 +766,61 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints
     moved[i] = n_it > 0 or n_hits > 0
 
 
+@njit(borrows=True)
+def rest_twist_nodes(base_rot, use_limits, npar, child_ptr, child_idx, P, Q, L, V, D, M, lim_kind, lim_par,  # type: ignore[no-untyped-def]
+                     lim_rest):
+    """The ``twist="rest"`` policy on a solved item: each one-child node's twist about its bone from rest.
+
+    Root to tips: node ``n``'s frame ``F`` (``base_rot`` or ``Q[p] M[n]``,
+    with its parent's new rotation) and its solved world rotation ``Q[n]``
+    give ``L = inverse(F) Q[n]``; a node with exactly one child ``c``
+    (``D[c] > 0``) gets :func:`~kinema._kernels.quat.qrest_twist` of it
+    about its bone's own direction ``V[c] / D[c]`` with its rest rotation
+    ``lim_rest[n]``, then its limit when ``use_limits``.  That keeps every
+    bone's world direction, so every position (``P`` is rebuilt to check:
+    it moves only where a limit acts).  Sub-bases keep their solved world
+    rotation (they carry several branches: no one bone to untwist about);
+    leaves keep their local rotation, as the solve does.  Returns the limit
+    clamps that changed a rotation.
+    """
+    hits = 0
+    for n in range(npar.shape[0]):
+        p = npar[n]
+        if p < 0:
+            f = base_rot
+        else:
+            f = qmul(row4(Q, p), row4(M, n))
+        n_child = child_ptr[n + 1] - child_ptr[n]
+        if n_child == 0:
+            loc = row4(L, n)
+        else:
+            loc = qnormalize(qmul(qconj(f), row4(Q, n)))
+            if n_child == 1:
+                c = child_idx[child_ptr[n]]
+                if D[c] > 0.0:
+                    inv = 1.0 / D[c]
+                    loc = qrest_twist(loc, row4(lim_rest, n), (V[c, 0] * inv, V[c, 1] * inv, V[c, 2] * inv))
+            if use_limits:
+                loc, changed = clamp_local(lim_kind, lim_par, lim_rest, n, loc)
+                if changed:
+                    hits += 1
+        put4(L, n, loc)
+        qn = qmul(f, loc)
+        put4(Q, n, qn)
+        pn = row3(P, n)
+        for e in range(child_ptr[n], child_ptr[n + 1]):
+            c = child_idx[e]
+            d = qrotate(qn, row3(V, c))
+            put3(P, c, (pn[0] + d[0], pn[1] + d[1], pn[2] + d[2]))
+    return hits
+
+
 @njit
 def _scratch(n_path, kn):  # type: ignore[no-untyped-def]
     return (np.empty((n_path, 3)), np.empty((n_path, 4)), np.empty(n_path), np.empty((kn, 3)), np.empty((kn, 3)),
             np.empty((kn, 4)), np.empty((kn, 4)), np.empty((kn, 4)), np.empty((kn, 3)), np.empty(kn),
-            np.empty((kn, 4)), np.empty((kn, 3)), np.zeros(kn, dtype=np.bool_))
+            np.empty((kn, 4)), np.empty((kn, 3)), np.zeros(kn, dtype=np.bool_), np.zeros(kn),
+            np.empty(kn))
 
 
 # Slots of the per-call ``options`` float64 array (integers and flags are
@@ -649,20 +830,23 @@ O_ITERATIONS = 1
 O_TOLERANCE = 2
 O_FIXED_ROOT = 3
 O_HAS_POLE = 4
-N_OPTIONS = 5
+O_TWIST_REST = 5  # 1: the twist="rest" policy (:func:`rest_twist_nodes`), 0: "input"
+O_POLE_MAX_TWIST = 6  # > 0: the pole's turn budget per point and solve (radians, :func:`apply_pole`); 0: none
+N_OPTIONS = 7
 
 # Packed plan (built once per chain or tree by :mod:`kinema._fabrik`, so a
 # call passes two arrays instead of eleven):
 #   ``index`` int64 ``[n_path, K, kn, n_child, G, base_path (n_path), joints (K), jpar (K), node_j (kn),
-#   npar (kn), child_ptr (kn + 1), child_idx (n_child), ngoal (kn), goal_node (G)]``;
-#   ``weights`` float64 ``[gw (G), nw (kn)]``.
+#   npar (kn), child_ptr (kn + 1), child_idx (n_child), ngoal (kn), goal_node (G), btip (kn)]``;
+#   ``weights`` float64 ``[gw (G), nw (kn), br (kn)]``: ``br[c]`` 1 when the subtree below node ``c`` is one
+#   chain ending in one goal (``btip[c]``, its goal index), else -1 (see :func:`_slack_subbase`).
 _INDEX_HEADER = 5
 
 
 @njit(inline=True)  # inlined: in a borrowing caller its views cost no reference counting
 def unpack_plan(index, weights):  # type: ignore[no-untyped-def]
     """Views ``(base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw,
-    scale_joints)`` of a packed plan (``scale_joints``: the chain's ancestors, then its joints)."""
+    scale_joints, br, btip)`` of a packed plan (``scale_joints``: the chain's ancestors, then its joints)."""
     n_path = index[0]
     n_j = index[1]
     kn = index[2]
@@ -686,38 +870,45 @@ def unpack_plan(index, weights):  # type: ignore[no-untyped-def]
     ngoal = index[a:a + kn]
     a += kn
     goal_node = index[a:a + n_goal]
+    a += n_goal
+    btip = index[a:a + kn]
     gw = weights[:n_goal]
     nw = weights[n_goal:n_goal + kn]
-    return base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw, scale_joints
+    br = weights[n_goal + kn:n_goal + 2 * kn]
+    return (base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw, scale_joints,
+            br, btip)
 
 
 @njit
 def solve_range(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
                 poles, gerr, counts, moved):
     """Items ``c0 .. c1-1`` with one scratch set; ``counts (2, N)``: iterations, limit hits."""
-    pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB = _scratch(index[1], index[2])
+    pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU, WB = _scratch(index[1], index[2])
     _solve_items(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles, gerr, counts,
-                 moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
+                 moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU, WB)
 
 
 @njit(borrows=True)
 def _solve_items(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
-                 poles, gerr, counts, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB):
+                 poles, gerr, counts, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU, WB):
     """:func:`solve_range` after its scratch allocation: the plan's views are made here, where they cost no
     reference counting, and the options are read once for all the items."""
     (base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw,
-     _) = unpack_plan(index, weights)
+     _, br, btip) = unpack_plan(index, weights)
     mode = int(options[O_MODE])
     iterations = int(options[O_ITERATIONS])
     tol = options[O_TOLERANCE]
     fixed_root = options[O_FIXED_ROOT] != 0.0
     has_pole = options[O_HAS_POLE] != 0.0
+    twist_rest = options[O_TWIST_REST] != 0.0
+    budget = options[O_POLE_MAX_TWIST]
     iters = counts[0]
     hits = counts[1]
     for i in range(c0, c1):
-        solve_item(i, mode, iterations, tol, fixed_root, has_pole, base_path, joints, jpar, node_j, npar,
-                   child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
-                   gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB)
+        solve_item(i, mode, iterations, tol, fixed_root, has_pole, twist_rest, budget, base_path, joints, jpar,
+                   node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s,
+                   targets, poles, gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU,
+                   br, btip, WB)
 
 
 @njit

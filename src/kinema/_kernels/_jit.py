@@ -18,8 +18,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-import numba
-import numba.core.config
+# GNU OpenMP (numba's "omp" threading layer) keeps its threads spinning for a while after each
+# parallel region by default.  Beside another busy process on few cores that spinning competes
+# with the threads still working, and a parallel batch that takes 0.4 ms on a quiet machine took
+# 8 ms (20x; the serial driver was not slowed at all).  Passive waiting puts idle threads to sleep
+# at once; quiet speed is unchanged.  It must be set before libgomp loads (at numba's first
+# parallel launch); a value the user set is kept.  Measured in benchmarks/NOTES.md.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numba  # noqa: E402
+import numba.core.config  # noqa: E402
 
 _config: Any = numba.core.config
 

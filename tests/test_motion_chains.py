@@ -233,10 +233,23 @@ def test_defaults_are_the_input_policy_and_no_budget() -> None:
 # ------------------------------------------------------------------ tree convergence
 def test_tree_convergence_improved() -> None:
     """Random reachable three-goal torsos (seed 7, 200 items): the share with every goal within 1 mm, above
-    the landed figures (7%, 42%, 66% at 20, 50, 100 iterations) by the margins measured now."""
-    assert mc.tree_reached(20) >= 0.35
-    assert mc.tree_reached(50) >= 0.65
-    assert mc.tree_reached(100) >= 0.80
+    the landed figures (7%, 42%, 66% at 20, 50, 100 iterations): floors just under the 71.5%, 86% and
+    88.5% measured now (goal-head sub-base and the slack margin)."""
+    assert mc.tree_reached(20) >= 0.70
+    assert mc.tree_reached(50) >= 0.85
+    assert mc.tree_reached(100) >= 0.875
+
+
+def test_tree_goal_head_met_every_iteration() -> None:
+    """A sub-base with one goal head (the chest with the neck goal), its parent fixed: after a single
+    iteration the head's goal is met to rounding (1e-9 m) on every reachable torso, while the arms are not
+    yet (so the solve did not just finish)."""
+    prob = sw.torso_problem(50)
+    res = kinema.solve_fabrik_tree(prob.skeleton, prob.pose, prob.targets, iterations=1, tolerance=1e-12)
+    goals = list(res.state["goals"])
+    errors = res.state["goal_errors"]
+    assert errors[:, goals.index("neck")].max() <= 1e-9
+    assert errors[:, goals.index("right_wrist")].max() > 1e-3
 
 
 @pytest.mark.xfail(strict=True, reason="issue 18 point 5: 90% at the default iterations is not reached yet")

@@ -487,8 +487,15 @@ def solve_fabrik_tree(
     <kinema._kernels.fabrik.SUBBASE_FIT_PASSES>` times).  A branch that is
     one chain ending in one goal and that can reach its goal from where
     the binding wants put the joint (its own goal, rigid children such as a
-    goal head, branches out of reach) is left out of both: it would only
-    hold the joint back.  When not every target can be reached,
+    goal head, branches out of reach; a branch within
+    :data:`SLACK_MARGIN <kinema._kernels.fabrik.SLACK_MARGIN>` of its full
+    reach counts as out of reach) is left out of both: it would only hold
+    the joint back.  A sub-base with exactly one goal-bearing leaf child (a
+    goal head) aims that child exactly and turns about it to best place the
+    others, and is put on the circle at the head's length from the head's
+    goal and its bone's length from its parent (nearest the centroid), so
+    with a fixed parent the head's goal is met after every iteration.  When
+    not every target can be reached,
     the miss is shared by the weights: a heavier goal gets closer.
 
     ``twist``: as for :func:`solve_fabrik`; with ``"rest"`` every joint with

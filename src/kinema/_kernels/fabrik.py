@@ -86,6 +86,12 @@ MODE_ROTATIONS = 1
 #: left turning a little further each FABRIK iteration.
 SUBBASE_FIT_PASSES = 4
 
+#: A flexible branch (:func:`_slack_subbase`) counts as slack only while its goal is within this fraction
+#: short of its reach: a branch at full stretch converges slowly in FABRIK, so one nearer than that to
+#: its reach's edge keeps pulling the sub-base toward its goal.  0.02: the best share of
+#: :func:`kinema._sweeps.torso_problem` reached at 20 iterations among 0, 0.01, 0.02, 0.03 and 0.08.
+SLACK_MARGIN = 0.02
+
 
 @njit(borrows=True)
 def clamp_local(lim_kind, lim_par, lim_rest, n, q):  # type: ignore[no-untyped-def]
@@ -195,6 +201,7 @@ def _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw):  # type: ignore[no-
     Several (a sub-base): the weighted mean of the children's minimal
     rotations as rotation vectors, ``dq = exp(sum w_c log(dq_c) / sum w_c)``
     with ``w_c`` the child's subtree goal weight; repeated passes refine it.
+    A sub-base with one goal head (:func:`_anchor`): :func:`_fit_anchored`.
     Zero-length children carry no direction and are skipped.
     """
     c0 = child_ptr[n]
@@ -206,6 +213,9 @@ def _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw):  # type: ignore[no-
         cur = qrotate(qcur, row3(V, c))
         aim = (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2])
         return qfrom_two_vectors(cur, aim)
+    anchor = _anchor(n, child_ptr, child_idx, D, nw)
+    if anchor >= 0:
+        return _fit_anchored(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw, anchor)
     total = (0.0, 0.0, 0.0, 1.0)
     qc = qcur
     for it in range(SUBBASE_FIT_PASSES):
@@ -235,6 +245,81 @@ def _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw):  # type: ignore[no-
         if it + 1 < SUBBASE_FIT_PASSES:
             qc = qmul(dq, qc)
     return total
+
+
+@njit(borrows=True)
+def _anchor(n, child_ptr, child_idx, D, nw):  # type: ignore[no-untyped-def]
+    """The one goal-bearing rigid leaf child (a goal head) of sub-base ``n``, or -1 (none, or several)."""
+    anchor = -1
+    for e in range(child_ptr[n], child_ptr[n + 1]):
+        c = child_idx[e]
+        if child_ptr[c + 1] == child_ptr[c] and nw[c] > 0.0 and D[c] > 0.0:
+            if anchor != -1:
+                return -1
+            anchor = c
+    return anchor
+
+
+@njit(borrows=True)
+def _on_two_spheres(x, p, r1, t, r2):  # type: ignore[no-untyped-def]
+    """The point nearest ``x`` at distance ``r1`` from ``p`` and ``r2`` from ``t`` (a circle), or ``x`` when
+    the spheres do not meet or ``x`` lies on the circle's axis."""
+    u = (t[0] - p[0], t[1] - p[1], t[2] - p[2])
+    d = vnorm(u)
+    if d <= AIM_EPS or d > r1 + r2 or d < abs(r1 - r2):
+        return x
+    u = (u[0] / d, u[1] / d, u[2] / d)
+    along = (d * d + r1 * r1 - r2 * r2) / (2.0 * d)
+    h = math.sqrt(max(r1 * r1 - along * along, 0.0))
+    q = (x[0] - p[0], x[1] - p[1], x[2] - p[2])
+    qu = vdot(q, u)
+    w = (q[0] - qu * u[0], q[1] - qu * u[1], q[2] - qu * u[2])
+    wn = vnorm(w)
+    if wn <= AIM_EPS:
+        return x
+    return (p[0] + along * u[0] + h * w[0] / wn, p[1] + along * u[1] + h * w[1] / wn,
+            p[2] + along * u[2] + h * w[2] / wn)
+
+
+@njit(borrows=True)
+def _fit_anchored(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw, anchor):  # type: ignore[no-untyped-def]
+    """World correction for sub-base ``n`` with one goal-bearing rigid leaf child ``anchor`` (a goal head).
+
+    The anchor's goal needs it exactly, so its bone is aimed exactly (the minimal rotation ``dq1``), and
+    the turn about the aimed bone's axis ``a`` that best places the other children in the weighted
+    least-squares sense is added: ``angle = atan2(sum w_c a.(b_c x d_c), sum w_c b_c.d_c)`` with
+    ``b_c``, ``d_c`` the child's bone after ``dq1`` and its aim, both projected normal to ``a``.
+    """
+    c0 = child_ptr[n]
+    c1 = child_ptr[n + 1]
+    cur = qrotate(qcur, row3(V, anchor))
+    aim = (aims[anchor, 0] - pn[0], aims[anchor, 1] - pn[1], aims[anchor, 2] - pn[2])
+    if vnorm(aim) <= AIM_EPS:
+        return (0.0, 0.0, 0.0, 1.0)
+    dq1 = qfrom_two_vectors(cur, aim)
+    q1 = qmul(dq1, qcur)
+    inv = 1.0 / vnorm(aim)
+    a = (aim[0] * inv, aim[1] * inv, aim[2] * inv)
+    sn = 0.0
+    cs = 0.0
+    for e in range(c0, c1):
+        c = child_idx[e]
+        w = nw[c]
+        if c == anchor or w == 0.0 or D[c] == 0.0:
+            continue
+        b = qrotate(q1, row3(V, c))
+        d = (aims[c, 0] - pn[0], aims[c, 1] - pn[1], aims[c, 2] - pn[2])
+        bh = vdot(b, a)
+        dh = vdot(d, a)
+        bp = (b[0] - bh * a[0], b[1] - bh * a[1], b[2] - bh * a[2])
+        dp = (d[0] - dh * a[0], d[1] - dh * a[1], d[2] - dh * a[2])
+        sn += w * vdot(vcross(bp, dp), a)
+        cs += w * vdot(bp, dp)
+    if sn == 0.0 and cs == 0.0:
+        return dq1
+    ang = math.atan2(sn, cs)
+    sh = math.sin(0.5 * ang)
+    return qnormalize(qmul((a[0] * sh, a[1] * sh, a[2] * sh, math.cos(0.5 * ang)), dq1))
 
 
 @njit(borrows=True)
@@ -394,7 +479,7 @@ def chain_positions(P, Pb, D, U0, tgt, p_root, fixed_root, iterations, tol, has_
 
 
 @njit(inline=True)  # per-iteration call: inlined, no per-call reference counting of its arrays
-def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0, use_limits,
+def backward(targets, i, ngoal, gw, npar, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0, use_limits,
              lim_kind, lim_par, lim_rest, TB, br, btip, WB):  # type: ignore[no-untyped-def]
     """Backward pass: tips to root, into ``Pb`` (and ``Qb``, the nodes' backward world rotations).
 
@@ -486,10 +571,27 @@ def backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M,
             pnew = (ax / wsum, ay / wsum, az / wsum)
             pnew, qb = _slack_subbase(targets, i, g, gw, n, child_ptr, child_idx, qn, qb, pnew, Pb, V, D, nw, br,
                                       btip, WB)
+            a = _anchor(n, child_ptr, child_idx, D, WB)
+            if a >= 0 and g < 0 and npar[n] >= 0 and D[n] > 0.0:
+                # A goal head: the sub-base must be D[a] from the head's goal and D[n] from its parent, so it
+                # goes to the nearest point of that circle, and is turned to aim the head exactly.
+                pnew = _on_two_spheres(pnew, row3(P, npar[n]), D[n], row3(Pb, a), D[a])
+                qb = qnormalize(qmul(_fit(qn, n, Pb, pnew, child_ptr, child_idx, V, D, WB), qn))
             put4(Qb, n, qb)
         elif use_limits:
             put4(Qb, n, qnormalize(qmul(_fit(qn, n, Pb, pnew, child_ptr, child_idx, V, D, nw), qn)))
         put3(Pb, n, pnew)
+
+
+@njit(borrows=True)
+def _branch_reach(c, child_ptr, child_idx, D):  # type: ignore[no-untyped-def]
+    """The sum of the bone lengths ``D`` below node ``c`` along its chain (a flexible branch's reach)."""
+    reach = 0.0
+    m = c
+    while child_ptr[m + 1] > child_ptr[m]:
+        m = child_idx[child_ptr[m]]
+        reach += D[m]
+    return reach
 
 
 @njit(borrows=True)
@@ -550,13 +652,9 @@ def _slack_subbase(targets, i, g, gw, n, child_ptr, child_idx, qn, qb, pnew, Pb,
         if br[c] >= 0.0:
             d = qrotate(qb, row3(V, c))
             gt = btip[c]
-            reach = 0.0  # the branch chain's bone lengths (this item's scale)
-            m = c
-            while child_ptr[m + 1] > child_ptr[m]:
-                m = child_idx[child_ptr[m]]
-                reach += D[m]
+            reach = _branch_reach(c, child_ptr, child_idx, D)  # this item's scale
             to = (targets[i, gt, 0] - ps[0] - d[0], targets[i, gt, 1] - ps[1] - d[1], targets[i, gt, 2] - ps[2] - d[2])
-            WB[c] = 0.0 if vnorm(to) <= reach else nw[c]
+            WB[c] = 0.0 if vnorm(to) <= (1.0 - SLACK_MARGIN) * reach else nw[c]
     qb = qnormalize(qmul(_fit(qn, n, Pb, ps, child_ptr, child_idx, V, D, WB), qn))
     ax = 0.0
     ay = 0.0
@@ -730,7 +828,7 @@ def solve_item(i, mode, iterations, tol, fixed_root, has_pole, twist_rest, budge
             for _ in range(iterations):
                 if has_pole:
                     apply_pole(pole, P, P, True, budget, PU)
-                backward(targets, i, ngoal, gw, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0,
+                backward(targets, i, ngoal, gw, npar, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0,
                          use_limits, lim_kind, lim_par, lim_rest, TB, br, btip, WB)
                 p0 = p_root if fixed_root else row3(Pb, 0)
                 if has_pole:

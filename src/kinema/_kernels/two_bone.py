@@ -599,6 +599,10 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
     no_hist = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     nk = joints.shape[0]
     ke = nk - 1
+    # Chain indices as int64 variables, not the literals 0 and 1: numba compiles a called kernel once
+    # per literal value it is passed, so each literal would be another copy of the chain helpers.
+    k_upper = np.int64(0)
+    k_next = k_upper + 1
     st = _check_item(erot, flags, weight, soft, margin, spread)
     if st != OK:
         return st, math.nan, False, zero3, False, no_hist
@@ -623,7 +627,7 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
             scl[k] = scl0[k]
     else:
         base_pos, base_rot, base_scl = path_world(anc, i, t, r, s)
-        chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+        chain_world(k_upper, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
     pa = (pos[0, 0], pos[0, 1], pos[0, 2])
     pb = (pos[kl, 0], pos[kl, 1], pos[kl, 2])
     pc = (pos[ke, 0], pos[ke, 1], pos[ke, 2])
@@ -648,7 +652,7 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
         for c in range(4):
             r[i, j0, c] = q_up[c]
             r[i, j1, c] = q_low[c]
-        chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+        chain_world(k_upper, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
     else:
         v, elbow, end, hrow = _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft, hist, bend_step)
         ab = (pos[kl, 0] - pa[0], pos[kl, 1] - pa[1], pos[kl, 2] - pa[2])
@@ -656,11 +660,11 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
         # Upper bone: world correction, left-multiplied, through the parent inverse.
         to_elbow = (elbow[0] - pa[0], elbow[1] - pa[1], elbow[2] - pa[2])
         dq = qfrom_two_vectors(ab, to_elbow)
-        rotate_world(0, dq, base_rot, joints, i, r, rot)
+        rotate_world(k_upper, dq, base_rot, joints, i, r, rot)
         if flags & REST_TWIST:
             rest = (params[P_REST_UPPER], params[P_REST_UPPER + 1], params[P_REST_UPPER + 2], params[P_REST_UPPER + 3])
-            _rest_twist(0, rest, to_elbow, base_rot, joints, i, r, rot)
-        chain_world(1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+            _rest_twist(k_upper, rest, to_elbow, base_rot, joints, i, r, rot)
+        chain_world(k_next, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
         # Lower bone, from the refreshed positions.
         pb = (pos[kl, 0], pos[kl, 1], pos[kl, 2])
         pc = (pos[ke, 0], pos[ke, 1], pos[ke, 2])
@@ -712,7 +716,7 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
             r[i, j, 1] = q[1]
             r[i, j, 2] = q[2]
             r[i, j, 3] = q[3]
-        chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+        chain_world(k_upper, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
 
     ex = pos[ke, 0] - tgt[0]
     ey = pos[ke, 1] - tgt[1]
@@ -742,7 +746,7 @@ def _solve_range(lo, hi, plan, params, t, r, s, target, pole, hint, erot, hist, 
         # Every item starts from the same pose: find its world transforms once
         # per chunk (the same operations each item would run, so the same numbers).
         base_pos, base_rot, base_scl = path_world(anc, lo, t, r, s)
-        chain_world(0, base_pos, base_rot, base_scl, joints, lo, t, r, s, pos0, rot0, scl0)
+        chain_world(np.int64(0), base_pos, base_rot, base_scl, joints, lo, t, r, s, pos0, rot0, scl0)
     ntg = target.shape[0]
     npo = pole.shape[0]
     nh = hint.shape[0]
@@ -827,8 +831,9 @@ def solve_serial(plan, params, t, r, s, target, pole, hint, erot, hist, flags, w
     bad = _input_status(plan, t, r, s, target, pole, hint, erot, hist, weight, soft, margin)
     if bad != OK:
         return bad
-    _solve_range(0, r.shape[0], plan, params, t, r, s, target, pole, hint, erot, hist, flags, weight, soft, margin,
-                 spread, shared, err, reached, bend, status, hits, hist_out)
+    # np.int64(0), not the literal 0: the parallel driver's _solve_range compile serves this one too.
+    _solve_range(np.int64(0), r.shape[0], plan, params, t, r, s, target, pole, hint, erot, hist, flags, weight, soft,
+                 margin, spread, shared, err, reached, bend, status, hits, hist_out)
     return _result_status(t, r, err, status)
 
 
@@ -914,4 +919,6 @@ def solve_2d_batch(root, target, l1, l2, bend, margin, soft, elbow, end, angles,
 @njit
 def solve_2d_serial(root, target, l1, l2, bend, margin, soft, elbow, end, angles, err, status):  # type: ignore[no-untyped-def]
     """:func:`solve_2d_batch` on one thread."""
-    _solve_2d_range(0, status.shape[0], root, target, l1, l2, bend, margin, soft, elbow, end, angles, err, status)
+    # np.int64(0), not the literal 0: one _solve_2d_range compile for both drivers.
+    _solve_2d_range(np.int64(0), status.shape[0], root, target, l1, l2, bend, margin, soft, elbow, end, angles, err,
+                    status)

@@ -489,3 +489,30 @@ def test_two_bone_refuses_limits_it_cannot_honour() -> None:
         kinema.TwoBone(sk, arm, limits={"elbow": SwingTwist((0, 1, 0), 0.5)})
     with pytest.raises(kinema.SolverInputError, match="Limit"):
         kinema.TwoBone(sk, arm, limits={"elbow": (0, 1)})
+
+
+_ONE_SIGNATURE = textwrap.dedent("""
+    import numpy as np, kinema
+    from kinema._kernels import two_bone as k
+    sk = kinema.samples.humanoid()
+    pose = sk.rest_pose()
+    arm = ("right_shoulder", "right_elbow", "right_wrist")
+    p = kinema.forward_kinematics(sk, pose).positions[sk.index("right_wrist")]
+    solver = kinema.TwoBone(sk, arm, pole=p + [0.0, 0.0, -1.0])
+    solver.solve(pose, p + 0.01)                                   # one item (the solver's own copies)
+    ro = np.broadcast_to(p + 0.01, (10, 3))                        # a read-only broadcast view, 10 items
+    solver.solve(pose, ro)
+    solver.solve(pose, np.ascontiguousarray(ro) + 0.0, pole=np.broadcast_to(p, (10, 3)))  # writeable, 10 items
+    print(len(k._solve_range.signatures), len(k.solve_serial.signatures))
+""")
+
+
+def test_single_and_batched_routes_share_one_compiled_kernel(tmp_path: Path) -> None:
+    """numba types read-only arrays apart from writeable ones; the solver layer hands the kernels one array type
+    whatever the caller passed, so a single solve and batches (read-only views or not) compile each kernel once
+    (a second signature was a second multi-second compile on a cold cache)."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-c", _ONE_SIGNATURE], capture_output=True, text=True, env=env,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["1", "1"], proc.stdout

@@ -151,9 +151,19 @@ class Prepared:
 
 
 def _rows(a: FloatArray, batch: tuple[int, ...], n: int, tail: tuple[int, ...]) -> FloatArray:
+    """``a`` as C-contiguous rows ``(1, *tail)`` (no batch dims) or ``(N, *tail)``, always writeable.
+
+    The kernels only read these rows, but numba types a read-only array apart from a writeable
+    one: a broadcast view (read-only) for batches and a copy for single items would compile every
+    driver twice.  A batch-shaped C-contiguous writeable input is used as it is (no copy).
+    """
     if a.ndim == len(tail):
-        return np.ascontiguousarray(a).reshape((1,) + tail)
-    return np.ascontiguousarray(np.broadcast_to(a, batch + tail)).reshape((n,) + tail)
+        rows = np.ascontiguousarray(a).reshape((1,) + tail)
+    elif a.shape == batch + tail:
+        rows = np.ascontiguousarray(a).reshape((n,) + tail)
+    else:
+        rows = np.ascontiguousarray(np.broadcast_to(a, batch + tail)).reshape((n,) + tail)
+    return rows if rows.flags.writeable else rows.copy()
 
 
 def fill_broadcast(dst: FloatArray, src: FloatArray) -> FloatArray:

@@ -35,6 +35,21 @@ def _by_solver(points: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any
     return out
 
 
+def _finish(plt: Any, fig: Any, ax: Any, xlabel: str, ylabel: str, title: str) -> bytes:
+    """Both plots' common ending: log-log axes, labels, grid and legend; the figure as PNG bytes, closed."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    data = _png(fig)
+    plt.close(fig)
+    return data
+
+
 def _png(fig: Any) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
@@ -54,17 +69,8 @@ def plot_accuracy(points: Sequence[dict[str, Any]], title: str) -> bytes:
         for p, x, y in zip(pts, xs, ys, strict=True):
             if p.get("iterations") is not None:
                 ax.annotate(str(p["iterations"]), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("time per solve, one call each (microseconds, log)")
-    ax.set_ylabel("median end error (chain units, log)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    data = _png(fig)
-    plt.close(fig)
-    return data
+    return _finish(plt, fig, ax, "time per solve, one call each (microseconds, log)",
+                   "median end error (chain units, log)", title)
 
 
 def plot_throughput(points: Sequence[dict[str, Any]], title: str) -> bytes:
@@ -75,14 +81,4 @@ def plot_throughput(points: Sequence[dict[str, Any]], title: str) -> bytes:
     for solver, pts in _by_solver(points).items():
         pts = sorted(pts, key=lambda p: p["batch"])
         ax.plot([p["batch"] for p in pts], [p["solves_per_s"] for p in pts], marker="o", label=solver)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("batch size (items in one call, log)")
-    ax.set_ylabel("solves (FK: frames) per second, log")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    data = _png(fig)
-    plt.close(fig)
-    return data
+    return _finish(plt, fig, ax, "batch size (items in one call, log)", "solves (FK: frames) per second, log", title)

@@ -224,10 +224,10 @@ def bent_blank(start: FloatArray, direction: FloatArray, pull: FloatArray, load:
     seg = ROD_TIP_LENGTH / n
     between = float(np.arccos(np.clip(direction @ pull, -1.0, 1.0)))
     axis = np.cross(direction, pull)
+    straight = np.linalg.norm(axis) < PARALLEL_EPS  # the line pulls along the rod: nothing bends it sideways
     points = [start]
     for k in range(n):
         bend = min(load * ROD_MAX_BEND * ((k + 1) / n) ** 2, between)
-        straight = np.linalg.norm(axis) < PARALLEL_EPS  # the line pulls along the rod: nothing bends it sideways
         d = direction if straight else rot.rotate(rot.from_axis_angle(_unit(axis), bend), direction)
         points.append(points[-1] + seg * d)
     return np.array(points)

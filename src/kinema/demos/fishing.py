@@ -46,7 +46,7 @@ FloatArray = NDArray[np.float64]
 #: Height of the water surface below the deck top (m).
 WATER_Y = -0.8
 #: The jetty's deck: x from the back to the edge, z half-width (m).
-DECK_BACK_X, DECK_EDGE_X, DECK_HALF_WIDTH = -1.5, 0.35, 1.0
+DECK_BACK_X, DECK_EDGE_X, DECK_HALF_WIDTH = -1.0, 0.35, 1.0
 #: Where the angler's pelvis (the humanoid's root) sits: on the deck, near the edge (m).
 ACTOR_POSITION = np.array([0.05, 0.12, 0.0])
 #: How far the angler may be turned on the jetty (degrees about +Y; the water lies along +X).
@@ -106,6 +106,9 @@ FLOAT_RADIUS, BOB_AMPLITUDE, BOB_HZ = 0.03, 0.015, 0.7
 HANGING_LINE = 0.6
 #: Cast: how far out the float lands (m, along +X from the deck edge, before the seed's jitter) and its flight (s).
 CAST_DISTANCE, CAST_FLIGHT_S = 4.0, 1.0
+#: The drawn water: out from the deck edge just past where the float lands, and its half-width (m); only the
+#: part the scene uses, so the camera's fit leaves the angler large.
+WATER_REACH, WATER_HALF_WIDTH = CAST_DISTANCE + 0.5, 1.2
 #: The fish: how deep it swims (m, below the surface), its side-to-side wiggle (m, rad/s) while hooked,
 #: where the fight brings it (world, beside the jetty); the float rides on the surface above it (m).
 FISH_DEPTH_Y, FISH_WIGGLE, FISH_WIGGLE_RAD_PER_S = -0.1, 0.25, 3.0
@@ -593,13 +596,13 @@ def _draw_scene(d: Drawing) -> None:
     for z in (-DECK_HALF_WIDTH, DECK_HALF_WIDTH):
         d.line([[DECK_EDGE_X, 0.0, z], [DECK_EDGE_X, WATER_Y - 0.5, z]], plank, 0.05, "post")
     water = (0.2, 0.45, 0.75)
-    for x in np.linspace(DECK_EDGE_X, DECK_EDGE_X + 6.0, 7):
-        d.line([[x, WATER_Y, -2.0], [x, WATER_Y, 2.0]], water, 0.005, "water")
+    for x in np.linspace(DECK_EDGE_X, DECK_EDGE_X + WATER_REACH, 6):
+        d.line([[x, WATER_Y, -WATER_HALF_WIDTH], [x, WATER_Y, WATER_HALF_WIDTH]], water, 0.005, "water")
 
 
-#: The demo's descriptor for ``kinema demo fishing``: the PNG camera looks from the angler's front right and
+#: The demo's descriptor for ``kinema demo fishing``: the PNG camera looks over the angler's right shoulder and
 #: is fitted over the session's widest part (the wind-up, the cast and the float far out while waiting).
-DEMO = {"name": "fishing", "make": FishingSession, "fps": 30, "view": (-30.0, 12.0),
+DEMO = {"name": "fishing", "make": FishingSession, "fps": 30, "view": (-60.0, 15.0),
         "fit_seconds": sum(_state_duration(state) for state in ("idle", "cast", "wait")),
         "about": "a seated angler: two-bone arms to grips on the rod, palms aligned and fingers closed by "
                  "kinema.hands; hold, cast, wait, strike, fight, land with the net, release"}

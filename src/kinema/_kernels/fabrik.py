@@ -504,7 +504,9 @@ def backward(targets, i, ngoal, gw, npar, child_ptr, child_idx, P, Pb, Q, Qb, V,
     which also turns the node about its own bone so that, e.g., a hinge's
     plane contains its child.  A sub-base's slack branches are then left out
     of its wants (:func:`_slack_subbase`; the weights it used go to ``WB``
-    for the forward pass's fit).
+    for the forward pass's fit); one with a goal head is put on its circle
+    (:func:`_on_two_spheres`) and turned about the head's goal until its
+    branches reach (:func:`_pivot_subbase`).
     """
     kn = ngoal.shape[0]
     for n in range(kn):
@@ -737,7 +739,7 @@ def _pivot_subbase(targets, i, n, a, pp, pnew, qb, Pb, V, D, nw, child_ptr, chil
             break  # every branch reaches: nothing to turn for
         dp = (pnew[0] - pp[0], pnew[1] - pp[1], pnew[2] - pp[2])
         dn = vnorm(dp)
-        if dn > AIM_EPS:
+        if dn > AIM_EPS:  # (a sub-base on its parent gives no direction to hold the distance along)
             inv = 1.0 / dn
             j = vcross((pnew[0] - h[0], pnew[1] - h[1], pnew[2] - h[2]), (dp[0] * inv, dp[1] * inv, dp[2] * inv))
             w = PIVOT_HOLD * wsum

@@ -88,9 +88,19 @@ SUBBASE_FIT_PASSES = 4
 
 #: A flexible branch (:func:`_slack_subbase`) counts as slack only while its goal is within this fraction
 #: short of its reach: a branch at full stretch converges slowly in FABRIK, so one nearer than that to
-#: its reach's edge keeps pulling the sub-base toward its goal.  0.02: the best share of
-#: :func:`kinema._sweeps.torso_problem` reached at 20 iterations among 0, 0.01, 0.02, 0.03 and 0.08.
-SLACK_MARGIN = 0.02
+#: its reach's edge keeps pulling the sub-base toward its goal; :func:`_pivot_subbase` turns a goal-head
+#: sub-base until its branches are that far inside their reach.  0.015: the best share of
+#: :func:`kinema._sweeps.torso_problem` reached at 20 iterations among 0.01, 0.015, 0.02, 0.025, 0.03 and
+#: 0.05 (with the pivot; below it the margin is too thin for the arms to converge in 20 iterations, above
+#: it the poses that need an arm nearer full stretch than the margin are not met); best on seeds 1-4 too.
+SLACK_MARGIN = 0.015
+
+#: :func:`_pivot_subbase`: at most this many Gauss-Newton turns of a goal-head sub-base per backward pass;
+#: the weight of its parent-distance row relative to the branches' (a hard constraint, held to first
+#: order); and the damping added to the diagonal, relative to the trace.
+PIVOT_PASSES = 4
+PIVOT_HOLD = 100.0
+PIVOT_DAMPING = 1e-6
 
 
 @njit(borrows=True)
@@ -494,7 +504,9 @@ def backward(targets, i, ngoal, gw, npar, child_ptr, child_idx, P, Pb, Q, Qb, V,
     which also turns the node about its own bone so that, e.g., a hinge's
     plane contains its child.  A sub-base's slack branches are then left out
     of its wants (:func:`_slack_subbase`; the weights it used go to ``WB``
-    for the forward pass's fit).
+    for the forward pass's fit); one with a goal head is put on its circle
+    (:func:`_on_two_spheres`) and turned about the head's goal until its
+    branches reach (:func:`_pivot_subbase`).
     """
     kn = ngoal.shape[0]
     for n in range(kn):
@@ -553,22 +565,7 @@ def backward(targets, i, ngoal, gw, npar, child_ptr, child_idx, P, Pb, Q, Qb, V,
             # sub-base's best-fit orientation ``qb`` (aimed from the first
             # estimate above), ``Pb[c] - rotate(qb, V[c])``; weighted centroid again.
             qb = qnormalize(qmul(_fit(qn, n, Pb, pnew, child_ptr, child_idx, V, D, nw), qn))
-            ax = 0.0
-            ay = 0.0
-            az = 0.0
-            if g >= 0:
-                w = gw[g]
-                ax += w * targets[i, g, 0]
-                ay += w * targets[i, g, 1]
-                az += w * targets[i, g, 2]
-            for e in range(c0, c1):
-                c = child_idx[e]
-                d = qrotate(qb, row3(V, c))
-                w = nw[c]
-                ax += w * (Pb[c, 0] - d[0])
-                ay += w * (Pb[c, 1] - d[1])
-                az += w * (Pb[c, 2] - d[2])
-            pnew = (ax / wsum, ay / wsum, az / wsum)
+            pnew = _rigid_centroid(targets, i, g, gw, n, child_ptr, child_idx, qb, Pb, V, nw, br, False)
             pnew, qb = _slack_subbase(targets, i, g, gw, n, child_ptr, child_idx, qn, qb, pnew, Pb, V, D, nw, br,
                                       btip, WB)
             a = _anchor(n, child_ptr, child_idx, D, WB)
@@ -577,6 +574,8 @@ def backward(targets, i, ngoal, gw, npar, child_ptr, child_idx, P, Pb, Q, Qb, V,
                 # goes to the nearest point of that circle, and is turned to aim the head exactly.
                 pnew = _on_two_spheres(pnew, row3(P, npar[n]), D[n], row3(Pb, a), D[a])
                 qb = qnormalize(qmul(_fit(qn, n, Pb, pnew, child_ptr, child_idx, V, D, WB), qn))
+                pnew, qb = _pivot_subbase(targets, i, n, a, row3(P, npar[n]), pnew, qb, Pb, V, D, nw, child_ptr,
+                                          child_idx, br, btip)
             put4(Qb, n, qb)
         elif use_limits:
             put4(Qb, n, qnormalize(qmul(_fit(qn, n, Pb, pnew, child_ptr, child_idx, V, D, nw), qn)))
@@ -626,27 +625,7 @@ def _slack_subbase(targets, i, g, gw, n, child_ptr, child_idx, qn, qb, pnew, Pb,
             n_bind += 1
     if n_flex == 0 or n_bind == 0:
         return pnew, qb
-    # Centroid of the binding wants (orientation qb).
-    ax = 0.0
-    ay = 0.0
-    az = 0.0
-    wsum = 0.0
-    if g >= 0:
-        w = gw[g]
-        ax += w * targets[i, g, 0]
-        ay += w * targets[i, g, 1]
-        az += w * targets[i, g, 2]
-        wsum += w
-    for e in range(c0, c1):
-        c = child_idx[e]
-        if br[c] < 0.0:
-            d = qrotate(qb, row3(V, c))
-            w = nw[c]
-            ax += w * (Pb[c, 0] - d[0])
-            ay += w * (Pb[c, 1] - d[1])
-            az += w * (Pb[c, 2] - d[2])
-            wsum += w
-    ps = (ax / wsum, ay / wsum, az / wsum)
+    ps = _rigid_centroid(targets, i, g, gw, n, child_ptr, child_idx, qb, Pb, V, nw, br, True)  # the binding wants
     for e in range(c0, c1):
         c = child_idx[e]
         if br[c] >= 0.0:
@@ -656,6 +635,15 @@ def _slack_subbase(targets, i, g, gw, n, child_ptr, child_idx, qn, qb, pnew, Pb,
             to = (targets[i, gt, 0] - ps[0] - d[0], targets[i, gt, 1] - ps[1] - d[1], targets[i, gt, 2] - ps[2] - d[2])
             WB[c] = 0.0 if vnorm(to) <= (1.0 - SLACK_MARGIN) * reach else nw[c]
     qb = qnormalize(qmul(_fit(qn, n, Pb, ps, child_ptr, child_idx, V, D, WB), qn))
+    return _rigid_centroid(targets, i, g, gw, n, child_ptr, child_idx, qb, Pb, V, WB, br, False), qb
+
+
+@njit(borrows=True)
+def _rigid_centroid(targets, i, g, gw, n, child_ptr, child_idx, qb, Pb, V, W, br, bound_only):  # type: ignore[no-untyped-def]
+    """Weighted centroid of sub-base ``n``'s wants with orientation ``qb``: its own goal ``g`` (weight
+    ``gw[g]``, none when ``g < 0``) and, for each child ``c`` of weight ``W[c] > 0``, the place its backward
+    point ``Pb[c]`` puts the sub-base, ``Pb[c] - rotate(qb, V[c])``; with ``bound_only`` the flexible
+    children (``br[c] >= 0``, :func:`_slack_subbase`) are left out.  The caller ensures a positive total."""
     ax = 0.0
     ay = 0.0
     az = 0.0
@@ -666,16 +654,119 @@ def _slack_subbase(targets, i, g, gw, n, child_ptr, child_idx, qn, qb, pnew, Pb,
         ay += w * targets[i, g, 1]
         az += w * targets[i, g, 2]
         wsum += w
-    for e in range(c0, c1):
+    for e in range(child_ptr[n], child_ptr[n + 1]):
         c = child_idx[e]
-        w = WB[c]
-        if w > 0.0:
+        w = W[c]
+        if w > 0.0 and not (bound_only and br[c] >= 0.0):
             d = qrotate(qb, row3(V, c))
             ax += w * (Pb[c, 0] - d[0])
             ay += w * (Pb[c, 1] - d[1])
             az += w * (Pb[c, 2] - d[2])
             wsum += w
-    return (ax / wsum, ay / wsum, az / wsum), qb
+    return (ax / wsum, ay / wsum, az / wsum)
+
+
+@njit
+def _solve_sym3(a00, a01, a02, a11, a12, a22, b):  # type: ignore[no-untyped-def]
+    """``x`` with ``A x = b`` for the symmetric 3x3 ``A`` (Cramer's rule); zero when ``A`` is singular."""
+    c0 = (a00, a01, a02)
+    c1 = (a01, a11, a12)
+    c2 = (a02, a12, a22)
+    det = vdot(c0, vcross(c1, c2))
+    if det == 0.0:
+        return (0.0, 0.0, 0.0)
+    inv = 1.0 / det
+    return (vdot(b, vcross(c1, c2)) * inv, vdot(c0, vcross(b, c2)) * inv, vdot(c0, vcross(c1, b)) * inv)
+
+
+@njit(borrows=True)
+def _pivot_subbase(targets, i, n, a, pp, pnew, qb, Pb, V, D, nw, child_ptr, child_idx, br, btip):  # type: ignore[no-untyped-def]
+    """Sub-base ``n`` with goal head ``a`` turned about the head's goal until its flexible branches reach.
+
+    ``(pnew, qb)`` has the head on its goal ``h = Pb[a]`` and ``pnew`` at ``D[n]`` from its parent at ``pp``;
+    every such pose is the sub-base turned rigidly about ``h``.  A flexible branch ``c`` whose goal is
+    beyond ``(1 - SLACK_MARGIN)`` of its reach from its base ``s_c = pnew + rotate(qb, V[c])`` has the
+    excess ``e_c``; a Gauss-Newton step on the turn ``w`` about ``h`` (first order: ``s_c`` moves by ``w x
+    (s_c - h)``) solves ``sum_c nw_c j_c j_c^T w = sum_c nw_c j_c e_c``, ``j_c = (s_c - h) x u_c`` (``u_c``
+    the unit from ``s_c`` to its goal), with the parent distance held by a row of weight
+    ``PIVOT_HOLD`` and ``PIVOT_DAMPING`` on the diagonal (one binding branch leaves a direction free).
+    The turn is applied, the sub-base put back on its circle (:func:`_on_two_spheres`) and the head
+    re-aimed; at most ``PIVOT_PASSES`` steps, stopping once every branch reaches.  Position and turn move
+    together, so the sub-base cannot stall where moving along the circle alone or turning about the head
+    alone brings no branch closer.  The flexible children's backward points become their rigid places on
+    the result, so the forward pass's fit (:func:`_fit_anchored`) turns the sub-base to ``qb``.
+    """
+    h = row3(Pb, a)
+    c0 = child_ptr[n]
+    c1 = child_ptr[n + 1]
+    for _ in range(PIVOT_PASSES):
+        a00 = 0.0
+        a01 = 0.0
+        a02 = 0.0
+        a11 = 0.0
+        a12 = 0.0
+        a22 = 0.0
+        bx = 0.0
+        by = 0.0
+        bz = 0.0
+        wsum = 0.0
+        for e in range(c0, c1):
+            c = child_idx[e]
+            if br[c] < 0.0:
+                continue
+            d = qrotate(qb, row3(V, c))
+            sc = (pnew[0] + d[0], pnew[1] + d[1], pnew[2] + d[2])
+            gt = btip[c]
+            to = (targets[i, gt, 0] - sc[0], targets[i, gt, 1] - sc[1], targets[i, gt, 2] - sc[2])
+            dist = vnorm(to)
+            ex = dist - (1.0 - SLACK_MARGIN) * _branch_reach(c, child_ptr, child_idx, D)
+            if ex <= 0.0:
+                continue
+            inv = 1.0 / dist
+            j = vcross((sc[0] - h[0], sc[1] - h[1], sc[2] - h[2]), (to[0] * inv, to[1] * inv, to[2] * inv))
+            w = nw[c]
+            a00 += w * j[0] * j[0]
+            a01 += w * j[0] * j[1]
+            a02 += w * j[0] * j[2]
+            a11 += w * j[1] * j[1]
+            a12 += w * j[1] * j[2]
+            a22 += w * j[2] * j[2]
+            bx += w * j[0] * ex
+            by += w * j[1] * ex
+            bz += w * j[2] * ex
+            wsum += w
+        if wsum == 0.0:
+            break  # every branch reaches: nothing to turn for
+        dp = (pnew[0] - pp[0], pnew[1] - pp[1], pnew[2] - pp[2])
+        dn = vnorm(dp)
+        if dn > AIM_EPS:  # (a sub-base on its parent gives no direction to hold the distance along)
+            inv = 1.0 / dn
+            j = vcross((pnew[0] - h[0], pnew[1] - h[1], pnew[2] - h[2]), (dp[0] * inv, dp[1] * inv, dp[2] * inv))
+            w = PIVOT_HOLD * wsum
+            ep = dn - D[n]
+            a00 += w * j[0] * j[0]
+            a01 += w * j[0] * j[1]
+            a02 += w * j[0] * j[2]
+            a11 += w * j[1] * j[1]
+            a12 += w * j[1] * j[2]
+            a22 += w * j[2] * j[2]
+            bx -= w * j[0] * ep
+            by -= w * j[1] * ep
+            bz -= w * j[2] * ep
+        lam = PIVOT_DAMPING * (a00 + a11 + a22)
+        rv = _solve_sym3(a00 + lam, a01, a02, a11 + lam, a12, a22 + lam, (bx, by, bz))
+        dq = qfrom_rotvec(rv)
+        x = qrotate(dq, (pnew[0] - h[0], pnew[1] - h[1], pnew[2] - h[2]))
+        pnew = _on_two_spheres((h[0] + x[0], h[1] + x[1], h[2] + x[2]), pp, D[n], h, D[a])
+        qb = qnormalize(qmul(dq, qb))
+        cur = qrotate(qb, row3(V, a))
+        qb = qnormalize(qmul(qfrom_two_vectors(cur, (h[0] - pnew[0], h[1] - pnew[1], h[2] - pnew[2])), qb))
+    for e in range(c0, c1):
+        c = child_idx[e]
+        if br[c] >= 0.0:
+            d = qrotate(qb, row3(V, c))
+            put3(Pb, c, (pnew[0] + d[0], pnew[1] + d[1], pnew[2] + d[2]))
+    return pnew, qb
 
 
 @njit(borrows=True)

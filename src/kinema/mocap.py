@@ -838,7 +838,7 @@ def _lengthen_fast_ramps(speed: FloatArray, cap: FloatArray, runs: Sequence[tupl
             c = owners[f + 1, i]
             if c >= 0 and starts[c] <= f and f + 1 < ends[c]:  # both frames inside contact c
                 if not straight[f, i] and not straight[f + 1, i]:
-                    continue  # a bent leg: the lock turns it no faster than its target moves
+                    continue  # a bent leg: no snap straight to let go of
                 if last[i][c] - (f + 1) <= edge:
                     ends[c] = f + 1
                     changed = True
@@ -876,7 +876,8 @@ def footlock(
     1. contacts from :func:`detect_contacts` (``detect_options`` are passed
        on: ``height``, ``speed``, ``ground``, ``hysteresis``, ...) unless
        ``contacts`` is given;
-    2. each contact's lock is the mean world position of the foot over it;
+    2. each contact's lock is the mean world position of the foot over the
+       frames it is held (the contact, less what step 6 lets go);
     3. the IK weight ``w`` is 1 in a contact and eases over ``ease`` seconds
        before and after (smoothstep, shared fairly with a neighbouring
        contact); in a contact the foot's target is the lock, on the ramps

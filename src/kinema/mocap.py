@@ -101,6 +101,14 @@ DEFAULT_MERGE_GAP_S = 0.5
 #: Seconds over which the IK weight eases in before and out after a contact.
 DEFAULT_EASE_S = 0.25
 
+#: On the ramps into and out of a lock the animated motion away from the
+#: lock's edge is faded in with ``1 - w^EDGE_EASE_POWER`` (``w`` the smoothstep
+#: weight, see :func:`_eased_targets`): the foot leaves the lock at rest and
+#: takes up the animated velocity over the first part of the ramp.  1 would
+#: crossfade positions over the whole ramp (the foot lags the animation, then
+#: catches up faster than it moves); higher takes the velocity up sooner.
+EDGE_EASE_POWER = 3.0
+
 #: A ramp (the IK weight easing in or out) on which a leg joint turns faster
 #: than the input ever turns that joint is lengthened, up to this many times
 #: ``ease``, in at most ``SPEED_PASSES`` passes of solving the legs again.
@@ -272,6 +280,61 @@ def _offset_targets(anim: FloatArray, starts: IntArray, ends: IntArray, lock: Fl
     tgt[f] = anim[f] + weight[f, None] * (lock[c] - anim[edge])
     tgt[f[inside]] = lock[c[inside]]
     return tgt
+
+
+def _eased_targets(anim: FloatArray, starts: IntArray, ends: IntArray, lock: FloatArray, weight: FloatArray,
+                   owner: IntArray, eased_before: BoolArray, eased_after: BoolArray) -> FloatArray:
+    """Targets ``(F, 3)`` that hold ``lock[c]`` over run ``c`` and ease the foot's velocity in and out of it.
+
+    ``eased_before (C,)``/``eased_after (C,)``: which ramps ease the velocity
+    (the others fade the offset only, as :func:`_offset_targets`).
+
+    Inside run ``c`` the target is ``lock[c]``.  On an eased ramp it is
+    ``anim + w (lock[c] - anim[edge]) - w^EDGE_EASE_POWER (anim - anim[edge])``
+    with ``edge`` the run's first (last) frame and ``w`` the smoothstep
+    weight: the offset fades as in :func:`_offset_targets`, and the animated
+    motion away from the edge is faded in with ``1 - w^EDGE_EASE_POWER``, so
+    the target leaves (reaches) the lock at rest and takes up the animated
+    velocity over the first part of the ramp instead of at once.  Elsewhere
+    (``owner == -1``) the target is the animation.
+    """
+    tgt = _offset_targets(anim, starts, ends, lock, weight, owner)
+    f = np.flatnonzero(owner >= 0)
+    if f.size == 0:
+        return tgt
+    c = owner[f]
+    before = f < starts[c]
+    ramp = (before | (f >= ends[c])) & np.where(before, eased_before[c], eased_after[c])
+    f, c, before = f[ramp], c[ramp], before[ramp]
+    edge = np.where(before, starts[c], ends[c] - 1)
+    tgt[f] -= weight[f, None] ** EDGE_EASE_POWER * (anim[f] - anim[edge])
+    return tgt
+
+
+def _unease_harsh_ramps(tgt: FloatArray, cap: float, starts: IntArray, ends: IntArray, owner: IntArray,
+                        eased_before: BoolArray, eased_after: BoolArray) -> bool:
+    """Turn off the velocity ease of each ramp on which the target accelerates harder than ``cap``.
+
+    ``tgt (F, 3)``: one foot's targets, ``cap``: the largest acceleration
+    (second difference per frame) of the animated foot; the flags are updated
+    in place.  Returns True if any changed.  A short ramp behind a foot that
+    already moves fast would have to start it from rest and bring it to speed
+    in a few frames: the offset form (animated velocity) is kept there.
+    """
+    if tgt.shape[0] < 3:  # no second difference to judge
+        return False
+    acc = np.linalg.norm(np.diff(tgt, 2, axis=0), axis=-1)
+    changed = False
+    for f in np.flatnonzero(acc > cap) + 1:  # centre frame of each too-sharp second difference
+        for fr in (f - 1, f, f + 1):
+            c = owner[fr]
+            if c < 0 or starts[c] <= fr < ends[c]:
+                continue  # untouched or held: not a ramp
+            side = eased_before if fr < starts[c] else eased_after
+            if side[c]:
+                side[c] = False
+                changed = True
+    return changed
 
 
 def _crossfade_short_gaps(tgt: FloatArray, anim: FloatArray, starts: IntArray, ends: IntArray, lock: FloatArray,
@@ -804,7 +867,8 @@ def _hips_drops(sub: Skeleton, pos: FloatArray, legs: Sequence[tuple[int, ...]],
 
 def _lengthen_fast_ramps(speed: FloatArray, cap: FloatArray, runs: Sequence[tuple[IntArray, IntArray]],
                          detected: Sequence[tuple[IntArray, IntArray]], owners: IntArray, straight: BoolArray,
-                         before: list[IntArray], after: list[IntArray], max_ramp: int, edge: int) -> bool:
+                         before: list[IntArray], after: list[IntArray], max_ramp: int, edge: int,
+                         eased_before: list[BoolArray], eased_after: list[BoolArray]) -> bool:
     """Slow down what turns a leg joint faster than the input's fastest; True if anything changed.
 
     ``speed (F-1, 3K)``: the solved legs' local angular speeds (hip, knee, foot
@@ -813,7 +877,12 @@ def _lengthen_fast_ramps(speed: FloatArray, cap: FloatArray, runs: Sequence[tupl
     (contacts ``[start, end)`` per foot) and ``before``/``after`` (ramp lengths
     per contact, frames) are updated in place.
 
-    * A ramp on which joint ``j`` turns at ``r`` times ``cap[j]`` grows to
+    * A ramp on which joint ``j`` turns too fast and that eases the foot's
+      velocity (``eased_before``/``eased_after``, per contact, updated in
+      place; :func:`_eased_targets`) stops easing it: holding the foot back
+      while the body moves on is what turns the leg.
+    * A ramp on which joint ``j`` turns at ``r`` times ``cap[j]`` and that
+      keeps the animated velocity grows to
       ``r`` times its length (the correction it carries is then spread over
       that many more frames, so it turns about ``r`` times slower), at least
       by one frame and at most to ``max_ramp``.
@@ -850,6 +919,11 @@ def _lengthen_fast_ramps(speed: FloatArray, cap: FloatArray, runs: Sequence[tupl
                 c = owners[fr, i]
                 if c < 0 or starts[c] <= fr < ends[c]:
                     continue
+                eased = eased_before[i] if fr < starts[c] else eased_after[i]
+                if eased[c]:
+                    eased[c] = False
+                    changed = True
+                    continue
                 side = before[i] if fr < starts[c] else after[i]
                 want = min(max_ramp, max(int(side[c]) + 1, int(np.ceil(side[c] * ratio[f]))))
                 if want > side[c]:
@@ -881,12 +955,20 @@ def footlock(
     3. the IK weight ``w`` is 1 in a contact and eases over ``ease`` seconds
        before and after (smoothstep, shared fairly with a neighbouring
        contact); in a contact the foot's target is the lock, on the ramps
-       it is ``p + w (lock - p_edge)`` with ``p`` its animated position and
-       ``p_edge`` the one at the contact's first (last) frame: the offset
-       fades while the foot keeps its animated velocity, so the motion is
-       continuous and untouched where ``w = 0``; across a gap shorter than
-       two ramps one lock's offset fades straight into the next one's
-       (:func:`_crossfade_short_gaps`);
+       it is ``p + w (lock - p_edge) - w^EDGE_EASE_POWER (p - p_edge)`` with
+       ``p`` its animated position and ``p_edge`` the one at the contact's
+       first (last) frame (:func:`_eased_targets`): the offset fades and the
+       animated motion away from the edge fades in, so the foot leaves (and
+       reaches) the lock at rest and takes up the animated velocity over the
+       first part of the ramp.  Why: a lock held to the last frame of a
+       contact whose foot already moves (a shuffling step's slow lift-off)
+       would otherwise start the foot from rest to the animated velocity in
+       one frame.  Where that ease would accelerate the foot harder than the
+       animated foot ever accelerates (a short ramp behind a foot already
+       fast), the ramp drops the second term and keeps the animated velocity
+       (:func:`_unease_harsh_ramps`).  The motion is continuous and untouched
+       where ``w = 0``; across a gap shorter than two ramps one lock's offset
+       fades straight into the next one's (:func:`_crossfade_short_gaps`);
     4. with ``lower_hips``, where a target is farther from its hip than
        ``(1 - REACH_SLACK)`` of the leg (and farther than the animated foot
        was), the root is lowered straight down by the least amount that
@@ -901,7 +983,9 @@ def footlock(
     6. no leg joint turns faster than the input ever turns it: where one does
        (hip, knee or foot, against its own largest angular speed in the
        input), the legs are solved again, up to ``SPEED_PASSES`` times, with
-       the ramp it turns on lengthened in proportion (at most
+       the ramp it turns on first made to keep the animated velocity (no
+       velocity ease: holding the foot back while the body moves on turns
+       the leg), then lengthened in proportion (at most
        ``MAX_EASE_FACTOR`` times ``ease``; the blend keeps its form, only
        slower), or, where it turns inside a contact on a leg near straight in
        the animation and as solved (``STRAIGHT_FRACTION``), with that contact
@@ -947,6 +1031,10 @@ def footlock(
     # _lengthen_fast_ramps wherever a leg joint turned faster than the input ever turns it.
     before = [np.full(r[0].size, ease_frames, dtype=np.int64) for r in runs]
     after = [np.full(r[0].size, ease_frames, dtype=np.int64) for r in runs]
+    accel_cap = [(np.linalg.norm(np.diff(pos[:, leg[2]], 2, axis=0), axis=-1).max(initial=0.0)
+                  * (1.0 + SPEED_RTOL)) for leg in legs]
+    eased_b = [np.full(r[0].size, True) for r in runs]
+    eased_a = [np.full(r[0].size, True) for r in runs]
     leg_joints = np.array([j for leg in legs for j in leg], dtype=np.int64)
     speed_cap = _joint_max_speed(clip, np.array([j for leg in legs_full for j in leg], dtype=np.int64))[0]
     max_ramp = int(np.ceil(MAX_EASE_FACTOR * ease_frames))
@@ -966,8 +1054,13 @@ def footlock(
             w, owners[:, i] = _ease_runs(starts, ends, n, before[i], after[i])
             anim = pos[:, foot]
             weights[:, i] = w
-            targets[:, i] = _crossfade_short_gaps(_offset_targets(anim, starts, ends, locks[i], w, owners[:, i]),
-                                                  anim, starts, ends, locks[i], before[i], after[i])
+            while True:
+                targets[:, i] = _crossfade_short_gaps(
+                    _eased_targets(anim, starts, ends, locks[i], w, owners[:, i], eased_b[i], eased_a[i]),
+                    anim, starts, ends, locks[i], before[i], after[i])
+                if not _unease_harsh_ramps(targets[:, i], accel_cap[i], starts, ends, owners[:, i], eased_b[i],
+                                           eased_a[i]):
+                    break
         drops = _hips_drops(sub, pos, legs, targets, weights, ease_frames, lower_hips)
         t_out, r_out = t_in.copy(), r_in.copy()
         for r, d in drops.items():
@@ -1000,7 +1093,7 @@ def footlock(
             break
         speed = rot.angle_between(r_sub[:-1, leg_joints], r_sub[1:, leg_joints]) / np.diff(t)[:, None]
         if not _lengthen_fast_ramps(speed, speed_cap, runs, detected, owners, straight, before, after, max_ramp,
-                                    max_ramp):
+                                    max_ramp, eased_b, eased_a):
             break
     drop = np.max(np.stack(list(drops.values())), axis=0) if drops else np.zeros(n)
     mask = np.zeros((n, k), dtype=bool)

@@ -101,12 +101,43 @@ DEFAULT_MERGE_GAP_S = 0.5
 #: Seconds over which the IK weight eases in before and out after a contact.
 DEFAULT_EASE_S = 0.25
 
+#: On the ramps into and out of a lock the animated motion away from the
+#: lock's edge is faded in with ``1 - w^EDGE_EASE_POWER`` (``w`` the smoothstep
+#: weight, see :func:`_eased_targets`): the foot leaves the lock at rest and
+#: takes up the animated velocity over the first part of the ramp.  1 would
+#: crossfade positions over the whole ramp (the foot lags the animation, then
+#: catches up faster than it moves); higher takes the velocity up sooner.
+EDGE_EASE_POWER = 3.0
+
+#: A ramp (the IK weight easing in or out) on which a leg joint turns faster
+#: than the input ever turns that joint is lengthened, up to this many times
+#: ``ease``, in at most ``SPEED_PASSES`` passes of solving the legs again.
+MAX_EASE_FACTOR = 4.0
+SPEED_PASSES = 4
+#: Angular speed (rad/s) at or below which a joint counts as held still by the
+#: input (0.1 deg/s): it has no fastest speed to keep under, and is not checked
+#: (a foot that keeps its world orientation turns against a moving shin).
+SPEED_CAP_FLOOR = np.radians(0.1)
+#: ... and a joint is too fast above ``1 + SPEED_RTOL`` times its cap: a frame
+#: footlock leaves as animated turns at the input's own speed, give or take
+#: rounding, and must not count as faster.
+SPEED_RTOL = 1e-6
+
 # ----------------------------------------------------------- locking limits
 #: The hips are lowered so that a leg keeps this fraction of its length from
 #: fully straight (a straight knee is singular: the bend plane is undefined).
 #: It is far above the two-bone solver's own margin (1e-4 of the shorter bone),
 #: so a target inside it is reached exactly.
 REACH_SLACK = 1e-3
+
+#: A leg is *near straight* where its target is farther from the hip than
+#: ``1 - STRAIGHT_FRACTION`` of its length.  Near full extension the knee angle
+#: goes as the square root of the missing reach: the last 2% of reach turn the
+#: knee by 23 degrees (equal bones), the last 1% by 16, so a lock that pulls a
+#: leg the animation holds straight the last percent snaps the knee straight
+#: and back as the body passes over the foot (a pop; see
+#: :func:`_lengthen_fast_ramps`).
+STRAIGHT_FRACTION = 0.02
 
 #: The hips never drop by more than this fraction of the shortest leg: a lock
 #: that is out of reach horizontally cannot be fixed by crouching.
@@ -124,6 +155,9 @@ KNEE_AGREEMENT = 0.5
 #: line is at least this fraction of the solved knee's (below it, the side it
 #: is on is decided by how far the lock is from the animated foot).
 POLE_ANIM_SHARE = 1.0
+#: ... to rounding: where the hips drop just enough for the animated reach,
+#: the solved knee is the animated one and must not flip the decision.
+POLE_RTOL = 1e-9
 
 #: Default reach blend window, seconds on each side of ``A..B``.
 DEFAULT_REACH_BLEND_S = 0.25
@@ -206,11 +240,20 @@ def _runs(mask: BoolArray) -> tuple[IntArray, IntArray]:
 
 
 def _ease(starts: IntArray, ends: IntArray, n_frames: int, ease_frames: int) -> tuple[FloatArray, IntArray]:
+    n_runs = starts.size
+    return _ease_runs(starts, ends, n_frames, np.full(n_runs, int(ease_frames), dtype=np.int64),
+                      np.full(n_runs, int(ease_frames), dtype=np.int64))
+
+
+def _ease_runs(starts: IntArray, ends: IntArray, n_frames: int, before: IntArray,
+               after: IntArray) -> tuple[FloatArray, IntArray]:
+    """Ease weights and owners ``(F,)`` with ramp lengths of their own before/after each run (frames)."""
     from ._kernels import contact as kc
 
     weight = np.empty(n_frames)
     owner = np.empty(n_frames, dtype=np.int64)
-    kc.ease_weights(starts, ends, n_frames, int(ease_frames), weight, owner)
+    kc.ease_weights_per_run(starts, ends, n_frames, np.ascontiguousarray(before, dtype=np.int64),
+                            np.ascontiguousarray(after, dtype=np.int64), weight, owner)
     return weight, owner
 
 
@@ -239,9 +282,66 @@ def _offset_targets(anim: FloatArray, starts: IntArray, ends: IntArray, lock: Fl
     return tgt
 
 
+def _eased_targets(anim: FloatArray, starts: IntArray, ends: IntArray, lock: FloatArray, weight: FloatArray,
+                   owner: IntArray, eased_before: BoolArray, eased_after: BoolArray) -> FloatArray:
+    """Targets ``(F, 3)`` that hold ``lock[c]`` over run ``c`` and ease the foot's velocity in and out of it.
+
+    ``eased_before (C,)``/``eased_after (C,)``: which ramps ease the velocity
+    (the others fade the offset only, as :func:`_offset_targets`).
+
+    Inside run ``c`` the target is ``lock[c]``.  On an eased ramp it is
+    ``anim + w (lock[c] - anim[edge]) - w^EDGE_EASE_POWER (anim - anim[edge])``
+    with ``edge`` the run's first (last) frame and ``w`` the smoothstep
+    weight: the offset fades as in :func:`_offset_targets`, and the animated
+    motion away from the edge is faded in with ``1 - w^EDGE_EASE_POWER``, so
+    the target leaves (reaches) the lock at rest and takes up the animated
+    velocity over the first part of the ramp instead of at once.  Elsewhere
+    (``owner == -1``) the target is the animation.
+    """
+    tgt = _offset_targets(anim, starts, ends, lock, weight, owner)
+    f = np.flatnonzero(owner >= 0)
+    if f.size == 0:
+        return tgt
+    c = owner[f]
+    before = f < starts[c]
+    ramp = (before | (f >= ends[c])) & np.where(before, eased_before[c], eased_after[c])
+    f, c, before = f[ramp], c[ramp], before[ramp]
+    edge = np.where(before, starts[c], ends[c] - 1)
+    tgt[f] -= weight[f, None] ** EDGE_EASE_POWER * (anim[f] - anim[edge])
+    return tgt
+
+
+def _unease_harsh_ramps(tgt: FloatArray, cap: float, starts: IntArray, ends: IntArray, owner: IntArray,
+                        eased_before: BoolArray, eased_after: BoolArray) -> bool:
+    """Turn off the velocity ease of each ramp on which the target accelerates harder than ``cap``.
+
+    ``tgt (F, 3)``: one foot's targets, ``cap``: the largest acceleration
+    (second difference per frame) of the animated foot; the flags are updated
+    in place.  Returns True if any changed.  A short ramp behind a foot that
+    already moves fast would have to start it from rest and bring it to speed
+    in a few frames: the offset form (animated velocity) is kept there.
+    """
+    if tgt.shape[0] < 3:  # no second difference to judge
+        return False
+    acc = np.linalg.norm(np.diff(tgt, 2, axis=0), axis=-1)
+    changed = False
+    for f in np.flatnonzero(acc > cap) + 1:  # centre frame of each too-sharp second difference
+        for fr in (f - 1, f, f + 1):
+            c = owner[fr]
+            if c < 0 or starts[c] <= fr < ends[c]:
+                continue  # untouched or held: not a ramp
+            side = eased_before if fr < starts[c] else eased_after
+            if side[c]:
+                side[c] = False
+                changed = True
+    return changed
+
+
 def _crossfade_short_gaps(tgt: FloatArray, anim: FloatArray, starts: IntArray, ends: IntArray, lock: FloatArray,
-                          ease_frames: int) -> FloatArray:
+                          before: IntArray, after: IntArray) -> FloatArray:
     """In place on ``tgt (F, 3)``: across a gap shorter than two ramps, fade one lock's offset into the next's.
+
+    ``before (C,)``/``after (C,)``: the ramp lengths (frames) wanted before and after each run.
 
     Two ramps that share a short gap would take the offset from the first
     lock down to zero and up to the second one within half the gap each; the
@@ -254,7 +354,7 @@ def _crossfade_short_gaps(tgt: FloatArray, anim: FloatArray, starts: IntArray, e
     for c in range(len(starts) - 1):
         e, s = int(ends[c]), int(starts[c + 1])
         gap = s - e
-        if gap <= 0 or gap >= 2 * ease_frames:
+        if gap <= 0 or gap >= after[c] + before[c + 1]:
             continue
         x = _smoothstep(np.arange(1, gap + 1) / (gap + 1.0))[:, None]
         off_a = lock[c] - anim[e - 1]
@@ -368,7 +468,8 @@ def _knee_poles(pos: FloatArray, wrot: FloatArray, hip: int, knee: int, foot: in
     along = (thigh * thigh + d * d - shin * shin) / (2.0 * np.maximum(d, tiny))
     rise = np.sqrt(np.maximum(thigh * thigh - along * along, 0.0))
     anim_rise = np.linalg.norm(off, axis=-1)
-    telling = (anim_rise >= KNEE_LEARN_FRACTION * thigh) & (~solved | (anim_rise >= POLE_ANIM_SHARE * rise))
+    telling = (anim_rise >= KNEE_LEARN_FRACTION * thigh) & (~solved | (anim_rise >= POLE_ANIM_SHARE * rise
+                                                                      * (1.0 - POLE_RTOL)))
     # Swivel frame about the solve's axis: e1 the forward direction, e2 = axis x e1.
     e1 = forward - np.sum(forward * axis, axis=-1, keepdims=True) * axis
     e1 = e1 / np.maximum(np.linalg.norm(e1, axis=-1, keepdims=True), tiny)
@@ -662,20 +763,26 @@ class FootlockResult:
     """What :func:`footlock` returns.
 
     * ``clip``: the locked clip (new arrays; full ``(F, J, k)`` pose).
-    * ``contacts``: the contacts used (of the input clip).
-    * ``weights``: ``(F, K)`` IK weight per foot (1 in contact, eased ramps).
-    * ``locks``: per foot, ``(n_contacts, 3)`` world lock positions.
+    * ``contacts``: the contacts used (of the input clip), as detected or given.
+    * ``weights``: ``(F, K)`` IK weight per foot (1 while held, eased ramps).
+    * ``locks``: per foot, ``(n_contacts, 3)`` world lock positions: lock ``c``
+      holds the foot over contact ``c``, less the frames let go early.
     * ``hips_drop``: ``(F,)`` how far the root was lowered (units, >= 0).
     * ``ik_error``: ``(F, K)`` distance of each foot from its (eased) target
       after the solve; 0 on frames that were not solved.
     * ``metrics``: before/after numbers, lengths in the clip's units, angular
       speeds in rad/s: ``frames``, ``feet`` (names), ``contacts`` (all feet),
       ``contacts_per_foot`` and ``contact_frames_per_foot`` (name -> count),
-      ``skate_before``/``skate_after`` (:func:`foot_skate`, units/s),
+      ``skate_before``/``skate_after`` (:func:`foot_skate` over the held
+      frames, units/s),
       ``skate_reduction`` (fraction), ``changed_joints`` (the legs' hip, knee
       and foot), ``joint_speed_before``/``joint_speed_after`` (largest angular
       speed of the changed joints, with ``..._joint`` and ``..._frame``),
       ``hips_drop_max`` and ``ik_error_max`` (units).
+    * ``held``: ``(F, K)`` bool, True while a foot is held at its lock: the
+      contacts, less the frames at a toe-off (heel strike) where holding the
+      foot would have snapped a near-straight leg (:func:`footlock`, step 6);
+      None means the contacts' own mask.
     """
 
     clip: Clip
@@ -685,6 +792,11 @@ class FootlockResult:
     hips_drop: FloatArray
     ik_error: FloatArray
     metrics: dict[str, Any] = field(default_factory=dict)
+    held: BoolArray | None = None
+
+    def held_runs(self, k: int) -> tuple[IntArray, IntArray]:
+        """Frames foot ``k`` is held at its locks, as half-open ranges ``(starts, ends)`` (one per contact)."""
+        return _runs((self.contacts.mask if self.held is None else self.held)[:, k])
 
 
 def _moving(a: FloatArray, half: int, how: str) -> FloatArray:
@@ -725,6 +837,101 @@ def _speed_metrics(skeleton: Skeleton, before: Clip, after: Clip, changed: Seque
     return out
 
 
+def _hips_drops(sub: Skeleton, pos: FloatArray, legs: Sequence[tuple[int, ...]], targets: FloatArray,
+                weights: FloatArray, ease_frames: int, lower_hips: bool) -> dict[int, FloatArray]:
+    """How far each root is lowered ``{root: (F,)}`` so that its legs reach their targets (:func:`footlock`, 4)."""
+    n = pos.shape[0]
+    root_of_leg = [_root_of(sub, hip) for hip, _, _ in legs]
+    drops = {r: np.zeros(n) for r in sorted(set(root_of_leg))}
+    if not lower_hips:
+        return drops
+    for i, (hip, knee, foot) in enumerate(legs):
+        a = np.linalg.norm(pos[0, knee] - pos[0, hip])
+        b = np.linalg.norm(pos[0, foot] - pos[0, knee])
+        r_max = (a + b) * (1.0 - REACH_SLACK)
+        # Never lower for what the animation already does: the reach limit is
+        # at least the animated hip-to-foot distance of the frame.
+        r_t = np.maximum(r_max, np.linalg.norm(pos[:, foot] - pos[:, hip], axis=-1))
+        off = pos[:, hip] - targets[:, i]
+        v = off[:, UP_AXIS]
+        h = np.linalg.norm(off[:, _HORIZONTAL], axis=-1)
+        need = v - np.sqrt(np.maximum(r_t * r_t - h * h, 0.0))
+        need = np.clip(need, 0.0, MAX_DROP_FRACTION * (a + b))
+        need[weights[:, i] == 0.0] = 0.0  # target == animation there: nothing to reach
+        drops[root_of_leg[i]] = np.maximum(drops[root_of_leg[i]], need)
+    for r, d in drops.items():
+        if np.any(d > 0):
+            drops[r] = _moving(_moving(d, ease_frames, "max"), ease_frames, "mean")
+    return drops
+
+
+def _lengthen_fast_ramps(speed: FloatArray, cap: FloatArray, runs: Sequence[tuple[IntArray, IntArray]],
+                         detected: Sequence[tuple[IntArray, IntArray]], owners: IntArray, straight: BoolArray,
+                         before: list[IntArray], after: list[IntArray], max_ramp: int, edge: int,
+                         eased_before: list[BoolArray], eased_after: list[BoolArray]) -> bool:
+    """Slow down what turns a leg joint faster than the input's fastest; True if anything changed.
+
+    ``speed (F-1, 3K)``: the solved legs' local angular speeds (hip, knee, foot
+    of each foot in turn), ``cap (3K,)`` the input's largest per joint,
+    ``owners (F, K)`` the contact each weighted frame belongs to; ``runs``
+    (contacts ``[start, end)`` per foot) and ``before``/``after`` (ramp lengths
+    per contact, frames) are updated in place.
+
+    * A ramp on which joint ``j`` turns too fast and that eases the foot's
+      velocity (``eased_before``/``eased_after``, per contact, updated in
+      place; :func:`_eased_targets`) stops easing it: holding the foot back
+      while the body moves on is what turns the leg.
+    * A ramp on which joint ``j`` turns at ``r`` times ``cap[j]`` and that
+      keeps the animated velocity grows to
+      ``r`` times its length (the correction it carries is then spread over
+      that many more frames, so it turns about ``r`` times slower), at least
+      by one frame and at most to ``max_ramp``.
+    * Within ``edge`` frames of the detected end (start) of a contact, a joint
+      turning too fast on a leg that is near straight there, both in the
+      animation and as solved (``straight (F, K)``, :data:`STRAIGHT_FRACTION`),
+      is the lock asking a leg the animation holds straight to snap straight
+      at toe-off or heel strike: the contact ends just
+      before (starts just after) that frame pair, so that its ramp carries
+      the turn instead.  At least one frame of the contact is kept.
+    """
+    changed = False
+    first = [d[0] for d in detected]
+    last = [d[1] for d in detected]
+    for i, (starts, ends) in enumerate(runs):
+        col = speed[:, 3 * i:3 * i + 3]
+        c_cap = cap[3 * i:3 * i + 3]
+        # A joint the input holds still has no fastest speed to keep under (the ratio is undefined): not checked.
+        moving = c_cap > SPEED_CAP_FLOOR
+        ratio = np.max(col[:, moving] / c_cap[moving], axis=1, initial=0.0)
+        for f in np.flatnonzero(ratio > 1.0 + SPEED_RTOL):
+            c = owners[f + 1, i]
+            if c >= 0 and starts[c] <= f and f + 1 < ends[c]:  # both frames inside contact c
+                if not straight[f, i] and not straight[f + 1, i]:
+                    continue  # a bent leg: no snap straight to let go of
+                if last[i][c] - (f + 1) <= edge:
+                    ends[c] = f + 1
+                    changed = True
+                elif f + 1 - first[i][c] <= edge:
+                    starts[c] = f + 1
+                    changed = True
+                continue
+            for fr in (f, f + 1):
+                c = owners[fr, i]
+                if c < 0 or starts[c] <= fr < ends[c]:
+                    continue
+                eased = eased_before[i] if fr < starts[c] else eased_after[i]
+                if eased[c]:
+                    eased[c] = False
+                    changed = True
+                    continue
+                side = before[i] if fr < starts[c] else after[i]
+                want = min(max_ramp, max(int(side[c]) + 1, int(np.ceil(side[c] * ratio[f]))))
+                if want > side[c]:
+                    side[c] = want
+                    changed = True
+    return changed
+
+
 def footlock(
     skeleton: Skeleton,
     clip: Clip,
@@ -743,16 +950,25 @@ def footlock(
     1. contacts from :func:`detect_contacts` (``detect_options`` are passed
        on: ``height``, ``speed``, ``ground``, ``hysteresis``, ...) unless
        ``contacts`` is given;
-    2. each contact's lock is the mean world position of the foot over it;
+    2. each contact's lock is the mean world position of the foot over the
+       frames it is held (the contact, less what step 6 lets go);
     3. the IK weight ``w`` is 1 in a contact and eases over ``ease`` seconds
        before and after (smoothstep, shared fairly with a neighbouring
        contact); in a contact the foot's target is the lock, on the ramps
-       it is ``p + w (lock - p_edge)`` with ``p`` its animated position and
-       ``p_edge`` the one at the contact's first (last) frame: the offset
-       fades while the foot keeps its animated velocity, so the motion is
-       continuous and untouched where ``w = 0``; across a gap shorter than
-       two ramps one lock's offset fades straight into the next one's
-       (:func:`_crossfade_short_gaps`);
+       it is ``p + w (lock - p_edge) - w^EDGE_EASE_POWER (p - p_edge)`` with
+       ``p`` its animated position and ``p_edge`` the one at the contact's
+       first (last) frame (:func:`_eased_targets`): the offset fades and the
+       animated motion away from the edge fades in, so the foot leaves (and
+       reaches) the lock at rest and takes up the animated velocity over the
+       first part of the ramp.  Why: a lock held to the last frame of a
+       contact whose foot already moves (a shuffling step's slow lift-off)
+       would otherwise start the foot from rest to the animated velocity in
+       one frame.  Where that ease would accelerate the foot harder than the
+       animated foot ever accelerates (a short ramp behind a foot already
+       fast), the ramp drops the second term and keeps the animated velocity
+       (:func:`_unease_harsh_ramps`).  The motion is continuous and untouched
+       where ``w = 0``; across a gap shorter than two ramps one lock's offset
+       fades straight into the next one's (:func:`_crossfade_short_gaps`);
     4. with ``lower_hips``, where a target is farther from its hip than
        ``(1 - REACH_SLACK)`` of the leg (and farther than the animated foot
        was), the root is lowered straight down by the least amount that
@@ -763,7 +979,21 @@ def footlock(
     5. each leg is solved with :func:`kinema.solve_two_bone`: pole from
        :func:`_knee_poles` (the animated knee's bend plane where it tells
        one, turned continuously in between, so the knee never swings round
-       near full extension), foot world orientation = the animated one.
+       near full extension), foot world orientation = the animated one;
+    6. no leg joint turns faster than the input ever turns it: where one does
+       (hip, knee or foot, against its own largest angular speed in the
+       input), the legs are solved again, up to ``SPEED_PASSES`` times, with
+       the ramp it turns on first made to keep the animated velocity (no
+       velocity ease: holding the foot back while the body moves on turns
+       the leg), then lengthened in proportion (at most
+       ``MAX_EASE_FACTOR`` times ``ease``; the blend keeps its form, only
+       slower), or, where it turns inside a contact on a leg near straight in
+       the animation and as solved (``STRAIGHT_FRACTION``), with that contact
+       ending (starting) just before (after) it, at most ``MAX_EASE_FACTOR``
+       times ``ease`` before (after) the detected end (start): the foot is let
+       go at toe-off where holding it would snap the knee straight
+       (:func:`_lengthen_fast_ramps`); the result's ``held`` says which
+       frames are held.
 
     Only the root's up translation and the hip, knee and foot rotations of
     each leg change, and only on frames with ``w > 0`` or a hips drop.
@@ -795,72 +1025,86 @@ def footlock(
     fps = (n - 1) / (t[-1] - t[0]) if n >= 2 else float(clip.fps)
     ease_frames = int(round(ease * fps))
 
-    weights = np.zeros((n, k))
-    targets = np.empty((n, k, 3))
-    locks: list[FloatArray] = []
-    for i, (_, _, foot) in enumerate(legs):
-        starts, ends = contacts.runs(i)
-        w, owner = _ease(starts, ends, n, ease_frames)
-        anim = pos[:, foot]
-        # Lock = mean position over the contact: cumulative sums give every run's mean at once.
-        csum = np.concatenate((np.zeros((1, 3)), np.cumsum(anim, axis=0)))
-        lock = (csum[ends] - csum[starts]) / (ends - starts)[:, None] if starts.size else np.zeros((0, 3))
-        weights[:, i] = w
-        targets[:, i] = _crossfade_short_gaps(_offset_targets(anim, starts, ends, lock, w, owner), anim, starts,
-                                              ends, lock, ease_frames)
-        locks.append(lock)
-
-    # Hips: lower each root where one of its legs cannot reach its target.
-    root_of_leg = [_root_of(sub, hip) for hip, _, _ in legs]
-    roots = sorted(set(root_of_leg))
-    drops = {r: np.zeros(n) for r in roots}
-    if lower_hips:
-        for i, (hip, knee, foot) in enumerate(legs):
-            a = np.linalg.norm(pos[0, knee] - pos[0, hip])
-            b = np.linalg.norm(pos[0, foot] - pos[0, knee])
-            r_max = (a + b) * (1.0 - REACH_SLACK)
-            # Never lower for what the animation already does: the reach limit is
-            # at least the animated hip-to-foot distance of the frame.
-            r_t = np.maximum(r_max, np.linalg.norm(pos[:, foot] - pos[:, hip], axis=-1))
-            off = pos[:, hip] - targets[:, i]
-            v = off[:, UP_AXIS]
-            h = np.linalg.norm(off[:, _HORIZONTAL], axis=-1)
-            need = v - np.sqrt(np.maximum(r_t * r_t - h * h, 0.0))
-            need = np.clip(need, 0.0, MAX_DROP_FRACTION * (a + b))
-            need[weights[:, i] == 0.0] = 0.0  # target == animation there: nothing to reach
-            drops[root_of_leg[i]] = np.maximum(drops[root_of_leg[i]], need)
-        for r in roots:
-            if np.any(drops[r] > 0):
-                drops[r] = _moving(_moving(drops[r], ease_frames, "max"), ease_frames, "mean")
-    drop = np.max(np.stack([drops[r] for r in roots]), axis=0) if roots else np.zeros(n)
-    for r in roots:
-        t_out[:, keep[r], UP_AXIS] -= drops[r]
-
-    ik_error = np.zeros((n, k))
+    detected = [contacts.runs(i) for i in range(k)]
+    runs = [(s_c.copy(), e_c.copy()) for s_c, e_c in detected]
+    # Ramp lengths (frames) before and after each contact: ``ease`` to begin with, lengthened by
+    # _lengthen_fast_ramps wherever a leg joint turned faster than the input ever turns it.
+    before = [np.full(r[0].size, ease_frames, dtype=np.int64) for r in runs]
+    after = [np.full(r[0].size, ease_frames, dtype=np.int64) for r in runs]
+    accel_cap = [(np.linalg.norm(np.diff(pos[:, leg[2]], 2, axis=0), axis=-1).max(initial=0.0)
+                  * (1.0 + SPEED_RTOL)) for leg in legs]
+    eased_b = [np.full(r[0].size, True) for r in runs]
+    eased_a = [np.full(r[0].size, True) for r in runs]
+    leg_joints = np.array([j for leg in legs for j in leg], dtype=np.int64)
+    speed_cap = _joint_max_speed(clip, np.array([j for leg in legs_full for j in leg], dtype=np.int64))[0]
+    max_ramp = int(np.ceil(MAX_EASE_FACTOR * ease_frames))
+    t_in, r_in = t_out, r_out
     up = np.zeros(3)
     up[UP_AXIS] = 1.0
-    t_sub = _take(t_out, keep)
-    r_sub = _take(r_out, keep)
-    for i, (hip, knee, foot) in enumerate(legs):
-        d_leg = drops[root_of_leg[i]]
-        solved = (weights[:, i] > 0.0) | (d_leg > 0.0)
-        frames = np.flatnonzero(solved)
-        if frames.size == 0:
-            continue
-        pose = Pose(t_sub[frames], r_sub[frames], _rows(s_sub, frames))
-        hip_out = pos[:, hip] - d_leg[:, None] * up
-        pole = _knee_poles(pos, wrot, hip, knee, foot, hip_out, targets[:, i], solved)[frames]
-        res = solve_two_bone(sub, pose, (hip, knee, foot), targets[frames, i], pole,
-                             end_rotation=wrot[frames, foot])
-        for j_sub, j in zip((hip, knee, foot), legs_full[i], strict=True):
-            r_sub[frames, j_sub] = res.pose.rotations[:, j_sub]
-            r_out[frames, j] = res.pose.rotations[:, j_sub]
-        ik_error[frames, i] = res.error
+    for attempt in range(SPEED_PASSES + 1):
+        weights = np.zeros((n, k))
+        targets = np.empty((n, k, 3))
+        owners = np.empty((n, k), dtype=np.int64)
+        locks: list[FloatArray] = []
+        for i, (_, _, foot) in enumerate(legs):
+            starts, ends = runs[i]
+            # Lock = mean position over the contact: cumulative sums give every run's mean at once.
+            csum = np.concatenate((np.zeros((1, 3)), np.cumsum(pos[:, foot], axis=0)))
+            locks.append((csum[ends] - csum[starts]) / (ends - starts)[:, None] if starts.size else np.zeros((0, 3)))
+            w, owners[:, i] = _ease_runs(starts, ends, n, before[i], after[i])
+            anim = pos[:, foot]
+            weights[:, i] = w
+            while True:
+                targets[:, i] = _crossfade_short_gaps(
+                    _eased_targets(anim, starts, ends, locks[i], w, owners[:, i], eased_b[i], eased_a[i]),
+                    anim, starts, ends, locks[i], before[i], after[i])
+                if not _unease_harsh_ramps(targets[:, i], accel_cap[i], starts, ends, owners[:, i], eased_b[i],
+                                           eased_a[i]):
+                    break
+        drops = _hips_drops(sub, pos, legs, targets, weights, ease_frames, lower_hips)
+        t_out, r_out = t_in.copy(), r_in.copy()
+        for r, d in drops.items():
+            t_out[:, keep[r], UP_AXIS] -= d
+        ik_error = np.zeros((n, k))
+        straight = np.zeros((n, k), dtype=bool)  # near straight, solved and animated: STRAIGHT_FRACTION
+        t_sub = _take(t_out, keep)
+        r_sub = _take(r_out, keep)
+        for i, (hip, knee, foot) in enumerate(legs):
+            d_leg = drops[_root_of(sub, hip)]
+            solved = (weights[:, i] > 0.0) | (d_leg > 0.0)
+            frames = np.flatnonzero(solved)
+            if frames.size == 0:
+                continue
+            pose = Pose(t_sub[frames], r_sub[frames], _rows(s_sub, frames))
+            hip_out = pos[:, hip] - d_leg[:, None] * up
+            pole = _knee_poles(pos, wrot, hip, knee, foot, hip_out, targets[:, i], solved)[frames]
+            res = solve_two_bone(sub, pose, (hip, knee, foot), targets[frames, i], pole,
+                                 end_rotation=wrot[frames, foot])
+            for j_sub, j in zip((hip, knee, foot), legs_full[i], strict=True):
+                r_sub[frames, j_sub] = res.pose.rotations[:, j_sub]
+                r_out[frames, j] = res.pose.rotations[:, j_sub]
+            ik_error[frames, i] = res.error
+            a = np.linalg.norm(pos[0, knee] - pos[0, hip])
+            b = np.linalg.norm(pos[0, foot] - pos[0, knee])
+            near = (a + b) * (1.0 - STRAIGHT_FRACTION)
+            straight[:, i] = ((np.linalg.norm(targets[:, i] - hip_out, axis=-1) > near)
+                              & (np.linalg.norm(pos[:, foot] - pos[:, hip], axis=-1) > near))
+        if attempt == SPEED_PASSES or n < 2:
+            break
+        speed = rot.angle_between(r_sub[:-1, leg_joints], r_sub[1:, leg_joints]) / np.diff(t)[:, None]
+        if not _lengthen_fast_ramps(speed, speed_cap, runs, detected, owners, straight, before, after, max_ramp,
+                                    max_ramp, eased_b, eased_a):
+            break
+    drop = np.max(np.stack(list(drops.values())), axis=0) if drops else np.zeros(n)
+    mask = np.zeros((n, k), dtype=bool)
+    for i, (starts, ends) in enumerate(runs):
+        for s_c, e_c in zip(starts, ends, strict=True):
+            mask[s_c:e_c, i] = True
 
     out = Clip(Pose(t_out, r_out, scales), clip.fps, None if clip.times is None else clip.times.copy())
     p_after = forward_kinematics(sub, Pose(t_sub, r_sub, s_sub)).positions[:, feet_sub]
-    skate0 = foot_skate(contacts.positions, contacts.mask, t)
-    skate1 = foot_skate(p_after, contacts.mask, t)
+    skate0 = foot_skate(contacts.positions, mask, t)
+    skate1 = foot_skate(p_after, mask, t)
     metrics: dict[str, Any] = {
         "frames": n,
         "feet": list(contacts.names),
@@ -875,7 +1119,7 @@ def footlock(
     metrics["hips_drop_max"] = float(drop.max()) if n else 0.0
     metrics["ik_error_max"] = float(ik_error.max()) if n else 0.0
     return FootlockResult(clip=out, contacts=contacts, weights=weights, locks=tuple(locks), hips_drop=drop,
-                          ik_error=ik_error, metrics=metrics)
+                          ik_error=ik_error, metrics=metrics, held=mask)
 
 
 # ==================================================================== reach

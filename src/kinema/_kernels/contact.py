@@ -10,6 +10,8 @@ half-open frame ranges ``[start, end)``.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ._jit import njit
 
 
@@ -138,6 +140,19 @@ def ease_weights(starts, ends, n_frames, ease, weight, owner):  # type: ignore[n
     Ramps of neighbouring contacts share the gap between them: each side takes
     at most half of it, so ramps never overlap and every frame has one owner.
     """
+    n_runs = starts.shape[0]
+    lengths = np.full(n_runs, ease, dtype=np.int64)
+    ease_weights_per_run(starts, ends, n_frames, lengths, lengths, weight, owner)
+
+
+@njit
+def ease_weights_per_run(starts, ends, n_frames, before, after, weight, owner):  # type: ignore[no-untyped-def]
+    """:func:`ease_weights` with a ramp length of its own on each side of each contact.
+
+    ``before (C,)``/``after (C,)``: the ramp lengths (frames) wanted before
+    and after contact ``c``; each still takes at most half of the gap to its
+    neighbour.
+    """
     for f in range(n_frames):
         weight[f] = 0.0
         owner[f] = -1
@@ -148,9 +163,9 @@ def ease_weights(starts, ends, n_frames, ease, weight, owner):  # type: ignore[n
         for f in range(s, e):
             weight[f] = 1.0
             owner[f] = c
-        left = ease
+        left = before[c]
         if c > 0:
-            left = min(ease, (s - ends[c - 1]) // 2)
+            left = min(left, (s - ends[c - 1]) // 2)
         for i in range(1, left + 1):
             f = s - i
             if f < 0:
@@ -158,9 +173,9 @@ def ease_weights(starts, ends, n_frames, ease, weight, owner):  # type: ignore[n
             x = 1.0 - i / (left + 1.0)
             weight[f] = x * x * (3.0 - 2.0 * x)
             owner[f] = c
-        right = ease
+        right = after[c]
         if c + 1 < n_runs:
-            right = min(ease, (starts[c + 1] - e) // 2)
+            right = min(right, (starts[c + 1] - e) // 2)
         for i in range(1, right + 1):
             f = e - 1 + i
             if f >= n_frames:

@@ -20,7 +20,6 @@ Flat arrays handed to the kernels:
 from __future__ import annotations
 
 import importlib
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -129,8 +128,16 @@ def check_pose(skeleton: Skeleton, pose: Any, what: str) -> Pose:
     if not isinstance(pose, Pose):
         raise SolverInputError(f"{what}: pose must be a kinema.Pose, got {type(pose).__name__}")
     nj = skeleton.n_joints
+    t, r, s = pose.translations, pose.rotations, pose.scales
+    # All three arrays: their joint axes are tied together only by Pose's constructor, and the kernels
+    # index them without bounds checks.
+    if t.shape[-2:] == (nj, 3) and r.shape[-2:] == (nj, 4) and s.shape[-2:] == (nj, 3):
+        return pose
     if pose.n_joints != nj:
         raise ShapeError("pose", f"(..., {nj}, k) for a skeleton of {nj} joints", f"{pose.n_joints} joints")
+    for name, a, k in (("translations", t, 3), ("rotations", r, 4), ("scales", s, 3)):
+        if a.shape[-2:] != (nj, k):
+            raise ShapeError(f"pose {name}", f"(..., {nj}, {k})", tuple(a.shape))
     return pose
 
 
@@ -195,6 +202,11 @@ def _own_row(a: FloatArray) -> FloatArray:
     return a[None].copy() if a.dtype is _F64 else np.array(a[None], dtype=np.float64, order="C")
 
 
+def _own_copy(a: FloatArray) -> FloatArray:
+    """A fresh C-contiguous float64 copy of ``a`` (same shape)."""
+    return a.copy() if a.dtype is _F64 else np.array(a, dtype=np.float64, order="C")
+
+
 _F64 = np.dtype(np.float64)
 
 
@@ -204,6 +216,8 @@ def prepare(
     extras: Sequence[tuple[FloatArray, tuple[int, ...]]] = (),
     out: Pose | None = None,
     rotations_only: bool = False,
+    *,
+    checked: bool = False,
 ) -> Prepared:
     """Broadcast ``pose`` with the per-item ``extras`` and set up the output pose.
 
@@ -211,29 +225,27 @@ def prepare(
     ``(N, *trailing_shape)`` in :attr:`Prepared.extras`.  The output pose is
     ``out`` (its three arrays must already have the full batch shape; the
     input is copied into it) or a new pose.  The input pose is never written.
+    ``checked``: the caller has already passed ``pose`` through :func:`check_pose`.
 
     ``rotations_only``: the solver writes rotations only, so a new output
     pose keeps unbatched input translations and scales unbatched (copies of
     the ``(J, 3)`` arrays; :class:`~kinema.Pose` broadcasts them against the
     batched rotations) instead of repeating them for every item: a third of
     the memory for one pose solved against many targets.
+
+    One unbatched item (the per-frame call) costs one copy per array: the
+    output pose's three ``(J, k)`` arrays are fresh copies and the kernel
+    gets ``(1, J, k)`` views of them; each extra is copied to ``(1, *trailing)``.
     """
-    nj = skeleton.n_joints
-    check_pose(skeleton, pose, "solve")
+    if not checked:
+        check_pose(skeleton, pose, "solve")
     pt, pr, ps = pose.translations, pose.rotations, pose.scales
     if out is None and pt.ndim == 2 and pr.ndim == 2 and ps.ndim == 2:
-        one: list[FloatArray] | None = []
-        for a, tl in extras:
-            if a.ndim != len(tl):
-                one = None  # a batched input: the general path
-                break
-            one.append(_own_row(a))  # type: ignore[union-attr]
-        if one is not None:
-            # One unbatched item (the per-frame call): batch-of-one copies, no broadcasting.
-            t1 = _own_row(pt)
-            r1 = _own_row(pr)
-            s1 = _own_row(ps)
-            return Prepared((), 1, t1, r1, s1, Pose._trusted(t1[0], r1[0], s1[0]), one, True)
+        one = [_own_row(a) for a, tl in extras if a.ndim == len(tl)]
+        if len(one) == len(extras):  # no batched input: one item, no broadcasting
+            t2, r2, s2 = _own_copy(pt), _own_copy(pr), _own_copy(ps)
+            return Prepared((), 1, t2[None], r2[None], s2[None], Pose._trusted(t2, r2, s2), one, True)
+    nj = skeleton.n_joints
     batch = broadcast_batch(pose.batch_shape, *[a.shape[: a.ndim - len(tl)] for a, tl in extras])
     n = int(np.prod(batch)) if batch else 1
     if out is None:
@@ -469,41 +481,48 @@ SOLVER_CACHE_MAX = 256
 
 
 class SolverCache:
-    """A bounded, least-recently-used cache of prepared solvers, shared by every free function.
+    """A bounded cache of prepared solvers, shared by every free function.
 
-    Keys are ``(solver class, id(skeleton), frozen arguments)``; a hit is
-    used only when its solver's ``skeleton`` is the very skeleton asked for,
-    so an id reused by a new object after the old one was freed never
-    returns a stale solver (a cached solver keeps its skeleton alive, so while
-    it is cached the id cannot be reused anyway).  Arguments with no hashable
-    snapshot (see :func:`freeze`) build a fresh solver, uncached.
+    Keys are ``(solver class, id(skeleton), arguments, their types)``: the
+    types keep 1, 1.0 and True apart (they are equal and hash alike, but a
+    constructor refuses some of them).  A hit is used only when its solver's
+    ``skeleton`` is the very skeleton asked for, so an id reused by a new
+    object after the old one was freed never returns a stale solver (a cached
+    solver keeps its skeleton alive, so while it is cached the id cannot be
+    reused anyway).  Arguments that do not hash as they are (lists, arrays,
+    limit maps) are keyed by their :func:`freeze` snapshot; those with none
+    build a fresh solver, uncached.
+
+    When full, the oldest entry goes (first in, first out).  A hit costs one
+    dict lookup and nothing else; least-recently-used order would cost a
+    reordering on every hit, and saves at most one rebuild per
+    :data:`SOLVER_CACHE_MAX` new solvers built (a hot solver pushed out by that
+    many others is built again once).
     """
 
     def __init__(self, maxsize: int = SOLVER_CACHE_MAX) -> None:
         self.maxsize = maxsize
-        self._items: OrderedDict[Hashable, Solver] = OrderedDict()
+        self._items: dict[Hashable, Solver] = {}
 
     def get(self, cls: type[S], skeleton: Skeleton, args: tuple[Any, ...], build: Callable[[], S]) -> S:
         """The cached solver of ``cls`` for ``skeleton`` and ``args``, built by ``build()`` when missing."""
+        items = self._items
+        key: Hashable = (cls, id(skeleton), args, tuple(map(type, args)))
         try:
-            # Plain arguments (names, numbers, None, tuples of them) hash as they are, with their types so that
-            # 1, 1.0 and True stay apart; anything else (lists, arrays, limit maps) through freeze().
-            key: Hashable = (cls, id(skeleton), tuple([(type(a), a) for a in args]))
-            hash(key)
-        except TypeError:
+            hit = items.get(key)
+        except TypeError:  # an unhashable argument
             try:
                 key = (cls, id(skeleton), freeze(args))
             except TypeError:
                 return build()
-        items = self._items
-        hit = items.get(key)
+            hit = items.get(key)
         if hit is not None and hit.skeleton is skeleton:
-            items.move_to_end(key)
             return hit  # type: ignore[return-value]
         solver = build()
+        items.pop(key, None)
         items[key] = solver
         if len(items) > self.maxsize:
-            items.popitem(last=False)
+            del items[next(iter(items))]
         return solver
 
     def __len__(self) -> int:

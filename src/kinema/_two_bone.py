@@ -58,7 +58,7 @@ _Z4_ROW = np.zeros((1, 4))
 _ONES = np.ones(1)
 _ZEROS = np.zeros(1)
 _NO_MARGIN = np.full(1, -1.0)  # margin < 0: the kernel's default
-_ONE_ITERATION = np.ones(1, dtype=np.int64)  # an unbatched result's iteration count (read as a scalar)
+_ONE = np.int64(1)  # an unbatched result's iteration count
 
 # Option bits shared with the kernel (kept in sync by test_two_bone.py).
 _HAS_POLE = 1
@@ -165,10 +165,11 @@ class TwoBone(Solver):
         self._plan = np.concatenate([[kl, anc.size], anc, self.joints]).astype(np.int64)
         #: ``[axis, min, max, rest rotation]`` of a hinge on the lower joint, or None.
         self._hinge = _hinge_row(skeleton, self.joints, kl, limits)
-        self.twist = check_twist(twist)
+        self._flags = _HAS_HINGE if self._hinge is not None else 0
+        self.twist = twist
         self.pole = pole
-        self.soft = _scalar_option(soft, "soft", 0.0, 1.0, hi_open=True)
-        self.margin = None if margin is None else _scalar_option(margin, "margin", 0.0, np.inf)
+        self.soft = soft
+        self.margin = margin
         self.twist_spread = _scalar_option(twist_spread, "twist_spread", 0.0, 1.0)
         self.history = bool(history)
         self.continuity = bool(continuity) or self.history
@@ -188,6 +189,47 @@ class TwoBone(Solver):
         #: Smooth mode: the kernel's history rows of the last solve, ``(N, 8)``, or None.
         self._bend_history: FloatArray | None = None
         self._last_history: FloatArray | None = None
+
+    # The options every solve reads are packed when set: the kernel's flag bits (``_flags``) and (1,) rows
+    # for soft and margin, so a solve converts nothing of its own.
+    @property
+    def twist(self) -> str:
+        """The twist policy (see :func:`solve_two_bone`)."""
+        return self._twist
+
+    @twist.setter
+    def twist(self, value: str) -> None:
+        self._twist = check_twist(value)
+        self._flags = (self._flags & ~_REST_TWIST) | (_REST_TWIST if self._twist == "rest" else 0)
+
+    @property
+    def continuity(self) -> bool:
+        """Whether a bend hint picks the side within the pole's plane (see :func:`solve_two_bone`)."""
+        return bool(self._flags & _CONTINUITY)
+
+    @continuity.setter
+    def continuity(self, value: bool) -> None:
+        self._flags = (self._flags & ~_CONTINUITY) | (_CONTINUITY if value else 0)
+
+    @property
+    def soft(self) -> float:
+        """Default soft-reach fraction in [0, 1)."""
+        return self._soft
+
+    @soft.setter
+    def soft(self, value: float) -> None:
+        self._soft = _scalar_option(value, "soft", 0.0, 1.0, hi_open=True)
+        self._soft_row = _ZEROS if self._soft == 0.0 else np.full(1, self._soft)
+
+    @property
+    def margin(self) -> float | None:
+        """Default reach margin (world distance), or None for the kernel's default."""
+        return self._margin
+
+    @margin.setter
+    def margin(self, value: float | None) -> None:
+        self._margin = None if value is None else _scalar_option(value, "margin", 0.0, np.inf)
+        self._margin_row = _NO_MARGIN if self._margin is None else np.full(1, self._margin)
 
     @property
     def pole(self) -> FloatArray | None:
@@ -213,11 +255,16 @@ class TwoBone(Solver):
 
         ``dt``: seconds since the previous frame (> 0), read by smooth history mode (the bend plane's
         catch-up is ``bend_speed * dt``); without it a frame is taken as 1/60 s."""
+        if not self.history:
+            if dt is not None:
+                positive_number(dt, "dt")
+            return self._run(pose, target, self._pole if pole is None else pole, weight, soft, margin, end_rotation,
+                             bend_hint, out)
         step_seconds = DEFAULT_FRAME_SECONDS if dt is None else positive_number(dt, "dt")
         pole = self._pole if pole is None else pole
         hint = bend_hint
         history = None
-        if self.history and self.bend_direction is not None:
+        if self.bend_direction is not None:
             if self.bend_direction.shape[:-1] != _batch_of(pose, target):
                 self.reset()  # the batch changed: the old history does not apply
             else:
@@ -228,45 +275,45 @@ class TwoBone(Solver):
         if self.smooth:
             params = self._params.copy()
             params[_P_BEND_STEP] = self.bend_speed * step_seconds
-        res = self._run(pose, target, pole, weight, self.soft if soft is None else soft,
-                        self.margin if margin is None else margin, end_rotation, hint, out, params, history)
-        if self.history:
-            self.bend_direction = res.state["bend_direction"]
-            if self.smooth:
-                self._bend_history = self._last_history
+        res = self._run(pose, target, pole, weight, soft, margin, end_rotation, hint, out, params, history)
+        self.bend_direction = res.state["bend_direction"]
+        if self.smooth:
+            self._bend_history = self._last_history
         return res
 
-    def _run(self, pose: Pose, target: ArrayLike, pole: ArrayLike | None, weight: ArrayLike, soft: ArrayLike,
-             margin: ArrayLike | None, end_rotation: ArrayLike | None, bend_hint: ArrayLike | None,
-             out: Pose | None, params: FloatArray | None = None, history: FloatArray | None = None) -> SolveResult:
-        """One solve.  ``params``: the packed options with this frame's bend step (smooth mode only, which
-        it switches on); ``history``: the previous frame's history rows ``(1|N, 8)`` (smooth mode)."""
+    def _run(self, pose: Pose, target: ArrayLike, pole: ArrayLike | None, weight: ArrayLike,
+             soft: ArrayLike | None, margin: ArrayLike | None, end_rotation: ArrayLike | None,
+             bend_hint: ArrayLike | None, out: Pose | None, params: FloatArray | None = None,
+             history: FloatArray | None = None) -> SolveResult:
+        """One solve.  ``soft``, ``margin``: None for the solver's own.  ``params``: the packed options with this
+        frame's bend step (smooth mode only, which it switches on); ``history``: the previous frame's history
+        rows ``(1|N, 8)`` (smooth mode)."""
         check_pose(self.skeleton, pose, self.what)
         tg = as_float_array(target, "target", (3,))
         po = None if pole is None else as_float_array(pole, "pole", (3,))
         hi = None if bend_hint is None else as_float_array(bend_hint, "bend_hint", (3,))
         er = None if end_rotation is None else as_float_array(end_rotation, "end_rotation", (4,))
         w = _ONES if type(weight) is float and weight == 1.0 else _option(weight, "weight", 0.0, 1.0)
-        so = _ZEROS if type(soft) is float and soft == 0.0 else _option(soft, "soft", 0.0, 1.0, hi_open=True)
-        m = _NO_MARGIN if margin is None else _option(margin, "margin", 0.0, np.inf)
-        flags = (_HAS_POLE if po is not None else 0) | (_HAS_HINT if hi is not None else 0) \
-            | (_HAS_END_ROTATION if er is not None else 0) | (_CONTINUITY if self.continuity else 0) \
-            | (_HAS_HINGE if self._hinge is not None else 0) | (_SMOOTH if params is not None else 0) \
-            | (_REST_TWIST if self.twist == "rest" else 0)
+        so = self._soft_row if soft is None else _ZEROS if type(soft) is float and soft == 0.0 else \
+            _option(soft, "soft", 0.0, 1.0, hi_open=True)
+        m = self._margin_row if margin is None else _option(margin, "margin", 0.0, np.inf)
+        flags = self._flags | (_HAS_POLE if po is not None else 0) | (_HAS_HINT if hi is not None else 0) \
+            | (_HAS_END_ROTATION if er is not None else 0) | (_SMOOTH if params is not None else 0)
+        # The batch: the pose's, the per-item vectors' and the options' (a (1,) option is one value for all).
         pose_batch = pose.batch_shape
         shapes = [pose_batch, tg.shape[:-1]]
-        for x in (w, so, m):
-            if x.ndim == 0 or x.shape != (1,):
-                shapes.append(x.shape)
         vectors: list[tuple[FloatArray, tuple[int, ...]]] = [(tg, (3,))]  # broadcast (and copied) by prepare
         for v, tail in ((po, (3,)), (hi, (3,)), (er, (4,))):
             if v is not None:
                 shapes.append(v.shape[:-1])
                 vectors.append((v, tail))
+        for x in (w, so, m):
+            if x.shape != (1,):
+                shapes.append(x.shape)
         batch = broadcast_batch(*shapes)
         if batch and tg.shape[:-1] != batch:
             vectors[0] = (np.broadcast_to(tg, batch + (3,)), (3,))  # the target sets the batch of the output
-        prep = prepare(self.skeleton, pose, vectors, out, rotations_only=True)
+        prep = prepare(self.skeleton, pose, vectors, out, rotations_only=True, checked=True)
         n = prep.n
         rows = iter(prep.extras[1:])
         po_r = _Z3_ROW if po is None else next(rows)
@@ -295,8 +342,9 @@ class TwoBone(Solver):
         if batch:
             state = {"bend_direction": bend.reshape(batch + (3,)), "moved": np.broadcast_to(w, batch) > 0.0}
             return result(prep.out, batch, err, reached, np.ones(n, dtype=np.int64), hits, state)
-        state = {"bend_direction": bend[0], "moved": w.reshape(-1)[0] > 0.0}
-        return result(prep.out, batch, err, reached, _ONE_ITERATION, hits, state)
+        state: dict[str, Any] = {"bend_direction": bend[0],
+                                 "moved": np.True_ if w is _ONES else w.reshape(-1)[0] > 0.0}
+        return SolveResult._trusted(prep.out, reached[0], err[0], _ONE, hits[0], state)
 
     def _raise_item_status(self, status: IntArray, batch: tuple[int, ...]) -> None:
         k = _kernels()

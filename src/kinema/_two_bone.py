@@ -340,10 +340,10 @@ class TwoBone(Solver):
         if params is not None:
             self._last_history = hist_out
         if batch:
-            state = {"bend_direction": bend.reshape(batch + (3,)), "moved": np.broadcast_to(w, batch) > 0.0}
+            state: dict[str, Any] = {"bend_direction": bend.reshape(batch + (3,)),
+                                     "moved": np.broadcast_to(w, batch) > 0.0}
             return result(prep.out, batch, err, reached, np.ones(n, dtype=np.int64), hits, state)
-        state: dict[str, Any] = {"bend_direction": bend[0],
-                                 "moved": np.True_ if w is _ONES else w.reshape(-1)[0] > 0.0}
+        state = {"bend_direction": bend[0], "moved": np.True_ if w is _ONES else w.reshape(-1)[0] > 0.0}
         return SolveResult._trusted(prep.out, reached[0], err[0], _ONE, hits[0], state)
 
     def _raise_item_status(self, status: IntArray, batch: tuple[int, ...]) -> None:

@@ -155,7 +155,7 @@ class CCD(Solver):
         if w is not None:  # the blend reads the input, which out=pose overwrites
             r_in = pose.rotations.reshape((-1,) + pose.rotations.shape[-2:]).copy()
             t_in = pose.translations.reshape((-1,) + pose.translations.shape[-2:]).copy()
-        prep = prepare(self.skeleton, pose, extras, out)
+        prep = prepare(self.skeleton, pose, extras, out, checked=True)
         n = prep.n
         tgt_f = prep.extras[0]
         pol_f = prep.extras[1] if pol is not None else _NO_POLE
@@ -167,7 +167,7 @@ class CCD(Solver):
         if status:
             raise_status(status, self.what, self.skeleton, pose, self.scale_joints, {"target": tgt, "pole": pol})
         if w is None and not prep.batch:  # one item, no blend
-            return result_one(prep.out, err, self.tolerance, counts[0], counts[1],
+            return result_one(prep.out, err, self.tolerance, counts,
                               {"joints": self.joints, "moved": counts[2, 0] != 0})
         changed = counts[2] != 0
         if w is not None:
@@ -307,7 +307,7 @@ def solve_ccd(
                          lambda: CCD(skeleton, chain, iterations=iterations, tolerance=tolerance, weights=weights,
                                      max_step=max_step, adaptive_step=adaptive_step, limits=limits,
                                      fixed_root=fixed_root, twist=twist, pole_max_twist=pole_max_twist))
-    return solver.solve(pose, target, pole=pole, weight=weight, out=out)
+    return solver._solve(pose, target, pole, weight, out, solver._values)
 
 
 @dataclass

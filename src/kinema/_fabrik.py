@@ -227,7 +227,7 @@ class _FabrikSolver(Solver):
             extras.append((w, ()))
             r_in = pose.rotations.reshape((-1,) + pose.rotations.shape[-2:]).copy()
             t_in = pose.translations.reshape((-1,) + pose.translations.shape[-2:]).copy()
-        prep = prepare(self.skeleton, pose, extras, out)
+        prep = prepare(self.skeleton, pose, extras, out, checked=True)
         n = prep.n
         tg = prep.extras[0][:, None] if g == 1 else np.ascontiguousarray(np.stack(prep.extras[:g], axis=1))  # (N, G, 3)
         poles = prep.extras[g] if pole is not None else _NO_POLE
@@ -294,7 +294,7 @@ class FABRIK(_FabrikSolver):
         out_pose, batch, gerr, counts, moved = self._run(pose, [tgt], pl, weight, out)
         err = gerr[:, 0]
         if not batch:
-            return result_one(out_pose, err, self.tolerance, counts[0], counts[1], {"moved": moved[0]})
+            return result_one(out_pose, err, self.tolerance, counts, {"moved": moved[0]})
         return result(out_pose, batch, err, err <= self.tolerance, counts[0], counts[1],
                       {"moved": moved.reshape(batch) if batch else moved[0, ...]})
 

@@ -119,6 +119,13 @@ def as_target(x: ArrayLike, what: str, trailing: tuple[int, ...] = (3,)) -> Floa
     return a
 
 
+def pose_batch(pose: Pose) -> tuple[int, ...]:
+    """``pose.batch_shape`` (an unbatched pose, the per-frame case, without broadcasting three empty shapes)."""
+    if pose.translations.ndim == 2 and pose.rotations.ndim == 2 and pose.scales.ndim == 2:
+        return ()
+    return pose.batch_shape
+
+
 def check_pose(skeleton: Skeleton, pose: Any, what: str) -> Pose:
     """``pose`` itself when it is a :class:`~kinema.Pose` of ``skeleton``'s joint count.
 
@@ -241,9 +248,11 @@ def prepare(
         check_pose(skeleton, pose, "solve")
     pt, pr, ps = pose.translations, pose.rotations, pose.scales
     if out is None and pt.ndim == 2 and pr.ndim == 2 and ps.ndim == 2:
-        one = [_own_row(a) for a, tl in extras if a.ndim == len(tl)]
+        one = [a[None].copy() if a.dtype is _F64 else _own_row(a) for a, tl in extras if a.ndim == len(tl)]
         if len(one) == len(extras):  # no batched input: one item, no broadcasting
-            t2, r2, s2 = _own_copy(pt), _own_copy(pr), _own_copy(ps)
+            t2 = pt.copy() if pt.dtype is _F64 else _own_copy(pt)
+            r2 = pr.copy() if pr.dtype is _F64 else _own_copy(pr)
+            s2 = ps.copy() if ps.dtype is _F64 else _own_copy(ps)
             return Prepared((), 1, t2[None], r2[None], s2[None], Pose._trusted(t2, r2, s2), one, True)
     nj = skeleton.n_joints
     batch = broadcast_batch(pose.batch_shape, *[a.shape[: a.ndim - len(tl)] for a, tl in extras])
@@ -404,11 +413,12 @@ def result(out: Pose, batch: tuple[int, ...], error: FloatArray, reached: NDArra
     return SolveResult._trusted(out, reached[0], error[0], iterations[0], limits_hit[0], state)
 
 
-def result_one(out: Pose, error: FloatArray, tolerance: float, iterations: IntArray, limits_hit: IntArray,
-               state: dict[str, Any]) -> SolveResult:
-    """The :class:`SolveResult` of one unbatched item: numpy scalars, ``reached = error <= tolerance``."""
+def result_one(out: Pose, error: FloatArray, tolerance: float, counts: IntArray, state: dict[str, Any]) -> SolveResult:
+    """The :class:`SolveResult` of one unbatched item: numpy scalars, ``reached = error <= tolerance``.
+
+    ``error (1,)``; ``counts (k, 1)`` with the iterations in row 0 and the limit hits in row 1."""
     e = error[0]
-    return SolveResult._trusted(out, e <= tolerance, e, iterations[0], limits_hit[0], state)
+    return SolveResult._trusted(out, e <= tolerance, e, counts[0, 0], counts[1, 0], state)
 
 
 def blend_rotations(r_out: FloatArray, r_in: FloatArray, joints: IntArray, weight: FloatArray) -> None:
@@ -507,7 +517,7 @@ class SolverCache:
     def get(self, cls: type[S], skeleton: Skeleton, args: tuple[Any, ...], build: Callable[[], S]) -> S:
         """The cached solver of ``cls`` for ``skeleton`` and ``args``, built by ``build()`` when missing."""
         items = self._items
-        key: Hashable = (cls, id(skeleton), args, tuple(map(type, args)))
+        key: Hashable = (cls, id(skeleton), args, (*map(type, args),))
         try:
             hit = items.get(key)
         except TypeError:  # an unhashable argument

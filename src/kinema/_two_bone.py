@@ -34,6 +34,7 @@ from ._solve import (
     check_pose,
     check_twist,
     kernel_loader,
+    pose_batch,
     prepare,
     raise_status,
     resolve_chain,
@@ -299,22 +300,23 @@ class TwoBone(Solver):
         m = self._margin_row if margin is None else _option(margin, "margin", 0.0, np.inf)
         flags = self._flags | (_HAS_POLE if po is not None else 0) | (_HAS_HINT if hi is not None else 0) \
             | (_HAS_END_ROTATION if er is not None else 0) | (_SMOOTH if params is not None else 0)
-        # The batch: the pose's, the per-item vectors' and the options' (a (1,) option is one value for all).
-        pose_batch = pose.batch_shape
-        shapes = [pose_batch, tg.shape[:-1]]
         vectors: list[tuple[FloatArray, tuple[int, ...]]] = [(tg, (3,))]  # broadcast (and copied) by prepare
-        for v, tail in ((po, (3,)), (hi, (3,)), (er, (4,))):
-            if v is not None:
-                shapes.append(v.shape[:-1])
-                vectors.append((v, tail))
-        for x in (w, so, m):
-            if x.shape != (1,):
-                shapes.append(x.shape)
-        batch = broadcast_batch(*shapes)
-        if batch and tg.shape[:-1] != batch:
-            vectors[0] = (np.broadcast_to(tg, batch + (3,)), (3,))  # the target sets the batch of the output
+        if po is not None:
+            vectors.append((po, (3,)))
+        if hi is not None:
+            vectors.append((hi, (3,)))
+        if er is not None:
+            vectors.append((er, (4,)))
+        if w.shape != (1,) or so.shape != (1,) or m.shape != (1,):
+            # Options with batch dims of their own (a (1,) option is one value for all items) may widen the
+            # batch beyond the pose's and the vectors': the target is broadcast to it, since it sets the batch
+            # of the output.
+            batch = broadcast_batch(pose.batch_shape, *[v.shape[:-1] for v, _ in vectors],
+                                    *[x.shape for x in (w, so, m) if x.shape != (1,)])
+            if batch and tg.shape[:-1] != batch:
+                vectors[0] = (np.broadcast_to(tg, batch + (3,)), (3,))
         prep = prepare(self.skeleton, pose, vectors, out, rotations_only=True, checked=True)
-        n = prep.n
+        n, batch = prep.n, prep.batch
         rows = iter(prep.extras[1:])
         po_r = _Z3_ROW if po is None else next(rows)
         hi_r = _Z3_ROW if hi is None else next(rows)
@@ -324,7 +326,7 @@ class TwoBone(Solver):
         bend = np.empty((n, 3))
         status = np.zeros(n, dtype=np.int64)
         hits = np.zeros(n, dtype=np.int64)
-        shared = pose_batch == () and out is not pose
+        shared = pose_batch(pose) == () and out is not pose
         hist_in = _NO_HIST if history is None or history.shape[0] != n else history
         hist_out = np.zeros((n, _HIST_SIZE)) if params is not None else _NO_HIST
         args = (self._plan, self._params if params is None else params, prep.t, prep.r, prep.s, prep.extras[0],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,18 @@ _kernels = kernel_loader("ccd")
 
 #: The pole argument when there is none (the kernel reads no row of it).
 _NO_POLE = np.zeros((1, 3))
+
+
+class _OneItemOutputs(threading.local):
+    """An unbatched solve's outputs, ``err (1,)`` and ``counts (3, 1)``, which its result reads back as numpy
+    scalars: one set per thread, so the per-frame call allocates neither (nothing returned aliases them; each
+    thread has its own, since the kernels release the GIL; the drivers write every item's outputs)."""
+
+    def __init__(self) -> None:
+        self.outputs = (np.empty(1), np.zeros((3, 1), dtype=np.int64))
+
+
+_ONE_ITEM = _OneItemOutputs()
 
 
 def _chain_weights(skeleton: Skeleton, joints: IntArray, listed: NDArray[np.bool_], weights: Any) -> FloatArray:
@@ -159,8 +172,11 @@ class CCD(Solver):
         n = prep.n
         tgt_f = prep.extras[0]
         pol_f = prep.extras[1] if pol is not None else _NO_POLE
-        err = np.empty(n)
-        counts = np.empty((3, n), dtype=np.int64)  # sweeps, limit hits, changed
+        if prep.batch:
+            err = np.empty(n)
+            counts = np.empty((3, n), dtype=np.int64)  # sweeps, limit hits, changed
+        else:
+            err, counts = _ONE_ITEM.outputs  # read back as scalars below
         status = run_driver(_kernels(), "ccd_serial", "ccd_parallel", n,
                             (self._index, values, prep.t, prep.r, prep.s, tgt_f, pol_f,
                              self._options[pol is not None], err, counts), own=prep.own)

@@ -18,6 +18,7 @@ The maths (all in world space, so any parent transform and any bone axis works):
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -321,11 +322,14 @@ class TwoBone(Solver):
         po_r = _Z3_ROW if po is None else next(rows)
         hi_r = _Z3_ROW if hi is None else next(rows)
         er_r = _Z4_ROW if er is None else next(rows)
-        err = np.empty(n)
-        reached = np.empty(n, dtype=np.bool_)
+        if batch:
+            err = np.empty(n)
+            reached = np.empty(n, dtype=np.bool_)
+            status = np.zeros(n, dtype=np.int64)
+            hits = np.zeros(n, dtype=np.int64)
+        else:
+            err, reached, status, hits = _ONE_ITEM.outputs  # read back as scalars below
         bend = np.empty((n, 3))
-        status = np.zeros(n, dtype=np.int64)
-        hits = np.zeros(n, dtype=np.int64)
         shared = pose_batch(pose) == () and out is not pose
         hist_in = _NO_HIST if history is None or history.shape[0] != n else history
         hist_out = np.zeros((n, _HIST_SIZE)) if params is not None else _NO_HIST
@@ -367,6 +371,22 @@ class TwoBone(Solver):
         else:
             msg = f"invalid input ({where}, kernel status {code})"
         raise SolverInputError(msg)
+
+
+class _OneItemOutputs(threading.local):
+    """An unbatched solve's outputs that its result reads back as numpy scalars (``err``, ``reached``, ``status``,
+    ``hits``, each ``(1,)``), one set per thread, so the per-frame call allocates none of them.
+
+    Nothing returned aliases them (the result holds scalars read out of them); each thread has its own, since
+    the kernels release the GIL; the drivers write every item's outputs, so nothing needs resetting.
+    """
+
+    def __init__(self) -> None:
+        self.outputs = (np.empty(1), np.empty(1, dtype=np.bool_), np.zeros(1, dtype=np.int64),
+                        np.zeros(1, dtype=np.int64))
+
+
+_ONE_ITEM = _OneItemOutputs()
 
 
 def _hinge_row(skeleton: Skeleton, joints: IntArray, kl: int, limits: Mapping[Any, Limit] | None) -> FloatArray | None:

@@ -365,6 +365,21 @@ def test_solver_cache_is_bounded_and_never_returns_a_stale_skeleton() -> None:
         np.testing.assert_array_equal(got.pose.rotations, want.pose.rotations)
 
 
+def test_solver_cache_keeps_equal_arguments_of_other_types_apart() -> None:
+    """1, 1.0 and True are equal and hash alike, but the constructors refuse some of them: a cached solver
+    built from one must not answer for another (the key carries the arguments' types)."""
+    sk = make_rig()
+    pose = sk.rest_pose()
+    kinema.solve_ccd(sk, pose, CHAIN, [0.5, 1.5, 0.2], iterations=1)
+    with pytest.raises(kinema.SolverInputError, match="iterations"):
+        kinema.solve_ccd(sk, pose, CHAIN, [0.5, 1.5, 0.2], iterations=True)
+    with pytest.raises(kinema.SolverInputError, match="iterations"):
+        kinema.solve_ccd(sk, pose, CHAIN, [0.5, 1.5, 0.2], iterations=1.0)
+    kinema.solve_two_bone(sk, pose, ARM, [0.5, 1.5, 0.2], twist_spread=0)
+    with pytest.raises(kinema.KinemaError, match="twist_spread"):
+        kinema.solve_two_bone(sk, pose, ARM, [0.5, 1.5, 0.2], twist_spread=False)
+
+
 def test_validate_checks_a_pose_against_the_solver() -> None:
     sk = make_rig()
     solver = kinema.CCD(sk, CHAIN)

@@ -322,7 +322,9 @@ def solve_ccd(
                                          fixed_root, twist, pole_max_twist),
                          lambda: CCD(skeleton, chain, iterations=iterations, tolerance=tolerance, weights=weights,
                                      max_step=max_step, adaptive_step=adaptive_step, limits=limits,
-                                     fixed_root=fixed_root, twist=twist, pole_max_twist=pole_max_twist))
+                                     fixed_root=fixed_root, twist=twist, pole_max_twist=pole_max_twist),
+                         (type(chain), type(iterations), type(tolerance), type(weights), type(max_step),
+                          type(adaptive_step), type(limits), type(fixed_root), type(twist), type(pole_max_twist)))
     return solver._solve(pose, target, pole, weight, out, solver._values)
 
 

@@ -428,7 +428,9 @@ def solve_fabrik(
     """
     solver = SOLVERS.get(FABRIK, skeleton, (chain, iterations, tolerance, limits, fixed_root, twist, pole_max_twist),
                          lambda: FABRIK(skeleton, chain, iterations=iterations, tolerance=tolerance, limits=limits,
-                                        fixed_root=fixed_root, twist=twist, pole_max_twist=pole_max_twist))
+                                        fixed_root=fixed_root, twist=twist, pole_max_twist=pole_max_twist),
+                         (type(chain), type(iterations), type(tolerance), type(limits), type(fixed_root), type(twist),
+                          type(pole_max_twist)))
     return solver.solve(pose, target, pole=pole, weight=weight, out=out)
 
 

@@ -514,10 +514,14 @@ class SolverCache:
         self.maxsize = maxsize
         self._items: dict[Hashable, Solver] = {}
 
-    def get(self, cls: type[S], skeleton: Skeleton, args: tuple[Any, ...], build: Callable[[], S]) -> S:
-        """The cached solver of ``cls`` for ``skeleton`` and ``args``, built by ``build()`` when missing."""
+    def get(self, cls: type[S], skeleton: Skeleton, args: tuple[Any, ...], build: Callable[[], S],
+            types: tuple[type, ...] | None = None) -> S:
+        """The cached solver of ``cls`` for ``skeleton`` and ``args``, built by ``build()`` when missing.
+
+        ``types``: ``args``' types, when the caller has them at hand (a per-frame free function spells them
+        out: cheaper than working them out here)."""
         items = self._items
-        key: Hashable = (cls, id(skeleton), args, (*map(type, args),))
+        key: Hashable = (cls, id(skeleton), args, (*map(type, args),) if types is None else types)
         try:
             hit = items.get(key)
         except TypeError:  # an unhashable argument

@@ -543,7 +543,8 @@ def solve_two_bone(
     """
     solver = SOLVERS.get(TwoBone, skeleton, (joints, twist_spread, continuity, limits, twist),
                          lambda: TwoBone(skeleton, joints, twist_spread=twist_spread, continuity=continuity,
-                                         limits=limits, twist=twist))
+                                         limits=limits, twist=twist),
+                         (type(joints), type(twist_spread), type(continuity), type(limits), type(twist)))
     return solver._run(pose, target, pole, weight, soft, margin, end_rotation, bend_hint, out)
 
 

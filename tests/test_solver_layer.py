@@ -380,6 +380,18 @@ def test_solver_cache_keeps_equal_arguments_of_other_types_apart() -> None:
         kinema.solve_two_bone(sk, pose, ARM, [0.5, 1.5, 0.2], twist_spread=False)
 
 
+def test_a_pose_whose_arrays_disagree_on_the_joints_is_refused() -> None:
+    """Pose's constructor ties its three arrays' joint axes together; one replaced afterwards must be refused
+    with a ShapeError naming it, never read past its end by a kernel (they index without bounds checks)."""
+    sk = make_rig()
+    for name in ("translations", "rotations", "scales"):
+        pose = sk.rest_pose()
+        setattr(pose, name, getattr(pose, name)[:-1])
+        for solver in (kinema.TwoBone(sk, ARM), kinema.CCD(sk, CHAIN), kinema.FABRIK(sk, CHAIN)):
+            with pytest.raises(kinema.ShapeError, match=name if name != "translations" else "pose"):
+                solver.solve(pose, [0.5, 1.5, 0.2])
+
+
 def test_validate_checks_a_pose_against_the_solver() -> None:
     sk = make_rig()
     solver = kinema.CCD(sk, CHAIN)

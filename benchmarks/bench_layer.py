@@ -2,7 +2,8 @@
 
 Run ``python benchmarks/bench_layer.py`` (``--quick`` for fewer repeats).  It prints, in one run:
 
-* single calls: each prepared solver's ``solve`` and its free function, median microseconds;
+* the machine's speed (an ``ndarray.copy`` probe) and single calls: each prepared solver's ``solve`` and its
+  free function in alternating blocks, median microseconds and the free function's extra (paired blocks);
 * batches: two-bone 100,000 targets (vs the vectorised NumPy solve), CCD and FABRIK 1000 targets on the
   10-bone chain (solves/s), FK 1000 frames x 60 joints (vs vectorised NumPy);
 * every batch row again beside one busy process (a Python loop pinned to no core in particular, the same
@@ -14,10 +15,13 @@ anywhere (the history of figures is in ``benchmarks/NOTES.md``).
 
 from __future__ import annotations
 
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 import kinema
 from kinema.bench._timing import busy_process, measure, per_call
@@ -54,21 +58,31 @@ def _problems() -> dict[str, Any]:
             "two": kinema.TwoBone(arm_sk, ARM), "ccd": kinema.CCD(sk, chain), "fab": kinema.FABRIK(sk, chain)}
 
 
-def single_rows(repeats: int) -> list[tuple[str, float]]:
+def single_rows(repeats: int) -> list[tuple[str, float, float, float]]:
+    """``(solver, object us, free function us, free - object us)``: each solver's prepared ``solve`` and its
+    free function, timed in alternating blocks of calls so that both see the same machine; the difference
+    is the median of the paired blocks' differences (what the free function's cached lookup costs)."""
     p = _problems()
     sk, chain, pose, tg = p["sk"], p["chain"], p["pose"], p["tg"]
     arm_sk, arm_pose, arm_tg, arm_pole = p["arm_sk"], p["arm_pose"], p["arm_tg"], p["arm_pole"]
     two, ccd, fab = p["two"], p["ccd"], p["fab"]
     n = 300
-    return [
-        ("TwoBone.solve", per_call_us(lambda i: two.solve(arm_pose, arm_tg[i], pole=arm_pole), n, repeats)),
-        ("solve_two_bone", per_call_us(lambda i: kinema.solve_two_bone(arm_sk, arm_pose, ARM, arm_tg[i], arm_pole),
-                                       n, repeats)),
-        ("CCD.solve (10 bones)", per_call_us(lambda i: ccd.solve(pose, tg[i]), n, repeats)),
-        ("solve_ccd (10 bones)", per_call_us(lambda i: kinema.solve_ccd(sk, pose, chain, tg[i]), n, repeats)),
-        ("FABRIK.solve (10 bones)", per_call_us(lambda i: fab.solve(pose, tg[i]), n, repeats)),
-        ("solve_fabrik (10 bones)", per_call_us(lambda i: kinema.solve_fabrik(sk, pose, chain, tg[i]), n, repeats)),
+    pairs: list[tuple[str, Callable[[int], Any], Callable[[int], Any]]] = [
+        ("two-bone", lambda i: two.solve(arm_pose, arm_tg[i], pole=arm_pole),
+         lambda i: kinema.solve_two_bone(arm_sk, arm_pose, ARM, arm_tg[i], arm_pole)),
+        ("CCD (10 bones)", lambda i: ccd.solve(pose, tg[i]), lambda i: kinema.solve_ccd(sk, pose, chain, tg[i])),
+        ("FABRIK (10 bones)", lambda i: fab.solve(pose, tg[i]), lambda i: kinema.solve_fabrik(sk, pose, chain, tg[i])),
     ]
+    rows = []
+    for name, obj, free in pairs:
+        a: list[float] = []
+        b: list[float] = []
+        for _ in range(repeats):
+            a.append(per_call(obj, n, 1).median * 1e6)
+            b.append(per_call(free, n, 1).median * 1e6)
+        d = sorted(y - x for x, y in zip(a, b, strict=True))
+        rows.append((name, statistics.median(a), statistics.median(b), d[len(d) // 2]))
+    return rows
 
 
 def batch_rows() -> list[tuple[str, Callable[[], Any], int, Callable[[], Any] | None]]:
@@ -89,9 +103,12 @@ def batch_rows() -> list[tuple[str, Callable[[], Any], int, Callable[[], Any] | 
 
 def main(argv: list[str]) -> None:
     repeats = 5 if "--quick" in argv else 15
-    print("single calls (median us per call)")
-    for name, us in single_rows(repeats):
-        print(f"  {name:28s} {us:8.2f}")
+    probe = np.zeros((20, 3))
+    print(f"machine: ndarray.copy of a (20, 3) array {per_call(lambda i: probe.copy(), 2000, 5).median * 1e9:.0f} ns "
+          "(250-300 at normal speed)")
+    print("single calls (median us per call: prepared object, free function, free - object)")
+    for name, obj_us, free_us, diff_us in single_rows(repeats):
+        print(f"  {name:20s} object {obj_us:7.2f}  free {free_us:7.2f}  free - object {diff_us:5.2f}")
     rows = batch_rows()
     quiet: dict[str, float] = {}
     print("\nbatches, quiet machine (median s, [min, max]; items/s; ratio to the baseline in the same run)")

@@ -365,6 +365,33 @@ def test_solver_cache_is_bounded_and_never_returns_a_stale_skeleton() -> None:
         np.testing.assert_array_equal(got.pose.rotations, want.pose.rotations)
 
 
+def test_solver_cache_keeps_equal_arguments_of_other_types_apart() -> None:
+    """1, 1.0 and True are equal and hash alike, but the constructors refuse some of them: a cached solver
+    built from one must not answer for another (the key carries the arguments' types)."""
+    sk = make_rig()
+    pose = sk.rest_pose()
+    kinema.solve_ccd(sk, pose, CHAIN, [0.5, 1.5, 0.2], iterations=1)
+    with pytest.raises(kinema.SolverInputError, match="iterations"):
+        kinema.solve_ccd(sk, pose, CHAIN, [0.5, 1.5, 0.2], iterations=True)
+    with pytest.raises(kinema.SolverInputError, match="iterations"):
+        kinema.solve_ccd(sk, pose, CHAIN, [0.5, 1.5, 0.2], iterations=1.0)
+    kinema.solve_two_bone(sk, pose, ARM, [0.5, 1.5, 0.2], twist_spread=0)
+    with pytest.raises(kinema.KinemaError, match="twist_spread"):
+        kinema.solve_two_bone(sk, pose, ARM, [0.5, 1.5, 0.2], twist_spread=False)
+
+
+def test_a_pose_whose_arrays_disagree_on_the_joints_is_refused() -> None:
+    """Pose's constructor ties its three arrays' joint axes together; one replaced afterwards must be refused
+    with a ShapeError naming it, never read past its end by a kernel (they index without bounds checks)."""
+    sk = make_rig()
+    for name in ("translations", "rotations", "scales"):
+        pose = sk.rest_pose()
+        setattr(pose, name, getattr(pose, name)[:-1])
+        for solver in (kinema.TwoBone(sk, ARM), kinema.CCD(sk, CHAIN), kinema.FABRIK(sk, CHAIN)):
+            with pytest.raises(kinema.ShapeError, match=name if name != "translations" else "pose"):
+                solver.solve(pose, [0.5, 1.5, 0.2])
+
+
 def test_validate_checks_a_pose_against_the_solver() -> None:
     sk = make_rig()
     solver = kinema.CCD(sk, CHAIN)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,18 @@ _kernels = kernel_loader("ccd")
 
 #: The pole argument when there is none (the kernel reads no row of it).
 _NO_POLE = np.zeros((1, 3))
+
+
+class _OneItemOutputs(threading.local):
+    """An unbatched solve's outputs, ``err (1,)`` and ``counts (3, 1)``, which its result reads back as numpy
+    scalars: one set per thread, so the per-frame call allocates neither (nothing returned aliases them; each
+    thread has its own, since the kernels release the GIL; the drivers write every item's outputs)."""
+
+    def __init__(self) -> None:
+        self.outputs = (np.empty(1), np.zeros((3, 1), dtype=np.int64))
+
+
+_ONE_ITEM = _OneItemOutputs()
 
 
 def _chain_weights(skeleton: Skeleton, joints: IntArray, listed: NDArray[np.bool_], weights: Any) -> FloatArray:
@@ -155,19 +168,22 @@ class CCD(Solver):
         if w is not None:  # the blend reads the input, which out=pose overwrites
             r_in = pose.rotations.reshape((-1,) + pose.rotations.shape[-2:]).copy()
             t_in = pose.translations.reshape((-1,) + pose.translations.shape[-2:]).copy()
-        prep = prepare(self.skeleton, pose, extras, out)
+        prep = prepare(self.skeleton, pose, extras, out, checked=True)
         n = prep.n
         tgt_f = prep.extras[0]
         pol_f = prep.extras[1] if pol is not None else _NO_POLE
-        err = np.empty(n)
-        counts = np.empty((3, n), dtype=np.int64)  # sweeps, limit hits, changed
+        if prep.batch:
+            err = np.empty(n)
+            counts = np.empty((3, n), dtype=np.int64)  # sweeps, limit hits, changed
+        else:
+            err, counts = _ONE_ITEM.outputs  # read back as scalars below
         status = run_driver(_kernels(), "ccd_serial", "ccd_parallel", n,
                             (self._index, values, prep.t, prep.r, prep.s, tgt_f, pol_f,
                              self._options[pol is not None], err, counts), own=prep.own)
         if status:
             raise_status(status, self.what, self.skeleton, pose, self.scale_joints, {"target": tgt, "pole": pol})
         if w is None and not prep.batch:  # one item, no blend
-            return result_one(prep.out, err, self.tolerance, counts[0], counts[1],
+            return result_one(prep.out, err, self.tolerance, counts,
                               {"joints": self.joints, "moved": counts[2, 0] != 0})
         changed = counts[2] != 0
         if w is not None:
@@ -306,8 +322,10 @@ def solve_ccd(
                                          fixed_root, twist, pole_max_twist),
                          lambda: CCD(skeleton, chain, iterations=iterations, tolerance=tolerance, weights=weights,
                                      max_step=max_step, adaptive_step=adaptive_step, limits=limits,
-                                     fixed_root=fixed_root, twist=twist, pole_max_twist=pole_max_twist))
-    return solver.solve(pose, target, pole=pole, weight=weight, out=out)
+                                     fixed_root=fixed_root, twist=twist, pole_max_twist=pole_max_twist),
+                         (type(chain), type(iterations), type(tolerance), type(weights), type(max_step),
+                          type(adaptive_step), type(limits), type(fixed_root), type(twist), type(pole_max_twist)))
+    return solver._solve(pose, target, pole, weight, out, solver._values)
 
 
 @dataclass

@@ -227,7 +227,7 @@ class _FabrikSolver(Solver):
             extras.append((w, ()))
             r_in = pose.rotations.reshape((-1,) + pose.rotations.shape[-2:]).copy()
             t_in = pose.translations.reshape((-1,) + pose.translations.shape[-2:]).copy()
-        prep = prepare(self.skeleton, pose, extras, out)
+        prep = prepare(self.skeleton, pose, extras, out, checked=True)
         n = prep.n
         tg = prep.extras[0][:, None] if g == 1 else np.ascontiguousarray(np.stack(prep.extras[:g], axis=1))  # (N, G, 3)
         poles = prep.extras[g] if pole is not None else _NO_POLE
@@ -294,7 +294,7 @@ class FABRIK(_FabrikSolver):
         out_pose, batch, gerr, counts, moved = self._run(pose, [tgt], pl, weight, out)
         err = gerr[:, 0]
         if not batch:
-            return result_one(out_pose, err, self.tolerance, counts[0], counts[1], {"moved": moved[0]})
+            return result_one(out_pose, err, self.tolerance, counts, {"moved": moved[0]})
         return result(out_pose, batch, err, err <= self.tolerance, counts[0], counts[1],
                       {"moved": moved.reshape(batch) if batch else moved[0, ...]})
 
@@ -428,7 +428,9 @@ def solve_fabrik(
     """
     solver = SOLVERS.get(FABRIK, skeleton, (chain, iterations, tolerance, limits, fixed_root, twist, pole_max_twist),
                          lambda: FABRIK(skeleton, chain, iterations=iterations, tolerance=tolerance, limits=limits,
-                                        fixed_root=fixed_root, twist=twist, pole_max_twist=pole_max_twist))
+                                        fixed_root=fixed_root, twist=twist, pole_max_twist=pole_max_twist),
+                         (type(chain), type(iterations), type(tolerance), type(limits), type(fixed_root), type(twist),
+                          type(pole_max_twist)))
     return solver.solve(pose, target, pole=pole, weight=weight, out=out)
 
 

@@ -20,7 +20,6 @@ Flat arrays handed to the kernels:
 from __future__ import annotations
 
 import importlib
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -120,6 +119,13 @@ def as_target(x: ArrayLike, what: str, trailing: tuple[int, ...] = (3,)) -> Floa
     return a
 
 
+def pose_batch(pose: Pose) -> tuple[int, ...]:
+    """``pose.batch_shape`` (an unbatched pose, the per-frame case, without broadcasting three empty shapes)."""
+    if pose.translations.ndim == 2 and pose.rotations.ndim == 2 and pose.scales.ndim == 2:
+        return ()
+    return pose.batch_shape
+
+
 def check_pose(skeleton: Skeleton, pose: Any, what: str) -> Pose:
     """``pose`` itself when it is a :class:`~kinema.Pose` of ``skeleton``'s joint count.
 
@@ -129,8 +135,16 @@ def check_pose(skeleton: Skeleton, pose: Any, what: str) -> Pose:
     if not isinstance(pose, Pose):
         raise SolverInputError(f"{what}: pose must be a kinema.Pose, got {type(pose).__name__}")
     nj = skeleton.n_joints
+    t, r, s = pose.translations, pose.rotations, pose.scales
+    # All three arrays: their joint axes are tied together only by Pose's constructor, and the kernels
+    # index them without bounds checks.
+    if t.shape[-2:] == (nj, 3) and r.shape[-2:] == (nj, 4) and s.shape[-2:] == (nj, 3):
+        return pose
     if pose.n_joints != nj:
         raise ShapeError("pose", f"(..., {nj}, k) for a skeleton of {nj} joints", f"{pose.n_joints} joints")
+    for name, a, k in (("translations", t, 3), ("rotations", r, 4), ("scales", s, 3)):
+        if a.shape[-2:] != (nj, k):
+            raise ShapeError(f"pose {name}", f"(..., {nj}, {k})", tuple(a.shape))
     return pose
 
 
@@ -195,6 +209,11 @@ def _own_row(a: FloatArray) -> FloatArray:
     return a[None].copy() if a.dtype is _F64 else np.array(a[None], dtype=np.float64, order="C")
 
 
+def _own_copy(a: FloatArray) -> FloatArray:
+    """A fresh C-contiguous float64 copy of ``a`` (same shape)."""
+    return a.copy() if a.dtype is _F64 else np.array(a, dtype=np.float64, order="C")
+
+
 _F64 = np.dtype(np.float64)
 
 
@@ -204,6 +223,8 @@ def prepare(
     extras: Sequence[tuple[FloatArray, tuple[int, ...]]] = (),
     out: Pose | None = None,
     rotations_only: bool = False,
+    *,
+    checked: bool = False,
 ) -> Prepared:
     """Broadcast ``pose`` with the per-item ``extras`` and set up the output pose.
 
@@ -211,29 +232,29 @@ def prepare(
     ``(N, *trailing_shape)`` in :attr:`Prepared.extras`.  The output pose is
     ``out`` (its three arrays must already have the full batch shape; the
     input is copied into it) or a new pose.  The input pose is never written.
+    ``checked``: the caller has already passed ``pose`` through :func:`check_pose`.
 
     ``rotations_only``: the solver writes rotations only, so a new output
     pose keeps unbatched input translations and scales unbatched (copies of
     the ``(J, 3)`` arrays; :class:`~kinema.Pose` broadcasts them against the
     batched rotations) instead of repeating them for every item: a third of
     the memory for one pose solved against many targets.
+
+    One unbatched item (the per-frame call) costs one copy per array: the
+    output pose's three ``(J, k)`` arrays are fresh copies and the kernel
+    gets ``(1, J, k)`` views of them; each extra is copied to ``(1, *trailing)``.
     """
-    nj = skeleton.n_joints
-    check_pose(skeleton, pose, "solve")
+    if not checked:
+        check_pose(skeleton, pose, "solve")
     pt, pr, ps = pose.translations, pose.rotations, pose.scales
     if out is None and pt.ndim == 2 and pr.ndim == 2 and ps.ndim == 2:
-        one: list[FloatArray] | None = []
-        for a, tl in extras:
-            if a.ndim != len(tl):
-                one = None  # a batched input: the general path
-                break
-            one.append(_own_row(a))  # type: ignore[union-attr]
-        if one is not None:
-            # One unbatched item (the per-frame call): batch-of-one copies, no broadcasting.
-            t1 = _own_row(pt)
-            r1 = _own_row(pr)
-            s1 = _own_row(ps)
-            return Prepared((), 1, t1, r1, s1, Pose._trusted(t1[0], r1[0], s1[0]), one, True)
+        one = [a[None].copy() if a.dtype is _F64 else _own_row(a) for a, tl in extras if a.ndim == len(tl)]
+        if len(one) == len(extras):  # no batched input: one item, no broadcasting
+            t2 = pt.copy() if pt.dtype is _F64 else _own_copy(pt)
+            r2 = pr.copy() if pr.dtype is _F64 else _own_copy(pr)
+            s2 = ps.copy() if ps.dtype is _F64 else _own_copy(ps)
+            return Prepared((), 1, t2[None], r2[None], s2[None], Pose._trusted(t2, r2, s2), one, True)
+    nj = skeleton.n_joints
     batch = broadcast_batch(pose.batch_shape, *[a.shape[: a.ndim - len(tl)] for a, tl in extras])
     n = int(np.prod(batch)) if batch else 1
     if out is None:
@@ -392,11 +413,12 @@ def result(out: Pose, batch: tuple[int, ...], error: FloatArray, reached: NDArra
     return SolveResult._trusted(out, reached[0], error[0], iterations[0], limits_hit[0], state)
 
 
-def result_one(out: Pose, error: FloatArray, tolerance: float, iterations: IntArray, limits_hit: IntArray,
-               state: dict[str, Any]) -> SolveResult:
-    """The :class:`SolveResult` of one unbatched item: numpy scalars, ``reached = error <= tolerance``."""
+def result_one(out: Pose, error: FloatArray, tolerance: float, counts: IntArray, state: dict[str, Any]) -> SolveResult:
+    """The :class:`SolveResult` of one unbatched item: numpy scalars, ``reached = error <= tolerance``.
+
+    ``error (1,)``; ``counts (k, 1)`` with the iterations in row 0 and the limit hits in row 1."""
     e = error[0]
-    return SolveResult._trusted(out, e <= tolerance, e, iterations[0], limits_hit[0], state)
+    return SolveResult._trusted(out, e <= tolerance, e, counts[0, 0], counts[1, 0], state)
 
 
 def blend_rotations(r_out: FloatArray, r_in: FloatArray, joints: IntArray, weight: FloatArray) -> None:
@@ -469,41 +491,52 @@ SOLVER_CACHE_MAX = 256
 
 
 class SolverCache:
-    """A bounded, least-recently-used cache of prepared solvers, shared by every free function.
+    """A bounded cache of prepared solvers, shared by every free function.
 
-    Keys are ``(solver class, id(skeleton), frozen arguments)``; a hit is
-    used only when its solver's ``skeleton`` is the very skeleton asked for,
-    so an id reused by a new object after the old one was freed never
-    returns a stale solver (a cached solver keeps its skeleton alive, so while
-    it is cached the id cannot be reused anyway).  Arguments with no hashable
-    snapshot (see :func:`freeze`) build a fresh solver, uncached.
+    Keys are ``(solver class, id(skeleton), arguments, their types)``: the
+    types keep 1, 1.0 and True apart (they are equal and hash alike, but a
+    constructor refuses some of them).  A hit is used only when its solver's
+    ``skeleton`` is the very skeleton asked for, so an id reused by a new
+    object after the old one was freed never returns a stale solver (a cached
+    solver keeps its skeleton alive, so while it is cached the id cannot be
+    reused anyway).  Arguments that do not hash as they are (lists, arrays,
+    limit maps) are keyed by their :func:`freeze` snapshot; those with none
+    build a fresh solver, uncached.
+
+    When full, the oldest entry goes (first in, first out).  A hit costs one
+    dict lookup and nothing else; least-recently-used order would cost a
+    reordering on every hit, and saves at most one rebuild per
+    :data:`SOLVER_CACHE_MAX` new solvers built (a hot solver pushed out by that
+    many others is built again once).
     """
 
     def __init__(self, maxsize: int = SOLVER_CACHE_MAX) -> None:
         self.maxsize = maxsize
-        self._items: OrderedDict[Hashable, Solver] = OrderedDict()
+        self._items: dict[Hashable, Solver] = {}
 
-    def get(self, cls: type[S], skeleton: Skeleton, args: tuple[Any, ...], build: Callable[[], S]) -> S:
-        """The cached solver of ``cls`` for ``skeleton`` and ``args``, built by ``build()`` when missing."""
+    def get(self, cls: type[S], skeleton: Skeleton, args: tuple[Any, ...], build: Callable[[], S],
+            types: tuple[type, ...] | None = None) -> S:
+        """The cached solver of ``cls`` for ``skeleton`` and ``args``, built by ``build()`` when missing.
+
+        ``types``: ``args``' types, when the caller has them at hand (a per-frame free function spells them
+        out: cheaper than working them out here)."""
+        items = self._items
+        key: Hashable = (cls, id(skeleton), args, (*map(type, args),) if types is None else types)
         try:
-            # Plain arguments (names, numbers, None, tuples of them) hash as they are, with their types so that
-            # 1, 1.0 and True stay apart; anything else (lists, arrays, limit maps) through freeze().
-            key: Hashable = (cls, id(skeleton), tuple([(type(a), a) for a in args]))
-            hash(key)
-        except TypeError:
+            hit = items.get(key)
+        except TypeError:  # an unhashable argument
             try:
                 key = (cls, id(skeleton), freeze(args))
             except TypeError:
                 return build()
-        items = self._items
-        hit = items.get(key)
+            hit = items.get(key)
         if hit is not None and hit.skeleton is skeleton:
-            items.move_to_end(key)
             return hit  # type: ignore[return-value]
         solver = build()
+        items.pop(key, None)
         items[key] = solver
         if len(items) > self.maxsize:
-            items.popitem(last=False)
+            del items[next(iter(items))]
         return solver
 
     def __len__(self) -> int:

@@ -18,6 +18,7 @@ The maths (all in world space, so any parent transform and any bone axis works):
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -34,6 +35,7 @@ from ._solve import (
     check_pose,
     check_twist,
     kernel_loader,
+    pose_batch,
     prepare,
     raise_status,
     resolve_chain,
@@ -58,7 +60,7 @@ _Z4_ROW = np.zeros((1, 4))
 _ONES = np.ones(1)
 _ZEROS = np.zeros(1)
 _NO_MARGIN = np.full(1, -1.0)  # margin < 0: the kernel's default
-_ONE_ITERATION = np.ones(1, dtype=np.int64)  # an unbatched result's iteration count (read as a scalar)
+_ONE = np.int64(1)  # an unbatched result's iteration count
 
 # Option bits shared with the kernel (kept in sync by test_two_bone.py).
 _HAS_POLE = 1
@@ -165,10 +167,11 @@ class TwoBone(Solver):
         self._plan = np.concatenate([[kl, anc.size], anc, self.joints]).astype(np.int64)
         #: ``[axis, min, max, rest rotation]`` of a hinge on the lower joint, or None.
         self._hinge = _hinge_row(skeleton, self.joints, kl, limits)
-        self.twist = check_twist(twist)
+        self._flags = _HAS_HINGE if self._hinge is not None else 0
+        self.twist = twist
         self.pole = pole
-        self.soft = _scalar_option(soft, "soft", 0.0, 1.0, hi_open=True)
-        self.margin = None if margin is None else _scalar_option(margin, "margin", 0.0, np.inf)
+        self.soft = soft
+        self.margin = margin
         self.twist_spread = _scalar_option(twist_spread, "twist_spread", 0.0, 1.0)
         self.history = bool(history)
         self.continuity = bool(continuity) or self.history
@@ -188,6 +191,47 @@ class TwoBone(Solver):
         #: Smooth mode: the kernel's history rows of the last solve, ``(N, 8)``, or None.
         self._bend_history: FloatArray | None = None
         self._last_history: FloatArray | None = None
+
+    # The options every solve reads are packed when set: the kernel's flag bits (``_flags``) and (1,) rows
+    # for soft and margin, so a solve converts nothing of its own.
+    @property
+    def twist(self) -> str:
+        """The twist policy (see :func:`solve_two_bone`)."""
+        return self._twist
+
+    @twist.setter
+    def twist(self, value: str) -> None:
+        self._twist = check_twist(value)
+        self._flags = (self._flags & ~_REST_TWIST) | (_REST_TWIST if self._twist == "rest" else 0)
+
+    @property
+    def continuity(self) -> bool:
+        """Whether a bend hint picks the side within the pole's plane (see :func:`solve_two_bone`)."""
+        return bool(self._flags & _CONTINUITY)
+
+    @continuity.setter
+    def continuity(self, value: bool) -> None:
+        self._flags = (self._flags & ~_CONTINUITY) | (_CONTINUITY if value else 0)
+
+    @property
+    def soft(self) -> float:
+        """Default soft-reach fraction in [0, 1)."""
+        return self._soft
+
+    @soft.setter
+    def soft(self, value: float) -> None:
+        self._soft = _scalar_option(value, "soft", 0.0, 1.0, hi_open=True)
+        self._soft_row = _ZEROS if self._soft == 0.0 else np.full(1, self._soft)
+
+    @property
+    def margin(self) -> float | None:
+        """Default reach margin (world distance), or None for the kernel's default."""
+        return self._margin
+
+    @margin.setter
+    def margin(self, value: float | None) -> None:
+        self._margin = None if value is None else _scalar_option(value, "margin", 0.0, np.inf)
+        self._margin_row = _NO_MARGIN if self._margin is None else np.full(1, self._margin)
 
     @property
     def pole(self) -> FloatArray | None:
@@ -213,11 +257,16 @@ class TwoBone(Solver):
 
         ``dt``: seconds since the previous frame (> 0), read by smooth history mode (the bend plane's
         catch-up is ``bend_speed * dt``); without it a frame is taken as 1/60 s."""
+        if not self.history:
+            if dt is not None:
+                positive_number(dt, "dt")
+            return self._run(pose, target, self._pole if pole is None else pole, weight, soft, margin, end_rotation,
+                             bend_hint, out)
         step_seconds = DEFAULT_FRAME_SECONDS if dt is None else positive_number(dt, "dt")
         pole = self._pole if pole is None else pole
         hint = bend_hint
         history = None
-        if self.history and self.bend_direction is not None:
+        if self.bend_direction is not None:
             if self.bend_direction.shape[:-1] != _batch_of(pose, target):
                 self.reset()  # the batch changed: the old history does not apply
             else:
@@ -228,56 +277,60 @@ class TwoBone(Solver):
         if self.smooth:
             params = self._params.copy()
             params[_P_BEND_STEP] = self.bend_speed * step_seconds
-        res = self._run(pose, target, pole, weight, self.soft if soft is None else soft,
-                        self.margin if margin is None else margin, end_rotation, hint, out, params, history)
-        if self.history:
-            self.bend_direction = res.state["bend_direction"]
-            if self.smooth:
-                self._bend_history = self._last_history
+        res = self._run(pose, target, pole, weight, soft, margin, end_rotation, hint, out, params, history)
+        self.bend_direction = res.state["bend_direction"]
+        if self.smooth:
+            self._bend_history = self._last_history
         return res
 
-    def _run(self, pose: Pose, target: ArrayLike, pole: ArrayLike | None, weight: ArrayLike, soft: ArrayLike,
-             margin: ArrayLike | None, end_rotation: ArrayLike | None, bend_hint: ArrayLike | None,
-             out: Pose | None, params: FloatArray | None = None, history: FloatArray | None = None) -> SolveResult:
-        """One solve.  ``params``: the packed options with this frame's bend step (smooth mode only, which
-        it switches on); ``history``: the previous frame's history rows ``(1|N, 8)`` (smooth mode)."""
+    def _run(self, pose: Pose, target: ArrayLike, pole: ArrayLike | None, weight: ArrayLike,
+             soft: ArrayLike | None, margin: ArrayLike | None, end_rotation: ArrayLike | None,
+             bend_hint: ArrayLike | None, out: Pose | None, params: FloatArray | None = None,
+             history: FloatArray | None = None) -> SolveResult:
+        """One solve.  ``soft``, ``margin``: None for the solver's own.  ``params``: the packed options with this
+        frame's bend step (smooth mode only, which it switches on); ``history``: the previous frame's history
+        rows ``(1|N, 8)`` (smooth mode)."""
         check_pose(self.skeleton, pose, self.what)
         tg = as_float_array(target, "target", (3,))
         po = None if pole is None else as_float_array(pole, "pole", (3,))
         hi = None if bend_hint is None else as_float_array(bend_hint, "bend_hint", (3,))
         er = None if end_rotation is None else as_float_array(end_rotation, "end_rotation", (4,))
         w = _ONES if type(weight) is float and weight == 1.0 else _option(weight, "weight", 0.0, 1.0)
-        so = _ZEROS if type(soft) is float and soft == 0.0 else _option(soft, "soft", 0.0, 1.0, hi_open=True)
-        m = _NO_MARGIN if margin is None else _option(margin, "margin", 0.0, np.inf)
-        flags = (_HAS_POLE if po is not None else 0) | (_HAS_HINT if hi is not None else 0) \
-            | (_HAS_END_ROTATION if er is not None else 0) | (_CONTINUITY if self.continuity else 0) \
-            | (_HAS_HINGE if self._hinge is not None else 0) | (_SMOOTH if params is not None else 0) \
-            | (_REST_TWIST if self.twist == "rest" else 0)
-        pose_batch = pose.batch_shape
-        shapes = [pose_batch, tg.shape[:-1]]
-        for x in (w, so, m):
-            if x.ndim == 0 or x.shape != (1,):
-                shapes.append(x.shape)
+        so = self._soft_row if soft is None else _ZEROS if type(soft) is float and soft == 0.0 else \
+            _option(soft, "soft", 0.0, 1.0, hi_open=True)
+        m = self._margin_row if margin is None else _option(margin, "margin", 0.0, np.inf)
+        flags = self._flags | (_HAS_POLE if po is not None else 0) | (_HAS_HINT if hi is not None else 0) \
+            | (_HAS_END_ROTATION if er is not None else 0) | (_SMOOTH if params is not None else 0)
         vectors: list[tuple[FloatArray, tuple[int, ...]]] = [(tg, (3,))]  # broadcast (and copied) by prepare
-        for v, tail in ((po, (3,)), (hi, (3,)), (er, (4,))):
-            if v is not None:
-                shapes.append(v.shape[:-1])
-                vectors.append((v, tail))
-        batch = broadcast_batch(*shapes)
-        if batch and tg.shape[:-1] != batch:
-            vectors[0] = (np.broadcast_to(tg, batch + (3,)), (3,))  # the target sets the batch of the output
-        prep = prepare(self.skeleton, pose, vectors, out, rotations_only=True)
-        n = prep.n
+        if po is not None:
+            vectors.append((po, (3,)))
+        if hi is not None:
+            vectors.append((hi, (3,)))
+        if er is not None:
+            vectors.append((er, (4,)))
+        if w.shape != (1,) or so.shape != (1,) or m.shape != (1,):
+            # Options with batch dims of their own (a (1,) option is one value for all items) may widen the
+            # batch beyond the pose's and the vectors': the target is broadcast to it, since it sets the batch
+            # of the output.
+            batch = broadcast_batch(pose.batch_shape, *[v.shape[:-1] for v, _ in vectors],
+                                    *[x.shape for x in (w, so, m) if x.shape != (1,)])
+            if batch and tg.shape[:-1] != batch:
+                vectors[0] = (np.broadcast_to(tg, batch + (3,)), (3,))
+        prep = prepare(self.skeleton, pose, vectors, out, rotations_only=True, checked=True)
+        n, batch = prep.n, prep.batch
         rows = iter(prep.extras[1:])
         po_r = _Z3_ROW if po is None else next(rows)
         hi_r = _Z3_ROW if hi is None else next(rows)
         er_r = _Z4_ROW if er is None else next(rows)
-        err = np.empty(n)
-        reached = np.empty(n, dtype=np.bool_)
+        if batch:
+            err = np.empty(n)
+            reached = np.empty(n, dtype=np.bool_)
+            status = np.zeros(n, dtype=np.int64)
+            hits = np.zeros(n, dtype=np.int64)
+        else:
+            err, reached, status, hits = _ONE_ITEM.outputs  # read back as scalars below
         bend = np.empty((n, 3))
-        status = np.zeros(n, dtype=np.int64)
-        hits = np.zeros(n, dtype=np.int64)
-        shared = pose_batch == () and out is not pose
+        shared = pose_batch(pose) == () and out is not pose
         hist_in = _NO_HIST if history is None or history.shape[0] != n else history
         hist_out = np.zeros((n, _HIST_SIZE)) if params is not None else _NO_HIST
         args = (self._plan, self._params if params is None else params, prep.t, prep.r, prep.s, prep.extras[0],
@@ -293,10 +346,11 @@ class TwoBone(Solver):
         if params is not None:
             self._last_history = hist_out
         if batch:
-            state = {"bend_direction": bend.reshape(batch + (3,)), "moved": np.broadcast_to(w, batch) > 0.0}
+            state: dict[str, Any] = {"bend_direction": bend.reshape(batch + (3,)),
+                                     "moved": np.broadcast_to(w, batch) > 0.0}
             return result(prep.out, batch, err, reached, np.ones(n, dtype=np.int64), hits, state)
-        state = {"bend_direction": bend[0], "moved": w.reshape(-1)[0] > 0.0}
-        return result(prep.out, batch, err, reached, _ONE_ITERATION, hits, state)
+        state = {"bend_direction": bend[0], "moved": np.True_ if w is _ONES else w.reshape(-1)[0] > 0.0}
+        return SolveResult._trusted(prep.out, reached[0], err[0], _ONE, hits[0], state)
 
     def _raise_item_status(self, status: IntArray, batch: tuple[int, ...]) -> None:
         k = _kernels()
@@ -317,6 +371,22 @@ class TwoBone(Solver):
         else:
             msg = f"invalid input ({where}, kernel status {code})"
         raise SolverInputError(msg)
+
+
+class _OneItemOutputs(threading.local):
+    """An unbatched solve's outputs that its result reads back as numpy scalars (``err``, ``reached``, ``status``,
+    ``hits``, each ``(1,)``), one set per thread, so the per-frame call allocates none of them.
+
+    Nothing returned aliases them (the result holds scalars read out of them); each thread has its own, since
+    the kernels release the GIL; the drivers write every item's outputs, so nothing needs resetting.
+    """
+
+    def __init__(self) -> None:
+        self.outputs = (np.empty(1), np.empty(1, dtype=np.bool_), np.zeros(1, dtype=np.int64),
+                        np.zeros(1, dtype=np.int64))
+
+
+_ONE_ITEM = _OneItemOutputs()
 
 
 def _hinge_row(skeleton: Skeleton, joints: IntArray, kl: int, limits: Mapping[Any, Limit] | None) -> FloatArray | None:
@@ -473,7 +543,8 @@ def solve_two_bone(
     """
     solver = SOLVERS.get(TwoBone, skeleton, (joints, twist_spread, continuity, limits, twist),
                          lambda: TwoBone(skeleton, joints, twist_spread=twist_spread, continuity=continuity,
-                                         limits=limits, twist=twist))
+                                         limits=limits, twist=twist),
+                         (type(joints), type(twist_spread), type(continuity), type(limits), type(twist)))
     return solver._run(pose, target, pole, weight, soft, margin, end_rotation, bend_hint, out)
 
 

@@ -39,8 +39,17 @@ class SolveResult:
                  iterations: NDArray[np.int64] | np.int64, limits_hit: NDArray[np.int64] | np.int64,
                  state: dict[str, Any]) -> SolveResult:
         """A result around arrays already known to be right (solvers' hot path: skips the frozen
-        dataclass ``__init__``, which sets each field through ``object.__setattr__``)."""
-        res = cls.__new__(cls)
-        res.__dict__.update(pose=pose, reached=reached, error=error, iterations=iterations, limits_hit=limits_hit,
-                            state=state)
+        dataclass ``__init__``, which sets each field through ``object.__setattr__``; the fields are
+        written straight into the new instance's ``__dict__``)."""
+        res = _new(cls)
+        d = res.__dict__
+        d["pose"] = pose
+        d["reached"] = reached
+        d["error"] = error
+        d["iterations"] = iterations
+        d["limits_hit"] = limits_hit
+        d["state"] = state
         return res
+
+
+_new = object.__new__

@@ -161,7 +161,7 @@ class CCD(Solver):
         pol_f = prep.extras[1] if pol is not None else _NO_POLE
         err = np.empty(n)
         counts = np.empty((3, n), dtype=np.int64)  # sweeps, limit hits, changed
-        status = run_driver(_kernels(), "ccd_serial", "ccd_parallel", n,
+        status = run_driver(_kernels().DRIVERS, n,
                             (self._index, values, prep.t, prep.r, prep.s, tgt_f, pol_f,
                              self._options[pol is not None], err, counts), own=prep.own)
         if status:

@@ -171,7 +171,6 @@ BAD_END_ROTATION = 4  # a zero quaternion
 ZERO_BONE = 5
 MARGIN_TOO_LARGE = 6
 BAD_POSE = 7  # the chain's world transforms overflow (finite inputs, e.g. a scale of 1e300)
-BAD_OPTION = 8
 
 
 # ------------------------------------------------------------------ helpers
@@ -237,14 +236,12 @@ def reach_distance(d, lo, hi, soft):  # type: ignore[no-untyped-def]
 
 # --------------------------------------------------------------- the solve
 @njit
-def _check_item(erot, flags, weight, soft, margin, spread):  # type: ignore[no-untyped-def]
-    """Status of one item's options (their finiteness was checked by the driver): ``OK``, a zero
-    ``end_rotation`` quaternion, or an option out of range."""
+def _check_item(erot, flags):  # type: ignore[no-untyped-def]
+    """Status of one item's ``end_rotation`` (its finiteness was checked by the driver): ``OK`` or a zero
+    quaternion.  The options' ranges are checked once, by :class:`kinema.TwoBone`, before any kernel runs."""
     if flags & HAS_END_ROTATION:
         if math.sqrt(erot[0] ** 2 + erot[1] ** 2 + erot[2] ** 2 + erot[3] ** 2) <= ZERO_QUAT_EPS:
             return BAD_END_ROTATION
-    if not (0.0 <= weight <= 1.0 and 0.0 <= soft < 1.0 and 0.0 <= spread <= 1.0 and math.isfinite(margin)):
-        return BAD_OPTION
     return OK
 
 
@@ -615,7 +612,7 @@ def _solve_item(i, chain, pose, item, params, flags, scratch, start):  # type: i
     # per literal value it is passed, so each literal would be another copy of the chain helpers.
     k_upper = np.int64(0)
     k_next = k_upper + 1
-    st = _check_item(erot, flags, weight, soft, margin, spread)
+    st = _check_item(erot, flags)
     if st != OK:
         return st, math.nan, False, zero3, False, no_hist
 

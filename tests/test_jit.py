@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from kinema._kernels._jit import njit
 
@@ -72,3 +75,93 @@ def test_openmp_threads_wait_passively_unless_the_user_says_otherwise() -> None:
     # set before numba is imported at all (libgomp reads it once, when it loads)
     assert _fresh_python("import os, sys\nimport kinema._kernels._jit\n"
                          "print(os.environ['OMP_WAIT_POLICY'] if 'numba' in sys.modules else 'no numba')") == "PASSIVE"
+
+
+#: Two toy solvers on the shared driver template (kinema._kernels.drivers), in a module of their own so that
+#: numba can cache them: each range function writes its own formula, ``check`` refuses a negative first input.
+_TOY_SOLVERS = '''
+import numpy as np
+from kinema._kernels._jit import njit
+from kinema._kernels.drivers import make_drivers
+
+
+@njit(borrows=True)
+def check(args):
+    return 1 if args[0][0] < 0.0 else 0
+
+
+@njit(borrows=True)
+def finish(args):
+    return 0
+
+
+@njit
+def range_a(c0, c1, args):
+    x, y = args
+    for i in range(c0, c1):
+        y[i] = x[i] * 2.0 + 1.0
+
+
+@njit
+def range_b(c0, c1, args):
+    x, k, y = args
+    for i in range(c0, c1):
+        y[i] = x[i] - k[0]
+
+
+A = make_drivers("toy_a", check, range_a, finish)
+B = make_drivers("toy_b", check, range_b, finish)
+'''
+
+_TOY_RUN = ("import sys, numpy as np, numba\n"
+            "sys.path.insert(0, sys.argv[1])\n"
+            "import toy_solvers as T\n"
+            "x = np.arange(100.0)\n"
+            "ya, yp, yb, ybp = np.zeros(100), np.zeros(100), np.zeros(100), np.zeros(100)\n"
+            "assert T.A.serial(100, (x, ya)) == 0 and T.B.serial(100, (x, np.array([3]), yb)) == 0\n"
+            "with numba.parallel_chunksize(1):\n"
+            "    assert T.A.parallel(7, 100, (x, yp)) == 0 and T.B.parallel(7, 100, (x, np.array([3]), ybp)) == 0\n"
+            "assert (ya == 2.0 * x + 1.0).all() and (yp == ya).all() and (yb == x - 3).all() and (ybp == yb).all()\n"
+            "print(sum(len(d.stats.cache_hits) for d in (*T.A, *T.B)),"
+            " sum(len(d.stats.cache_misses) for d in (*T.A, *T.B)))\n")
+
+
+def test_shared_drivers_keep_each_solver_apart_and_load_from_the_cache(tmp_path: Path) -> None:
+    """Every solver's serial and parallel drivers are copies of one template bound to that solver's
+    functions: two solvers on it run their own code, the parallel driver gives the serial numbers, and a
+    fresh process loads all four drivers from numba's cache (nothing compiled again: a driver taking the
+    range function as an argument was recompiled in every process)."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        pytest.skip("no compiled drivers without the JIT")
+    mod = tmp_path / "mods"
+    mod.mkdir()
+    (mod / "toy_solvers.py").write_text(_TOY_SOLVERS)
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    first = _fresh_python(_TOY_RUN.replace("sys.argv[1]", repr(str(mod))), **env)
+    again = _fresh_python(_TOY_RUN.replace("sys.argv[1]", repr(str(mod))), **env)
+    assert first == "0 4", first  # compiled: four misses
+    assert again == "4 0", again  # loaded: four hits, nothing compiled
+
+
+def test_driver_check_status_stops_the_solve() -> None:
+    from kinema._kernels.drivers import make_drivers
+
+    @njit(borrows=True)
+    def refuse(args):  # type: ignore[no-untyped-def]
+        return 2
+
+    @njit(borrows=True)
+    def ok(args):  # type: ignore[no-untyped-def]
+        return 0
+
+    @njit
+    def fill(c0, c1, args):  # type: ignore[no-untyped-def]
+        for i in range(c0, c1):
+            args[0][i] = 1.0
+
+    y = np.zeros(5)
+    drivers = make_drivers("refusing", refuse, fill, ok)
+    assert drivers.serial(5, (y,)) == 2
+    assert not y.any()  # nothing solved
+    assert make_drivers("filling", ok, fill, ok).serial(5, (y,)) == 0
+    assert (y == 1.0).all()

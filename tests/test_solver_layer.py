@@ -543,3 +543,19 @@ def test_single_and_batched_routes_share_one_compiled_kernel(tmp_path: Path) -> 
                           timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["1", "1"], proc.stdout
+
+
+def test_every_solver_runs_the_one_driver_template() -> None:
+    """Two-bone (3D and 2D), CCD, FABRIK and DLS have no drivers of their own: each one's serial and
+    parallel driver is the shared template's code (kinema._kernels.drivers) bound to its range function."""
+    from kinema._kernels import ccd, dls, drivers, fabrik, two_bone
+
+    ranges = {ccd.DRIVERS: ccd.ccd_range, dls.DRIVERS: dls.dls_range, fabrik.DRIVERS: fabrik.solve_range,
+              two_bone.DRIVERS: two_bone._solve_range, two_bone.DRIVERS_2D: two_bone._solve_2d_range}
+    assert len(ranges) == 5
+    for pair, solve_range in ranges.items():
+        assert isinstance(pair, drivers.Drivers)
+        for compiled, template in ((pair.serial, drivers._serial), (pair.parallel, drivers._parallel)):
+            py = getattr(compiled, "py_func", compiled)
+            assert py.__code__ is template.__code__
+            assert py.__globals__["solve_range"] is solve_range

@@ -177,7 +177,7 @@ class CCD(Solver):
             counts = np.empty((3, n), dtype=np.int64)  # sweeps, limit hits, changed
         else:
             err, counts = _ONE_ITEM.outputs  # read back as scalars below
-        status = run_driver(_kernels(), "ccd_serial", "ccd_parallel", n,
+        status = run_driver(_kernels().DRIVERS, n,
                             (self._index, values, prep.t, prep.r, prep.s, tgt_f, pol_f,
                              self._options[pol is not None], err, counts), own=prep.own)
         if status:

@@ -318,7 +318,7 @@ class DLS:
             opts[_O_WEIGHT] = w
         k = _kernels()
         diag = np.zeros((n, k.diag_size(self._plan_i)))
-        run_driver(k, "dls_serial", "dls_parallel", n,
+        run_driver(k.DRIVERS, n,
                    (self._plan_i, self._plan_f, opts, prep.t, prep.r, prep.s, goal_data, diag), own=prep.own)
         return self._result(prep.out, prep.batch, diag)
 

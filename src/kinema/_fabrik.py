@@ -235,7 +235,7 @@ class _FabrikSolver(Solver):
         counts = np.empty((2, n), dtype=np.int64)  # iterations, limit hits
         moved = np.empty(n, dtype=np.bool_)
         plan, packed = self._plan, self._packed
-        status = run_driver(_kernels(), "solve_serial", "solve_parallel", n,
+        status = run_driver(_kernels().DRIVERS, n,
                             (plan.index, plan.weights, self._options[pole is not None], packed.kinds, packed.params,
                              packed.rest, prep.t, prep.r, prep.s, tg, poles, gerr, counts, moved), own=prep.own)
         if status:

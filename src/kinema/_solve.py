@@ -344,32 +344,35 @@ def n_chunks(n: int) -> int:
 _SERIAL_ENTRIES: dict[Any, Callable[..., Any]] = {}
 
 
-def run_driver(kernels: Any, serial: str, parallel: str, n: int, args: tuple[Any, ...], own: bool = False) -> int:
-    """Run ``kernels.<serial>(*args)`` or ``kernels.<parallel>(n_chunks, *args)``; returns the driver's status.
+def run_driver(drivers: Any, n: int, args: tuple[Any, ...], own: bool = False) -> int:
+    """Run ``drivers.serial(n, args)`` or ``drivers.parallel(n_chunks, n, args)``; returns the status (0 = ok).
 
-    Both drivers run the same per-item function on every item, so the choice
-    never changes a number: a batch equals a loop of single solves bit for bit.
+    ``drivers``: a kernel's :class:`~kinema._kernels.drivers.Drivers` (its ``DRIVERS``).  Every
+    solver's two drivers come from one template
+    (:func:`kinema._kernels.drivers.make_drivers`) and run the same per-item
+    code, so the choice never changes a number: a batch equals a loop of
+    single solves bit for bit.  ``args`` is the kernel's packed argument tuple.
 
-    ``own``: every argument is an array the solver made itself (C-contiguous
-    float64 or int64, never the caller's) or a Python scalar of a fixed type,
+    ``own``: every array in ``args`` is one the solver made itself (C-contiguous
+    float64 or int64, never the caller's) and every scalar has a fixed type,
     so the serial driver's compiled code for those types is called directly,
     without numba's per-call type dispatch (see
     :func:`kinema._kernels._jit.entry_point`); the same compiled code.
     """
     if own and n == 1:
-        dispatcher = getattr(kernels, serial)
+        dispatcher = drivers.serial
         entry = _SERIAL_ENTRIES.get(dispatcher)
         if entry is None:
             from ._kernels._jit import entry_point
 
-            entry = _SERIAL_ENTRIES[dispatcher] = entry_point(dispatcher, args)
-        return int(entry(*args))
+            entry = _SERIAL_ENTRIES[dispatcher] = entry_point(dispatcher, (n, args))
+        return int(entry(n, args))
     if n >= PARALLEL_MIN_ITEMS:
         from ._kernels._jit import parallel_chunksize
 
         with parallel_chunksize():
-            return int(getattr(kernels, parallel)(n_chunks(n), *args))
-    return int(getattr(kernels, serial)(*args))
+            return int(drivers.parallel(n_chunks(n), n, args))
+    return int(drivers.serial(n, args))
 
 
 def raise_status(status: int, what: str, skeleton: Skeleton, pose: Pose, scale_joints: IntArray,

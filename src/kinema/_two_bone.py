@@ -26,7 +26,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._solve import (
-    PARALLEL_MIN_ITEMS,
     SOLVERS,
     Solver,
     _rows,
@@ -77,7 +76,10 @@ _P_HINGE = 0
 _P_REST_UPPER = 9
 _P_REST_LOWER = 13
 _P_BEND_STEP = 17
-_P_SIZE = 18
+_P_SPREAD = 18
+_P_FLAGS = 19
+_P_SHARED = 20
+_P_SIZE = 21
 
 #: Columns of the kernel's per-item history row (smooth history mode; kept in sync by the same test).
 _HIST_SIZE = 8
@@ -187,6 +189,8 @@ class TwoBone(Solver):
             self._params[_P_HINGE:_P_REST_UPPER] = self._hinge
         self._params[_P_REST_UPPER:_P_REST_UPPER + 4] = skeleton.rotations[self.joints[0]]
         self._params[_P_REST_LOWER:_P_REST_LOWER + 4] = skeleton.rotations[self.joints[kl]]
+        #: ``self._params`` with a call's option bits, ``shared`` and twist spread set, by those three.
+        self._options: dict[tuple[int, bool, float], FloatArray] = {}
         self.bend_direction: FloatArray | None = None
         #: Smooth mode: the kernel's history rows of the last solve, ``(N, 8)``, or None.
         self._bend_history: FloatArray | None = None
@@ -333,10 +337,20 @@ class TwoBone(Solver):
         shared = pose_batch(pose) == () and out is not pose
         hist_in = _NO_HIST if history is None or history.shape[0] != n else history
         hist_out = np.zeros((n, _HIST_SIZE)) if params is not None else _NO_HIST
-        args = (self._plan, self._params if params is None else params, prep.t, prep.r, prep.s, prep.extras[0],
-                po_r, hi_r, er_r, hist_in, flags, _flat(w, batch, n), _flat(so, batch, n), _flat(m, batch, n),
-                self.twist_spread, shared, err, reached, bend, status, hits, hist_out)
-        code = run_driver(_kernels(), "solve_serial", "solve_parallel", n, args, own=prep.own)
+        # The packed options: the solver's, with this call's option bits and twist spread (made once per
+        # combination; smooth mode's per-frame copy is set here).
+        key = (flags, shared, self.twist_spread)
+        opts = self._options.get(key) if params is None else params
+        if opts is None or params is not None:
+            if opts is None:
+                opts = self._options[key] = self._params.copy()
+            opts[_P_FLAGS] = flags
+            opts[_P_SHARED] = shared
+            opts[_P_SPREAD] = self.twist_spread
+        args = (self._plan, opts, prep.t, prep.r, prep.s,
+                prep.extras[0], po_r, hi_r, er_r, hist_in, _flat(w, batch, n), _flat(so, batch, n), _flat(m, batch, n),
+                err, reached, bend, status, hits, hist_out)
+        code = run_driver(_kernels().DRIVERS, n, args, own=prep.own)
         if code:
             raise_status(code, self.what, self.skeleton, pose, self.scale_joints,
                          {"target": tg, "pole": po, "bend_hint": hi, "end_rotation": er, "weight": w, "soft": so,
@@ -644,9 +658,9 @@ def solve_two_bone_2d(
     angles = np.empty((n, 2))
     err = np.empty(n)
     status = np.empty(n, dtype=np.int64)
-    kern = k.solve_2d_batch if n >= PARALLEL_MIN_ITEMS else k.solve_2d_serial
-    kern(_rows(ro, batch, n, (2,)), _rows(tg, batch, n, (2,)), _rows(a1, batch, n, ()), _rows(a2, batch, n, ()),
-         _rows(bd, batch, n, ()), _rows(m, batch, n, ()), _rows(so, batch, n, ()), elbow, end, angles, err, status)
+    run_driver(k.DRIVERS_2D, n, (_rows(ro, batch, n, (2,)), _rows(tg, batch, n, (2,)), _rows(a1, batch, n, ()),
+                                 _rows(a2, batch, n, ()), _rows(bd, batch, n, ()), _rows(m, batch, n, ()),
+                                 _rows(so, batch, n, ()), elbow, end, angles, err, status))
     if np.any(status):
         first = int(np.nonzero(status)[0][0])
         where = np.unravel_index(first, batch) if batch else ()

@@ -29,10 +29,10 @@ import math
 
 import numpy as np
 
-from ._jit import njit, prange
+from ._jit import njit
 from .chain import chain_world as _chain_world_call
 from .chain import input_status, output_status, path_world
-from .constants import OK
+from .drivers import make_drivers
 from .limits import LIMIT_NONE, LIMIT_PARAMS, apply_limit_local
 from .quat import (
     qangle,
@@ -596,9 +596,29 @@ def unpack_plan(index, values):  # type: ignore[no-untyped-def]
     return joints, base_path, scale_joints, kinds, weights, params, rest
 
 
+@njit(borrows=True)
+def _check(args):  # type: ignore[no-untyped-def]
+    """The drivers' input check (:func:`~kinema._kernels.chain.input_status`): nothing is solved unless OK."""
+    index, values, t, r, s, target, pole, options, err_out, counts_out = args
+    return input_status(t, r, s, target, pole, unpack_plan(index, values)[2])
+
+
+@njit(borrows=True)
+def _finish(args):  # type: ignore[no-untyped-def]
+    """The drivers' output check (:func:`~kinema._kernels.chain.output_status`)."""
+    index, values, t, r, s, target, pole, options, err_out, counts_out = args
+    return output_status(t, r, err_out)
+
+
 @njit
-def ccd_range(c0, c1, index, values, t, r, s, target, pole, options, err_out, counts_out):  # type: ignore[no-untyped-def]
-    """Solve items ``c0 .. c1-1`` with one scratch set; ``counts_out (3, N)``: sweeps, limit hits, changed (0/1)."""
+def ccd_range(c0, c1, args):  # type: ignore[no-untyped-def]
+    """Solve items ``c0 .. c1-1`` with one scratch set.
+
+    ``args = (index, values, t, r, s, target, pole, options, err_out, counts_out)``: the packed plan, the
+    pose arrays, ``target, pole (1|N, 3)``, the options (``O_*``), the errors ``(N,)`` and
+    ``counts_out (3, N)``: sweeps, limit hits, changed (0/1).
+    """
+    index, values, t, r, s, target, pole, options, err_out, counts_out = args
     joints, base_path, scale_joints, kinds, weights, params, rest = unpack_plan(index, values)
     n_k = joints.shape[0]
     pos = np.empty((n_k, 3))
@@ -614,36 +634,6 @@ def ccd_range(c0, c1, index, values, t, r, s, target, pole, options, err_out, co
         counts_out[2, i] = 1 if c else 0
 
 
-@njit
-def ccd_serial(index, values, t, r, s, target, pole, options, err_out, counts_out):  # type: ignore[no-untyped-def]
-    """Every item on the calling thread (single solves and small batches: no thread start-up).
-
-    Checks the inputs first (:func:`~kinema._kernels.chain.input_status`) and
-    solves nothing when they fail; returns that status (0 = ok).
-    """
-    status = input_status(t, r, s, target, pole, unpack_plan(index, values)[2])
-    if status != OK:
-        return status
-    ccd_range(0, err_out.shape[0], index, values, t, r, s, target, pole, options, err_out, counts_out)
-    return output_status(t, r, err_out)
-
-
-@njit(parallel=True)
-def ccd_parallel(n_chunks, index, values, t, r, s, target, pole, options, err_out,  # type: ignore[no-untyped-def]
-                 counts_out):
-    """Items split into ``n_chunks`` chunks, one scratch set per chunk, chunks in parallel.
-
-    Each item runs exactly the code of :func:`ccd_serial`, so a batch equals
-    a loop of single solves bit for bit.  Input check and status as in
-    :func:`ccd_serial`.
-    """
-    status = input_status(t, r, s, target, pole, unpack_plan(index, values)[2])
-    if status != OK:
-        return status
-    n = err_out.shape[0]
-    size = (n + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
-        c0 = c * size
-        c1 = min(n, c0 + size)
-        ccd_range(c0, c1, index, values, t, r, s, target, pole, options, err_out, counts_out)
-    return output_status(t, r, err_out)
+#: ``solve_serial(n, args)`` and ``solve_parallel(n_chunks, n, args)`` (:mod:`.drivers`): status 0 = ok.
+DRIVERS = make_drivers("ccd", _check, ccd_range, _finish)
+solve_serial, solve_parallel = DRIVERS

@@ -1,8 +1,8 @@
 """Damped least squares (DLS) kernels: several goals, strict priorities, joint limits.
 
-One per-item solve, :func:`dls_item`, written once; two drivers call it
-(:func:`dls_serial`, a plain loop, and :func:`dls_parallel`, chunks over
-``prange`` with one scratch set per chunk), so a batch equals a loop of
+One per-item solve, :func:`dls_item`, written once; the shared drivers
+(:mod:`.drivers`: serial, and chunks over threads with one scratch set per
+chunk) run it through :func:`dls_range`, so a batch equals a loop of
 single solves bit for bit.
 
 **Arguments** (see :mod:`kinema._dls` for the packing):
@@ -47,8 +47,10 @@ import math
 
 import numpy as np
 
-from ._jit import njit, prange
+from ._jit import njit
 from .chain import joint_world, read_q, write_q
+from .constants import OK
+from .drivers import make_drivers
 from .limits import LIMIT_NONE, LIMIT_PARAMS, apply_limit_local
 from .quat import (
     qangle,
@@ -98,7 +100,7 @@ D_LIMITS_HIT = 3  # clamps that changed a rotation (start and accepted steps)
 D_POSE_ERROR = 4  # largest joint angle (rad) away from the input pose (the pose goal's error)
 D_HEADER = 5
 
-STATUS_OK = 0
+STATUS_OK = OK
 STATUS_NONFINITE = 1
 
 #: Damping grows by this factor after a rejected step and shrinks by it after an accepted one.
@@ -936,25 +938,27 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, diag, scratch):  # type: i
     diag[i, D_POSE_ERROR] = pose_err
 
 
+@njit(borrows=True)
+def _ok(args):  # type: ignore[no-untyped-def]
+    """The drivers' checks: OK (:class:`kinema.DLS` checked the inputs; per-item problems are in ``diag``)."""
+    return OK
+
+
+@njit
+def dls_range(c0, c1, args):  # type: ignore[no-untyped-def]
+    """Solve items ``c0 .. c1-1`` with one scratch set; ``args = (plan_i, plan_f, opts, t, r, s, goals, diag)``."""
+    plan_i, plan_f, opts, t, r, s, goals, diag = args
+    scratch = make_scratch(plan_i, plan_f, opts)
+    for i in range(c0, c1):
+        dls_item(i, plan_i, plan_f, opts, t, r, s, goals, diag, scratch)
+
+
+#: ``solve_serial(n, args)`` and ``solve_parallel(n_chunks, n, args)`` (:mod:`.drivers`): status 0 = ok.
+DRIVERS = make_drivers("dls", _ok, dls_range, _ok)
+solve_serial, solve_parallel = DRIVERS
+
+
 @njit
 def dls_serial(plan_i, plan_f, opts, t, r, s, goals, diag):  # type: ignore[no-untyped-def]
-    """Solve items ``0..N-1`` one after the other (one scratch set); returns the status 0 (ok: the inputs were
-    checked by :class:`kinema.DLS`; per-item problems are in ``diag``)."""
-    scratch = make_scratch(plan_i, plan_f, opts)
-    for i in range(r.shape[0]):
-        dls_item(i, plan_i, plan_f, opts, t, r, s, goals, diag, scratch)
-    return 0
-
-
-@njit(parallel=True)
-def dls_parallel(n_chunks, plan_i, plan_f, opts, t, r, s, goals, diag):  # type: ignore[no-untyped-def]
-    """Solve items ``0..N-1`` in ``n_chunks`` contiguous chunks spread over numba's threads (one scratch set
-    per chunk); every item runs :func:`dls_item` exactly as :func:`dls_serial` runs it."""
-    n = r.shape[0]
-    for c in prange(n_chunks):
-        lo = c * n // n_chunks
-        hi = (c + 1) * n // n_chunks
-        scratch = make_scratch(plan_i, plan_f, opts)
-        for i in range(lo, hi):
-            dls_item(i, plan_i, plan_f, opts, t, r, s, goals, diag, scratch)
-    return 0
+    """:func:`solve_serial` with its arguments spread out (items ``0 .. N-1``, ``N = r.shape[0]``)."""
+    return solve_serial(r.shape[0], (plan_i, plan_f, opts, t, r, s, goals, diag))

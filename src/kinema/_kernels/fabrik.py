@@ -35,9 +35,9 @@ import math
 
 import numpy as np
 
-from ._jit import njit, prange
+from ._jit import njit
 from .chain import input_status, output_status, path_world, read_q, write_q
-from .constants import OK
+from .drivers import make_drivers
 from .limits import LIMIT_HINGE, apply_limit_local
 from .quat import (
     put3,
@@ -850,16 +850,24 @@ def _errors(targets, i, goal_node, P, gerr):  # type: ignore[no-untyped-def]
 
 
 @njit(borrows=True)
-def solve_item(i, mode, iterations, tol, fixed_root, has_pole, twist_rest, budget, base_path, joints, jpar, node_j,
-               npar, child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s, targets,
-               poles, gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU, br, btip,
-               WB):  # type: ignore[no-untyped-def]
+def solve_item(i, opts, plan, limits, pose, io, scratch):  # type: ignore[no-untyped-def]
     """Solve batch item ``i`` in place (see the module docstring).
+
+    ``opts = (mode, iterations, tol, fixed_root, has_pole, twist_rest, budget)`` (the options, read once
+    per range), ``plan`` the views of :func:`unpack_plan` without ``scale_joints``, ``limits = (lim_kind,
+    lim_par, lim_rest)``, ``pose = (t, r, s)``, ``io = (targets, poles, gerr, iters, hits, moved)`` and
+    ``scratch`` the work arrays of :func:`_scratch`.
 
     Writes the nodes' local rotations into ``r[i]`` (and, with a free root,
     the root's local translation into ``t[i]``), the goals' errors into
     ``gerr[i]``, and ``iters[i]``, ``hits[i]``, ``moved[i]``.
     """
+    mode, iterations, tol, fixed_root, has_pole, twist_rest, budget = opts
+    base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw, br, btip = plan
+    lim_kind, lim_par, lim_rest = limits
+    t, r, s = pose
+    targets, poles, gerr, iters, hits, moved = io
+    pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU, WB = scratch
     base_pos, base_rot, base_scl = setup_item(i, base_path, joints, jpar, node_j, npar, t, r, s,
                                               pos, rot, scl, P, Q, L, V, D, M, U0)
     kn = node_j.shape[0]
@@ -1069,66 +1077,50 @@ def unpack_plan(index, weights):  # type: ignore[no-untyped-def]
 
 
 @njit
-def solve_range(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
-                poles, gerr, counts, moved):
-    """Items ``c0 .. c1-1`` with one scratch set; ``counts (2, N)``: iterations, limit hits."""
-    pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU, WB = _scratch(index[1], index[2])
-    _solve_items(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles, gerr, counts,
-                 moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU, WB)
+def solve_range(c0, c1, args):  # type: ignore[no-untyped-def]
+    """Items ``c0 .. c1-1`` with one scratch set.
+
+    ``args = (index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles, gerr, counts,
+    moved)``: the packed plan, the options (``O_*``), the packed limits, the pose arrays, ``targets (N, G, 3)``,
+    ``poles (1|N, 3)``, and the outputs ``gerr (N, G)``, ``counts (2, N)`` (iterations, limit hits) and
+    ``moved (N,)``.
+    """
+    index = args[0]
+    scratch = _scratch(index[1], index[2])  # owned here, lent to the borrowing item loop
+    _solve_items(c0, c1, args, scratch)
 
 
 @njit(borrows=True)
-def _solve_items(c0, c1, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
-                 poles, gerr, counts, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU, WB):
+def _solve_items(c0, c1, args, scratch):  # type: ignore[no-untyped-def]
     """:func:`solve_range` after its scratch allocation: the plan's views are made here, where they cost no
     reference counting, and the options are read once for all the items."""
+    index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles, gerr, counts, moved = args
     (base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw,
      _, br, btip) = unpack_plan(index, weights)
-    mode = int(options[O_MODE])
-    iterations = int(options[O_ITERATIONS])
-    tol = options[O_TOLERANCE]
-    fixed_root = options[O_FIXED_ROOT] != 0.0
-    has_pole = options[O_HAS_POLE] != 0.0
-    twist_rest = options[O_TWIST_REST] != 0.0
-    budget = options[O_POLE_MAX_TWIST]
-    iters = counts[0]
-    hits = counts[1]
+    plan = (base_path, joints, jpar, node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw, br, btip)
+    opts = (int(options[O_MODE]), int(options[O_ITERATIONS]), options[O_TOLERANCE], options[O_FIXED_ROOT] != 0.0,
+            options[O_HAS_POLE] != 0.0, options[O_TWIST_REST] != 0.0, options[O_POLE_MAX_TWIST])
+    limits = (lim_kind, lim_par, lim_rest)
+    pose = (t, r, s)
+    io = (targets, poles, gerr, counts[0], counts[1], moved)
     for i in range(c0, c1):
-        solve_item(i, mode, iterations, tol, fixed_root, has_pole, twist_rest, budget, base_path, joints, jpar,
-                   node_j, npar, child_ptr, child_idx, ngoal, goal_node, gw, nw, lim_kind, lim_par, lim_rest, t, r, s,
-                   targets, poles, gerr, iters, hits, moved, pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU,
-                   br, btip, WB)
+        solve_item(i, opts, plan, limits, pose, io, scratch)
 
 
-@njit
-def solve_serial(index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets,  # type: ignore[no-untyped-def]
-                 poles, gerr, counts, moved):
-    """Items one after another on the calling thread (single solves and small batches: no thread start-up).
+@njit(borrows=True)
+def _check(args):  # type: ignore[no-untyped-def]
+    """The drivers' input check (:func:`~kinema._kernels.chain.input_status`): nothing is solved unless OK."""
+    index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles, gerr, counts, moved = args
+    return input_status(t, r, s, targets, poles, unpack_plan(index, weights)[11])
 
-    Checks the inputs first (:func:`~kinema._kernels.chain.input_status`) and
-    solves nothing when they fail; returns that status (0 = ok).
-    """
-    status = input_status(t, r, s, targets, poles, unpack_plan(index, weights)[11])
-    if status != OK:
-        return status
-    solve_range(0, r.shape[0], index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles,
-                gerr, counts, moved)
+
+@njit(borrows=True)
+def _finish(args):  # type: ignore[no-untyped-def]
+    """The drivers' output check (:func:`~kinema._kernels.chain.output_status`)."""
+    index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles, gerr, counts, moved = args
     return output_status(t, r, gerr)
 
 
-@njit(parallel=True)
-def solve_parallel(n_chunks, index, weights, options, lim_kind, lim_par, lim_rest, t, r, s,  # type: ignore[no-untyped-def]
-                   targets, poles, gerr, counts, moved):
-    """Items split into ``n_chunks`` contiguous chunks over threads; scratch allocated once per chunk.
-
-    Each item runs exactly the code of :func:`solve_serial`.  Input check and status as in :func:`solve_serial`.
-    """
-    status = input_status(t, r, s, targets, poles, unpack_plan(index, weights)[11])
-    if status != OK:
-        return status
-    n = r.shape[0]
-    size = (n + n_chunks - 1) // n_chunks
-    for ch in prange(n_chunks):
-        solve_range(ch * size, min(n, (ch + 1) * size), index, weights, options, lim_kind, lim_par, lim_rest,
-                    t, r, s, targets, poles, gerr, counts, moved)
-    return output_status(t, r, gerr)
+#: ``solve_serial(n, args)`` and ``solve_parallel(n_chunks, n, args)`` (:mod:`.drivers`): status 0 = ok.
+DRIVERS = make_drivers("fabrik", _check, solve_range, _finish)
+solve_serial, solve_parallel = DRIVERS

@@ -2,9 +2,10 @@
 
 One per-item solve, :func:`_solve_item` (its pure steps
 :func:`_arm_lengths` and :func:`_arm_geometry`: reach, bend plane, law of
-cosines), is the only implementation of the maths and is shared by both
-drivers: :func:`solve_parallel` (chunks of the batch over threads) and
-:func:`solve_serial` (single solves and small batches).  With
+cosines), is the only implementation of the maths; the shared drivers
+(:mod:`.drivers`: :func:`solve_parallel`, chunks of the batch over threads,
+and :func:`solve_serial`, single solves and small batches) run it through
+:func:`_solve_range`.  With
 ``NUMBA_DISABLE_JIT=1`` the same functions run as plain Python.
 
 Array conventions follow :mod:`kinema._kernels.chain`: ``t (Nt,J,3)``,
@@ -23,7 +24,7 @@ import math
 
 import numpy as np
 
-from ._jit import njit, prange
+from ._jit import njit
 from .chain import (
     all_finite,
     chain_world,
@@ -35,6 +36,7 @@ from .chain import (
     set_world_rot,
 )
 from .constants import NONFINITE_INPUT, OK, ZERO_QUAT_EPS
+from .drivers import make_drivers
 from .quat import (
     qconj,
     qfrom_axis_angle,
@@ -132,18 +134,20 @@ HIST_TURN = 6
 HIST_CHOICE = 7
 HIST_SIZE = 8
 
-# Layout of the packed float ``params`` row: the lower joint's hinge ``[axis, min, max, rest rotation]``
-# (read with ``HAS_HINGE``), the upper and lower joints' rest local rotations (``REST_TWIST``) and the
-# bend plane's catch-up per frame in radians (``SMOOTH``: the solver's bend speed times ``dt``).
+# Layout of the packed float options ``params``: the lower joint's hinge ``[axis, min, max, rest rotation]``
+# (read with ``HAS_HINGE``), the upper and lower joints' rest local rotations (``REST_TWIST``), the
+# bend plane's catch-up per frame in radians (``SMOOTH``: the solver's bend speed times ``dt``), the
+# twist spread, the option bits ``flags`` and ``shared`` (1: every item starts from the same pose), the
+# last two as exact floats: one array, one argument.
 P_HINGE = 0
 P_REST_UPPER = 9
 P_REST_LOWER = 13
 P_BEND_STEP = 17
-P_SIZE = 18
+P_SPREAD = 18
+P_FLAGS = 19
+P_SHARED = 20
+P_SIZE = 21
 
-
-#: Batch items per parallel task (scratch is allocated once per chunk).
-CHUNK = 512
 
 # Option bits in ``flags``.
 HAS_POLE = 1
@@ -167,7 +171,6 @@ BAD_END_ROTATION = 4  # a zero quaternion
 ZERO_BONE = 5
 MARGIN_TOO_LARGE = 6
 BAD_POSE = 7  # the chain's world transforms overflow (finite inputs, e.g. a scale of 1e300)
-BAD_OPTION = 8
 
 
 # ------------------------------------------------------------------ helpers
@@ -233,14 +236,12 @@ def reach_distance(d, lo, hi, soft):  # type: ignore[no-untyped-def]
 
 # --------------------------------------------------------------- the solve
 @njit
-def _check_item(erot, flags, weight, soft, margin, spread):  # type: ignore[no-untyped-def]
-    """Status of one item's options (their finiteness was checked by the driver): ``OK``, a zero
-    ``end_rotation`` quaternion, or an option out of range."""
+def _check_item(erot, flags):  # type: ignore[no-untyped-def]
+    """Status of one item's ``end_rotation`` (its finiteness was checked by the driver): ``OK`` or a zero
+    quaternion.  The options' ranges are checked once, by :class:`kinema.TwoBone`, before any kernel runs."""
     if flags & HAS_END_ROTATION:
         if math.sqrt(erot[0] ** 2 + erot[1] ** 2 + erot[2] ** 2 + erot[3] ** 2) <= ZERO_QUAT_EPS:
             return BAD_END_ROTATION
-    if not (0.0 <= weight <= 1.0 and 0.0 <= soft < 1.0 and 0.0 <= spread <= 1.0 and math.isfinite(margin)):
-        return BAD_OPTION
     return OK
 
 
@@ -582,19 +583,27 @@ def _rest_twist(k, rest, dir_world, base_rot, joints, i, r, rot):  # type: ignor
 
 
 @njit
-def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
-                params, hist, pos, rot, scl, orig, shared, base_pos, base_rot, base_scl, pos0, rot0, scl0):
+def _solve_item(i, chain, pose, item, params, flags, scratch, start):  # type: ignore[no-untyped-def]
     """Solve batch item ``i`` in place; returns ``(status, error, reached, bend_direction, limit_hit,
     history row)``.
 
-    ``params``: the packed float options (``P_*``: the lower joint's hinge, read with ``HAS_HINGE``; the
-    rest rotations, read with ``REST_TWIST``; the bend step, read with ``SMOOTH``).  ``hist``: the
-    previous frame's history row (``HIST_*``, read with ``SMOOTH`` and ``HAS_HINT``).
+    ``chain = (anc, joints, kl)`` (the plan's views), ``pose = (t, r, s)``, ``item = (tgt, pole, hint,
+    erot, weight, soft, margin, hist)`` the item's inputs as tuples and floats (``hist``: the previous
+    frame's history row, ``HIST_*``, read with ``SMOOTH`` and ``HAS_HINT``).  ``params``: the packed
+    float options (``P_*``: the lower joint's hinge, read with ``HAS_HINGE``; the rest rotations, read
+    with ``REST_TWIST``; the bend step, read with ``SMOOTH``; the twist spread), ``flags`` its option
+    bits.  ``scratch = (pos, rot, scl, orig)``.
 
-    ``shared``: every item starts from the same input pose, whose parent
-    transform ``base_*`` and chain world transforms ``pos0, rot0, scl0`` the
-    caller computed once; otherwise they are computed here.
+    ``start = (shared, base_pos, base_rot, base_scl, pos0, rot0, scl0)``: with ``shared`` every item
+    starts from the same input pose, whose parent transform ``base_*`` and chain world transforms
+    ``pos0, rot0, scl0`` the caller computed once; otherwise they are computed here.
     """
+    anc, joints, kl = chain
+    t, r, s = pose
+    tgt, pole, hint, erot, weight, soft, margin, hist = item
+    pos, rot, scl, orig = scratch
+    shared, base_pos, base_rot, base_scl, pos0, rot0, scl0 = start
+    spread = params[P_SPREAD]
     zero3 = (0.0, 0.0, 0.0)
     no_hist = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     nk = joints.shape[0]
@@ -603,7 +612,7 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
     # per literal value it is passed, so each literal would be another copy of the chain helpers.
     k_upper = np.int64(0)
     k_next = k_upper + 1
-    st = _check_item(erot, flags, weight, soft, margin, spread)
+    st = _check_item(erot, flags)
     if st != OK:
         return st, math.nan, False, zero3, False, no_hist
 
@@ -726,8 +735,29 @@ def _solve_item(i, anc, joints, kl, t, r, s, tgt, pole, hint, erot, flags, weigh
 
 
 @njit
-def _solve_range(lo, hi, plan, params, t, r, s, target, pole, hint, erot, hist, flags, weight, soft, margin,  # type: ignore[no-untyped-def]
-                 spread, shared, err, reached, bend, status, hits, hist_out):
+def _solve_range(lo, hi, args):  # type: ignore[no-untyped-def]
+    """Solve items ``lo .. hi-1`` with one scratch set.
+
+    ``args = (plan, params, t, r, s, *inputs, *outputs)`` (flat: see :mod:`.drivers`):
+
+    * ``plan = [kl, n_anc, anc..., joints...]`` (the chain: the upper joint's ancestors root first, then
+      upper ... lower ... end, ``joints[kl]`` the lower one);
+    * ``params (P_SIZE,)`` the packed float options (``P_*``, with the option bits ``flags`` and
+      ``shared``: all items start from the same pose, the input pose had no batch dims, so its world
+      transforms are computed once per chunk);
+    * the pose arrays ``t, r, s``;
+    * ``inputs = target, pole, hint, erot, hist, weight, soft, margin``: ``(1|N, 3)`` each for the
+      first three, ``erot (1|N, 4)``, ``hist (1|N, HIST_SIZE)``, ``(1|N,)`` each for the last three
+      (margin < 0: the default);
+    * ``outputs = err, reached, bend, status, hits, hist_out``: ``err, reached (N,)``, ``bend (N, 3)``,
+      ``status (N,)`` (per item: 0, or why it could not be solved), ``hits (N,)``, and with ``SMOOTH``
+      ``hist_out (N, HIST_SIZE)``, each item's history row for its next frame.
+    """
+    plan, params, t, r, s, target, pole, hint, erot, hist, weight, soft, margin = args[:13]
+    err, reached, bend, status, hits, hist_out = args[13:]
+    pose = (t, r, s)
+    flags = int(params[P_FLAGS])
+    shared = params[P_SHARED] != 0.0
     kl = plan[0]
     anc = plan[2:2 + plan[1]]
     joints = plan[2 + plan[1]:]
@@ -747,6 +777,9 @@ def _solve_range(lo, hi, plan, params, t, r, s, target, pole, hint, erot, hist, 
         # per chunk (the same operations each item would run, so the same numbers).
         base_pos, base_rot, base_scl = path_world(anc, lo, t, r, s)
         chain_world(np.int64(0), base_pos, base_rot, base_scl, joints, lo, t, r, s, pos0, rot0, scl0)
+    chain = (anc, joints, kl)
+    scratch = (pos, rot, scl, orig)
+    start = (shared, base_pos, base_rot, base_scl, pos0, rot0, scl0)
     ntg = target.shape[0]
     npo = pole.shape[0]
     nh = hint.shape[0]
@@ -762,17 +795,14 @@ def _solve_range(lo, hi, plan, params, t, r, s, target, pole, hint, erot, hist, 
         ih = i if nh > 1 else 0
         ie = i if ne > 1 else 0
         ihs = i if nhs > 1 else 0
-        res = _solve_item(
-            i, anc, joints, kl, t, r, s,
-            (target[it, 0], target[it, 1], target[it, 2]),
-            (pole[ip, 0], pole[ip, 1], pole[ip, 2]),
-            (hint[ih, 0], hint[ih, 1], hint[ih, 2]),
-            (erot[ie, 0], erot[ie, 1], erot[ie, 2], erot[ie, 3]),
-            flags, weight[i if nw > 1 else 0], soft[i if nso > 1 else 0], margin[i if nm > 1 else 0], spread,
-            params, (hist[ihs, 0], hist[ihs, 1], hist[ihs, 2], hist[ihs, 3], hist[ihs, 4], hist[ihs, 5],
-                     hist[ihs, 6], hist[ihs, 7]),
-            pos, rot, scl, orig, shared, base_pos, base_rot, base_scl, pos0, rot0, scl0,
-        )
+        item = ((target[it, 0], target[it, 1], target[it, 2]),
+                (pole[ip, 0], pole[ip, 1], pole[ip, 2]),
+                (hint[ih, 0], hint[ih, 1], hint[ih, 2]),
+                (erot[ie, 0], erot[ie, 1], erot[ie, 2], erot[ie, 3]),
+                weight[i if nw > 1 else 0], soft[i if nso > 1 else 0], margin[i if nm > 1 else 0],
+                (hist[ihs, 0], hist[ihs, 1], hist[ihs, 2], hist[ihs, 3], hist[ihs, 4], hist[ihs, 5],
+                 hist[ihs, 6], hist[ihs, 7]))
+        res = _solve_item(i, chain, pose, item, params, flags, scratch, start)
         hits[i] = 1 if res[4] else 0
         status[i] = res[0]
         err[i] = res[1]
@@ -785,9 +815,10 @@ def _solve_range(lo, hi, plan, params, t, r, s, target, pole, hint, erot, hist, 
                 hist_out[i, c] = res[5][c]
 
 
-@njit
-def _input_status(plan, t, r, s, target, pole, hint, erot, hist, weight, soft, margin):  # type: ignore[no-untyped-def]
+@njit(borrows=True)
+def _input_status(args):  # type: ignore[no-untyped-def]
     """The drivers' check of every input before anything is solved (codes in :mod:`.constants`)."""
+    plan, params, t, r, s, target, pole, hint, erot, hist, weight, soft, margin = args[:13]
     status = input_status(t, r, s, target, pole, plan[2:])
     if status != OK:
         return status
@@ -797,54 +828,22 @@ def _input_status(plan, t, r, s, target, pole, hint, erot, hist, weight, soft, m
     return OK
 
 
-@njit(parallel=True)
-def solve_parallel(n_chunks, plan, params, t, r, s, target, pole, hint, erot, hist, flags, weight, soft,  # type: ignore[no-untyped-def]
-                   margin, spread, shared, err, reached, bend, status, hits, hist_out):
-    """Solve ``N = r.shape[0]`` items in ``n_chunks`` chunks over threads; returns the input status (0 = ok).
-
-    ``plan = [kl, n_anc, anc..., joints...]`` (the chain: the upper joint's
-    ancestors root first, then upper ... lower ... end, ``joints[kl]`` the
-    lower one); ``params (P_SIZE,)`` the packed float options (``P_*``).
-    Per-item inputs: ``target, pole, hint (1|N, 3)``, ``erot (1|N, 4)``,
-    ``hist (1|N, HIST_SIZE)``, ``weight, soft, margin (1|N,)`` (margin < 0:
-    the default).  ``shared``: all items start from the same pose (the input pose
-    had no batch dims), so its world transforms are computed once per chunk.
-    Outputs ``err (N,)``, ``reached (N,)``, ``bend (N, 3)``, ``status (N,)``
-    (per item: 0, or why it could not be solved), and with ``SMOOTH``
-    ``hist_out (N, HIST_SIZE)``, each item's history row for its next frame.
-    """
-    bad = _input_status(plan, t, r, s, target, pole, hint, erot, hist, weight, soft, margin)
-    if bad != OK:
-        return bad
-    n = r.shape[0]
-    size = (n + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
-        _solve_range(c * size, min(n, (c + 1) * size), plan, params, t, r, s, target, pole, hint, erot, hist,
-                     flags, weight, soft, margin, spread, shared, err, reached, bend, status, hits, hist_out)
-    return _result_status(t, r, err, status)
-
-
-@njit
-def solve_serial(plan, params, t, r, s, target, pole, hint, erot, hist, flags, weight, soft, margin, spread,  # type: ignore[no-untyped-def]
-                 shared, err, reached, bend, status, hits, hist_out):
-    """:func:`solve_parallel` on the calling thread (single solves and small batches: no thread launch)."""
-    bad = _input_status(plan, t, r, s, target, pole, hint, erot, hist, weight, soft, margin)
-    if bad != OK:
-        return bad
-    # np.int64(0), not the literal 0: the parallel driver's _solve_range compile serves this one too.
-    _solve_range(np.int64(0), r.shape[0], plan, params, t, r, s, target, pole, hint, erot, hist, flags, weight, soft,
-                 margin, spread, shared, err, reached, bend, status, hits, hist_out)
-    return _result_status(t, r, err, status)
-
-
-@njit
-def _result_status(t, r, err, status):  # type: ignore[no-untyped-def]
+@njit(borrows=True)
+def _result_status(args):  # type: ignore[no-untyped-def]
     """:func:`~kinema._kernels.chain.output_status` once every item was solved (an item that could not be
     solved reports its own status and leaves NaN in ``err``)."""
+    t, r = args[2], args[3]
+    err, status = args[13], args[16]
     for i in range(status.shape[0]):
         if status[i] != OK:
             return OK
     return output_status(t, r, err)
+
+
+#: ``solve_serial(n, args)`` and ``solve_parallel(n_chunks, n, args)`` (:mod:`.drivers`, ``args`` as
+#: :func:`_solve_range` reads them): the input status (0 = ok), else the output check's.
+DRIVERS = make_drivers("two_bone", _input_status, _solve_range, _result_status)
+solve_serial, solve_parallel = DRIVERS
 
 
 # ------------------------------------------------------------------------ 2D
@@ -883,7 +882,10 @@ def _solve_2d_item(rx, ry, tx, ty, l1, l2, bend, margin, soft):  # type: ignore[
 
 
 @njit
-def _solve_2d_range(lo, hi, root, target, l1, l2, bend, margin, soft, elbow, end, angles, err, status):  # type: ignore[no-untyped-def]
+def _solve_2d_range(lo, hi, args):  # type: ignore[no-untyped-def]
+    """2D arms ``lo .. hi-1``: ``args = (root, target, l1, l2, bend, margin, soft, elbow, end, angles, err,
+    status)``, inputs with 1 or ``N`` rows; outputs ``elbow, end (N,2)``, ``angles (N,2)``, ``err, status (N,)``."""
+    root, target, l1, l2, bend, margin, soft, elbow, end, angles, err, status = args
     nr = root.shape[0]
     nt = target.shape[0]
     n1 = l1.shape[0]
@@ -906,19 +908,12 @@ def _solve_2d_range(lo, hi, root, target, l1, l2, bend, margin, soft, elbow, end
         err[i] = res[7]
 
 
-@njit(parallel=True)
-def solve_2d_batch(root, target, l1, l2, bend, margin, soft, elbow, end, angles, err, status):  # type: ignore[no-untyped-def]
-    """2D arms: inputs with 1 or ``N`` rows; outputs ``elbow, end (N,2)``, ``angles (N,2)``, ``err, status (N,)``."""
-    n = status.shape[0]
-    nchunks = (n + CHUNK - 1) // CHUNK
-    for c in prange(nchunks):
-        _solve_2d_range(c * CHUNK, min(n, (c + 1) * CHUNK), root, target, l1, l2, bend, margin, soft,
-                        elbow, end, angles, err, status)
+@njit(borrows=True)
+def _ok_2d(args):  # type: ignore[no-untyped-def]
+    """The 2D drivers' checks: OK (each item reports its own status)."""
+    return OK
 
 
-@njit
-def solve_2d_serial(root, target, l1, l2, bend, margin, soft, elbow, end, angles, err, status):  # type: ignore[no-untyped-def]
-    """:func:`solve_2d_batch` on one thread."""
-    # np.int64(0), not the literal 0: one _solve_2d_range compile for both drivers.
-    _solve_2d_range(np.int64(0), status.shape[0], root, target, l1, l2, bend, margin, soft, elbow, end, angles, err,
-                    status)
+#: The 2D arm's drivers (:mod:`.drivers`): ``serial(n, args)``, ``parallel(n_chunks, n, args)``, ``args`` as
+#: :func:`_solve_2d_range` reads them.
+DRIVERS_2D = make_drivers("two_bone_2d", _ok_2d, _solve_2d_range, _ok_2d)

@@ -1,0 +1,101 @@
+"""The one serial and the one parallel batch driver, shared by every solver kernel.
+
+A solver kernel module provides three compiled functions of its packed
+arguments ``args`` (one flat tuple: the plan, the options, the flat pose
+arrays, the per-item inputs and the outputs, each solver's own layout; flat
+because numba's parallel loop refuses a tuple of arrays nested in another):
+
+* ``check(args)``: the input check before anything is solved, a status of
+  :mod:`.constants` (``OK`` = 0);
+* ``solve_range(c0, c1, args)``: solve items ``c0 .. c1-1`` with one scratch
+  set (the per-item solve, written once);
+* ``finish(args)``: the check of what was written, a status (``OK`` = 0).
+
+and gets its drivers from :func:`make_drivers`, a :class:`Drivers` pair
+(what :func:`kinema._solve.run_driver` runs):
+
+* ``solve_serial(n, args)``: every item on the calling thread (single solves
+  and small batches: no thread start-up);
+* ``solve_parallel(n_chunks, n, args)``: the items in ``n_chunks`` contiguous
+  chunks over numba's threads (one scratch set per chunk; with
+  :func:`~kinema._kernels._jit.parallel_chunksize` a free thread takes the
+  next chunk).
+
+Both return ``check``'s status when it fails (nothing solved) and
+``finish``'s otherwise, and run every item through the same
+``solve_range`` code, so a batch equals a loop of single solves bit for bit.
+
+Why a template and not one compiled driver taking the range function as an
+argument: numba 0.68 compiles a driver that takes a dispatcher argument
+(or closes over one), but never loads it from the cache (measured: a
+fresh process compiled it again every time), which would put every
+driver's compile back on each cold start.  So the two driver bodies below
+are written once, as plain functions, and :func:`make_drivers` makes a copy
+of each per solver whose globals name that solver's three functions (numba
+freezes a compiled function's globals), under a name of its own
+(``<solver>_serial``), which keys its own cache file.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ._jit import njit, prange
+from .constants import OK
+
+# Stand-ins for the three per-solver functions; each driver copy's globals replace them.
+check: Any = None
+solve_range: Any = None
+finish: Any = None
+
+
+def _serial(n, args):  # type: ignore[no-untyped-def]
+    """``solve_serial(n, args)``: check, items ``0 .. n-1`` in one range, check the outputs."""
+    status = check(args)
+    if status != OK:
+        return status
+    # np.int64(0), not the literal 0: the parallel driver's solve_range compile serves this one too.
+    solve_range(np.int64(0), n, args)
+    return finish(args)
+
+
+def _parallel(n_chunks, n, args):  # type: ignore[no-untyped-def]
+    """``solve_parallel(n_chunks, n, args)``: check, ``n_chunks`` contiguous ranges over threads, check the
+    outputs."""
+    status = check(args)
+    if status != OK:
+        return status
+    for c in prange(n_chunks):
+        # Balanced contiguous chunks (sizes differ by at most one item; none is empty while n >= n_chunks).
+        solve_range(c * n // n_chunks, (c + 1) * n // n_chunks, args)
+    return finish(args)
+
+
+def _bind(template: Callable[..., Any], solver: str, bound: dict[str, Any]) -> Callable[..., Any]:
+    """A copy of ``template`` whose globals hold ``bound``, named ``<solver><template's name>``."""
+    code = template.__code__
+    glob = dict(template.__globals__)
+    glob.update(bound)
+    f = types.FunctionType(code, glob, code.co_name, template.__defaults__)
+    f.__qualname__ = f"{solver}{template.__name__}"
+    f.__doc__ = template.__doc__
+    return f
+
+
+class Drivers(NamedTuple):
+    """One solver's compiled drivers."""
+
+    #: ``solve_serial(n, args)``.
+    serial: Any
+    #: ``solve_parallel(n_chunks, n, args)``.
+    parallel: Any
+
+
+def make_drivers(solver: str, check: Any, solve_range: Any, finish: Any) -> Drivers:
+    """The drivers of one solver (``solver``: its short name, e.g. ``"ccd"``) from its three functions."""
+    bound = {"check": check, "solve_range": solve_range, "finish": finish}
+    return Drivers(njit(_bind(_serial, solver, bound)), njit(parallel=True)(_bind(_parallel, solver, bound)))

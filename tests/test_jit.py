@@ -72,3 +72,48 @@ def test_openmp_threads_wait_passively_unless_the_user_says_otherwise() -> None:
     # set before numba is imported at all (libgomp reads it once, when it loads)
     assert _fresh_python("import os, sys\nimport kinema._kernels._jit\n"
                          "print(os.environ['OMP_WAIT_POLICY'] if 'numba' in sys.modules else 'no numba')") == "PASSIVE"
+
+
+def _array_args(kernel: object) -> list[object]:
+    import numba
+
+    return [a for sig in getattr(kernel, "signatures", []) for a in sig
+            if isinstance(a, numba.types.Array) and a.dtype == numba.types.float64]
+
+
+def test_rotation_and_fk_hand_their_kernels_writeable_rows_whatever_the_input() -> None:
+    """A read-only or broadcast input is not compiled for separately (numba types read-only arrays apart)."""
+    import kinema
+    from kinema import rotation
+    from kinema._kernels import fk as kfk
+    from kinema._kernels import rotation as krot
+
+    q = rotation.from_euler("ZXY", np.array([[0.1, 0.2, 0.3], [0.4, -0.5, 0.6]]))
+    frozen = q.copy()
+    frozen.flags.writeable = False
+    v = np.array([1.0, 2.0, 3.0])
+    expected = rotation.rotate(q, v)
+    # read-only, a read-only broadcast view, one quaternion for a batch of vectors, plain arrays
+    for qq, vv in ((frozen, v), (np.broadcast_to(frozen[0], (2, 4)), v), (frozen[0], np.stack([v, v])), (q, v)):
+        out = rotation.rotate(qq, vv)
+        np.testing.assert_array_equal(out, rotation.rotate(np.array(qq), np.array(vv)))
+    np.testing.assert_array_equal(rotation.rotate(frozen, v), expected)
+    np.testing.assert_array_equal(rotation.normalize(frozen), rotation.normalize(q))
+
+    sk = kinema.samples.humanoid()
+    pose = sk.rest_pose()
+    ro = [np.broadcast_to(a, (3,) + a.shape) for a in (pose.translations, pose.rotations, pose.scales)]
+    batch = kinema.Pose(*ro)
+    fk_ro = kinema.forward_kinematics(sk, batch)
+    fk_one = kinema.forward_kinematics(sk, pose)
+    np.testing.assert_array_equal(fk_ro.positions[2], fk_one.positions)
+    back = kinema.world_to_local(sk, np.broadcast_to(fk_one.rotations, (2,) + fk_one.rotations.shape),
+                                 fk_one.positions)
+    np.testing.assert_allclose(back.translations[1], pose.translations, rtol=0.0, atol=1e-12)
+
+    if getattr(krot.rotate, "signatures", None) is None:  # NUMBA_DISABLE_JIT=1: nothing compiled
+        return
+    for kernel in (krot.rotate, krot.normalize, kfk.fk_serial, kfk.world_to_local):
+        arrays = _array_args(kernel)
+        assert arrays, kernel
+        assert all(a.mutable and a.layout == "C" for a in arrays), (kernel, getattr(kernel, "signatures", None))

@@ -44,12 +44,10 @@ def _is_uniform(s: NDArray[np.float64]) -> bool:
 
 
 def _batch_view(a: NDArray[np.float64], batch: tuple[int, ...], n: int, tail: tuple[int, ...]) -> NDArray[np.float64]:
-    """``a`` as ``(1, *tail)`` when it has no batch dims, else ``(n, *tail)`` (copying only if needed)."""
-    if a.ndim == len(tail):
-        return np.ascontiguousarray(a).reshape((1,) + tail)
-    if tuple(a.shape[: a.ndim - len(tail)]) == batch:
-        return np.ascontiguousarray(a).reshape((n,) + tail)
-    return np.ascontiguousarray(np.broadcast_to(a, batch + tail)).reshape((n,) + tail)
+    """``a`` as writeable C-contiguous ``(1, *tail)`` (no batch dims) or ``(n, *tail)``: the solver layer's rows."""
+    from ._solve import _rows
+
+    return _rows(a, batch, n, tail)
 
 
 def _check_pose(skeleton: Skeleton, pose: Pose) -> None:
@@ -118,8 +116,9 @@ def world_to_local(
     s_in = skeleton.scales if scales is None else as_float_array(scales, "scales", (nj, 3))
     batch = broadcast_batch(rw.shape[:-2], pw.shape[:-2], s_in.shape[:-2])
     n = int(np.prod(batch)) if batch else 1
-    rw_f = np.ascontiguousarray(np.broadcast_to(rw, batch + (nj, 4))).reshape(n, nj, 4)
-    pw_f = np.ascontiguousarray(np.broadcast_to(pw, batch + (nj, 3))).reshape(n, nj, 3)
+    # Every item reads its own row of these two (the kernel has no one-row case), so they are broadcast.
+    rw_f = _batch_view(rw if rw.shape == batch + (nj, 4) else np.broadcast_to(rw, batch + (nj, 4)), batch, n, (nj, 4))
+    pw_f = _batch_view(pw if pw.shape == batch + (nj, 3) else np.broadcast_to(pw, batch + (nj, 3)), batch, n, (nj, 3))
     s = _batch_view(s_in, batch, n, (nj, 3))
     uniform = _is_uniform(s)
     t_out = np.empty((n, nj, 3))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def test_openmp_threads_wait_passively_unless_the_user_says_otherwise() -> None:
                          "print(os.environ['OMP_WAIT_POLICY'] if 'numba' in sys.modules else 'no numba')") == "PASSIVE"
 
 
-def _array_args(kernel: object) -> list[object]:
+def _array_args(kernel: object) -> list[Any]:
     import numba
 
     return [a for sig in getattr(kernel, "signatures", []) for a in sig
@@ -113,7 +114,29 @@ def test_rotation_and_fk_hand_their_kernels_writeable_rows_whatever_the_input() 
 
     if getattr(krot.rotate, "signatures", None) is None:  # NUMBA_DISABLE_JIT=1: nothing compiled
         return
-    for kernel in (krot.rotate, krot.normalize, kfk.fk_serial, kfk.world_to_local):
+    for kernel in (krot.rotate, krot.normalize, kfk.fk_serial, kfk.world_to_local_serial):
         arrays = _array_args(kernel)
         assert arrays, kernel
         assert all(a.mutable and a.layout == "C" for a in arrays), (kernel, getattr(kernel, "signatures", None))
+
+
+def test_fk_and_its_inverse_give_the_same_numbers_on_the_serial_and_the_parallel_driver() -> None:
+    """A batch past FK_PARALLEL_MIN_JOINTS (parallel driver) equals the same frames in small batches (serial)."""
+    import kinema
+    from kinema.fk import FK_PARALLEL_MIN_JOINTS
+
+    rng = np.random.default_rng(3)
+    sk = kinema.samples.humanoid()
+    nj = sk.n_joints
+    n = FK_PARALLEL_MIN_JOINTS // nj + 7
+    for scales in (np.ones((n, nj, 3)), rng.uniform(0.5, 2.0, size=(n, nj, 3))):  # uniform and not
+        pose = kinema.Pose(rng.normal(size=(n, nj, 3)), rng.normal(size=(n, nj, 4)), scales)
+        whole = kinema.forward_kinematics(sk, pose, matrices=True)
+        back = kinema.world_to_local(sk, whole.rotations, whole.positions, scales)
+        for lo in range(0, n, 500):
+            part = kinema.forward_kinematics(sk, pose[lo:lo + 500], matrices=True)
+            np.testing.assert_array_equal(part.positions, whole.positions[lo:lo + 500])
+            np.testing.assert_array_equal(part.matrices, whole.matrices[lo:lo + 500])  # type: ignore[index]
+            small = kinema.world_to_local(sk, part.rotations, part.positions, scales[lo:lo + 500])
+            np.testing.assert_array_equal(small.translations, back.translations[lo:lo + 500])
+            np.testing.assert_array_equal(small.rotations, back.rotations[lo:lo + 500])

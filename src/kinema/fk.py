@@ -14,8 +14,9 @@ from .skeleton import Skeleton
 
 __all__ = ["FKResult", "forward_kinematics", "world_to_local"]
 
-#: Joint transforms (frames x joints) from which FK runs its parallel driver: below it a parallel region's
-#: start and its wait for every thread cost more than they save (and beside a busy process much more).
+#: Joint transforms (frames x joints) from which FK and world_to_local run their parallel drivers: below it a
+#: parallel region's start and its wait for every thread cost more than they save (and beside a busy process
+#: much more), and a small job never compiles the parallel driver at all (seconds on a cold cache).
 FK_PARALLEL_MIN_JOINTS = 16384
 
 
@@ -124,6 +125,14 @@ def world_to_local(
     t_out = np.empty((n, nj, 3))
     r_out = np.empty((n, nj, 4))
     work = np.empty((n, nj, 1, 1)) if uniform else np.empty((n, nj, 3, 3))
-    kfk.world_to_local(skeleton.parents, rw_f, pw_f, s, uniform, t_out, r_out, work)
+    args = (skeleton.parents, rw_f, pw_f, s, uniform, t_out, r_out, work)
+    if n * nj >= FK_PARALLEL_MIN_JOINTS:  # as forward_kinematics: small jobs never start (or compile) threads
+        from ._kernels._jit import parallel_chunksize
+        from ._solve import n_chunks
+
+        with parallel_chunksize():
+            kfk.world_to_local(n_chunks(n), *args)
+    else:
+        kfk.world_to_local_serial(*args)
     s_full = np.broadcast_to(s_in, batch + (nj, 3)).copy()
     return Pose(t_out.reshape(batch + (nj, 3)), r_out.reshape(batch + (nj, 4)), s_full)

@@ -269,6 +269,7 @@ def test_after_warmup_the_public_api_compiles_nothing(capsys: pytest.CaptureFixt
         big = walk.pose[0].broadcast((FK_PARALLEL_MIN_JOINTS // sk.n_joints + 5,))
         world = kinema.forward_kinematics(sk, big, matrices=True)
         kinema.world_to_local(sk, world.rotations[:3], world.positions[:3])
+        kinema.world_to_local(sk, world.rotations, world.positions)  # the parallel driver
         rotation.as_euler(rotation.slerp(q, q[::-1], 0.5), "yxz")
         rotation.swing_twist(rotation.from_rotvec(rotation.as_rotvec(q)), [0.0, 1.0, 0.0])
         kinema.limits.Hinge((0.0, 0.0, 1.0), 0.0, 2.0).clamp(q)

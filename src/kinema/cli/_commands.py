@@ -586,7 +586,7 @@ def warm_kernels() -> list[tuple[str, float]]:
                                         (pose, walk.pose[:2], walk.pose.broadcast(), big) for m in (False, True)])
 
     def inverse_fk() -> None:
-        for p in (pose, walk.pose):
+        for p in (pose, walk.pose, big):
             world = forward_kinematics(sk, p)
             world_to_local(sk, world.rotations, world.positions)
 

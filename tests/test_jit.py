@@ -114,7 +114,7 @@ def test_rotation_and_fk_hand_their_kernels_writeable_rows_whatever_the_input() 
 
     if getattr(krot.rotate, "signatures", None) is None:  # NUMBA_DISABLE_JIT=1: nothing compiled
         return
-    for kernel in (krot.rotate, krot.normalize, kfk.fk_serial, kfk.world_to_local_serial):
+    for kernel in (krot.rotate, krot.normalize, kfk.fk_serial, kfk.fk_uniform_serial, kfk.world_to_local_serial):
         arrays = _array_args(kernel)
         assert arrays, kernel
         assert all(a.mutable and a.layout == "C" for a in arrays), (kernel, getattr(kernel, "signatures", None))

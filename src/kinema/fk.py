@@ -79,15 +79,19 @@ def forward_kinematics(skeleton: Skeleton, pose: Pose, *, matrices: bool = False
     scl = np.empty((n, nj))
     need_mat = matrices or not uniform
     mat = np.empty((n, nj, 4, 4)) if need_mat else np.empty((1, 1, 4, 4))
-    args = (skeleton.parents, t, r, s, uniform, matrices, pos, rot, scl, mat)
+    # Plain FK (uniform scales, no matrices) has kernels of its own: the same operations, without
+    # compiling the 3x3 path it never takes.
+    plain = uniform and not matrices
+    args: tuple[object, ...] = ((skeleton.parents, t, r, s, pos, rot, scl) if plain else
+                                (skeleton.parents, t, r, s, uniform, matrices, pos, rot, scl, mat))
     if n * nj >= FK_PARALLEL_MIN_JOINTS:
         from ._kernels._jit import parallel_chunksize
         from ._solve import n_chunks
 
         with parallel_chunksize():
-            kfk.fk_parallel(n_chunks(n), *args)
+            (kfk.fk_uniform_parallel if plain else kfk.fk_parallel)(n_chunks(n), *args)
     else:
-        kfk.fk_serial(*args)
+        (kfk.fk_uniform_serial if plain else kfk.fk_serial)(*args)
     return FKResult(
         positions=pos.reshape(batch + (nj, 3)),
         rotations=rot.reshape(batch + (nj, 4)),

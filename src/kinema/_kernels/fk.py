@@ -67,6 +67,37 @@ def _write_linear(out: np.ndarray, lin: tuple, p: tuple) -> None:  # type: ignor
 
 
 @njit
+def fk_uniform_item(i, parents, t_local, r_local, s_local, pos_world, rot_world, scale_world):  # type: ignore[no-untyped-def]
+    """:func:`fk_item` for uniform scales without matrices: the same operations, only the FK step.
+
+    Its own kernel so that plain FK (the common call) compiles neither the
+    3x3 path nor the matrix writes (seconds on a cold cache).
+    """
+    nj = parents.shape[0]
+    it = i % t_local.shape[0]
+    ir = i % r_local.shape[0]
+    is_ = i % s_local.shape[0]
+    for j in range(nj):
+        t = (t_local[it, j, 0], t_local[it, j, 1], t_local[it, j, 2])
+        rq = (r_local[ir, j, 0], r_local[ir, j, 1], r_local[ir, j, 2], r_local[ir, j, 3])
+        p = parents[j]
+        if p < 0:
+            wp, wq, ws = joint_world((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), 1.0, t, rq, s_local[is_, j, 0])
+        else:
+            pq = (rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3])
+            pp = (pos_world[i, p, 0], pos_world[i, p, 1], pos_world[i, p, 2])
+            wp, wq, ws = joint_world(pp, pq, scale_world[i, p], t, rq, s_local[is_, j, 0])
+        scale_world[i, j] = ws
+        pos_world[i, j, 0] = wp[0]
+        pos_world[i, j, 1] = wp[1]
+        pos_world[i, j, 2] = wp[2]
+        rot_world[i, j, 0] = wq[0]
+        rot_world[i, j, 1] = wq[1]
+        rot_world[i, j, 2] = wq[2]
+        rot_world[i, j, 3] = wq[3]
+
+
+@njit
 def fk_item(i, parents, t_local, r_local, s_local, uniform, want_matrices, pos_world, rot_world, scale_world,  # type: ignore[no-untyped-def]
             mat_world):
     """World transforms of every joint of item ``i`` (see :func:`fk_serial` for the arrays).
@@ -78,6 +109,9 @@ def fk_item(i, parents, t_local, r_local, s_local, uniform, want_matrices, pos_w
     (exact, shear included); ``rot_world`` is then the product of the local
     rotations.
     """
+    if uniform and not want_matrices:  # plain FK: the one per-item code for it, whichever driver runs
+        fk_uniform_item(i, parents, t_local, r_local, s_local, pos_world, rot_world, scale_world)
+        return
     nj = parents.shape[0]
     it = i % t_local.shape[0]
     ir = i % r_local.shape[0]
@@ -153,6 +187,23 @@ def fk_parallel(n_chunks, parents, t_local, r_local, s_local, uniform, want_matr
         for i in range(c * size, min(n, (c + 1) * size)):
             fk_item(i, parents, t_local, r_local, s_local, uniform, want_matrices, pos_world, rot_world,
                     scale_world, mat_world)
+
+
+@njit
+def fk_uniform_serial(parents, t_local, r_local, s_local, pos_world, rot_world, scale_world):  # type: ignore[no-untyped-def]
+    """:func:`fk_serial` for uniform scales without matrices (:func:`fk_uniform_item` per item)."""
+    for i in range(pos_world.shape[0]):
+        fk_uniform_item(i, parents, t_local, r_local, s_local, pos_world, rot_world, scale_world)
+
+
+@njit(parallel=True)
+def fk_uniform_parallel(n_chunks, parents, t_local, r_local, s_local, pos_world, rot_world, scale_world):  # type: ignore[no-untyped-def]
+    """:func:`fk_uniform_serial` with the items split into ``n_chunks`` chunks over threads (same per-item code)."""
+    n = pos_world.shape[0]
+    size = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        for i in range(c * size, min(n, (c + 1) * size)):
+            fk_uniform_item(i, parents, t_local, r_local, s_local, pos_world, rot_world, scale_world)
 
 
 @njit

@@ -108,6 +108,8 @@ def test_rotation_and_fk_hand_their_kernels_writeable_rows_whatever_the_input() 
     fk_ro = kinema.forward_kinematics(sk, batch)
     fk_one = kinema.forward_kinematics(sk, pose)
     np.testing.assert_array_equal(fk_ro.positions[2], fk_one.positions)
+    with_matrices = kinema.forward_kinematics(sk, batch, matrices=True)  # the general kernel, read-only input
+    np.testing.assert_array_equal(with_matrices.positions, fk_ro.positions)
     back = kinema.world_to_local(sk, np.broadcast_to(fk_one.rotations, (2,) + fk_one.rotations.shape),
                                  fk_one.positions)
     np.testing.assert_allclose(back.translations[1], pose.translations, rtol=0.0, atol=1e-12)

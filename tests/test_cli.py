@@ -224,6 +224,60 @@ def test_sample_command_writes_the_bundled_walk(capsys: pytest.CaptureFixture[st
     np.testing.assert_allclose(world(sk, clip), world(kinema.samples.humanoid(), ref), atol=1e-6)
 
 
+# ------------------------------------------------------------------- warmup
+def test_after_warmup_the_public_api_compiles_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    """``kinema warmup`` covers every kernel a user reaches: solvers (single, small and parallel batch),
+    FK and its inverse, rotations, limits, the 2D arm; afterwards other inputs compile nothing."""
+    from kinema import rotation
+    from kinema.cli import _ui
+    from kinema.fk import FK_PARALLEL_MIN_JOINTS
+
+    code, out, _ = run(capsys, "warmup")
+    assert code == 0 and "kernels ready in" in out
+    for what in ("solve_dls", "solve_two_bone_2d", "world_to_local", "rotation", "joint limits"):
+        assert f"\n{what} " in out, what
+    sk = kinema.samples.humanoid()
+    walk = kinema.samples.clip("walk")
+    rng = np.random.default_rng(7)
+    targets = kinema.forward_kinematics(sk, walk.pose[:3]).positions[:, sk.index("right_wrist")]
+    many = targets[0] + rng.normal(0.0, 0.1, size=(300, 3))  # a parallel batch of another size
+    arm = ("right_shoulder", "right_elbow", "right_wrist")
+    q = walk.pose.rotations[5:9, 3]
+    def loaded() -> dict[str, int]:  # compiled or loaded from numba's cache, per kernel
+        import importlib
+        import pkgutil
+
+        from kinema import _kernels
+
+        out = {}
+        for info in pkgutil.iter_modules(_kernels.__path__):
+            mod = importlib.import_module(f"kinema._kernels.{info.name}")
+            for name, obj in vars(mod).items():
+                if hasattr(obj, "overloads") and hasattr(obj, "py_func"):
+                    out[f"{info.name}.{name}"] = len(obj.overloads)
+        return out
+
+    before = loaded()
+    events: list[bool] = []
+    with _ui.compile_notice(events.append):
+        for t in (targets[1], targets, many):
+            kinema.solve_two_bone(sk, walk.pose[4], arm, t, pole=t + [0.0, 0.0, -1.0])
+            kinema.solve_ccd(sk, walk.pose[4], ("root", "right_wrist"), t, iterations=5)
+            kinema.solve_fabrik(sk, walk.pose[4], ("root", "right_wrist"), t)
+            kinema.solve_dls(sk, walk.pose[4], [kinema.PositionGoal("right_wrist", t)], iterations=5)
+        kinema.solve_two_bone_2d([0.0, 0.0], [[0.5, 0.1], [0.1, 0.2]], 0.3, 0.4, -1)
+        big = walk.pose[0].broadcast((FK_PARALLEL_MIN_JOINTS // sk.n_joints + 5,))
+        world = kinema.forward_kinematics(sk, big, matrices=True)
+        kinema.world_to_local(sk, world.rotations[:3], world.positions[:3])
+        kinema.world_to_local(sk, world.rotations, world.positions)  # the parallel driver
+        rotation.as_euler(rotation.slerp(q, q[::-1], 0.5), "yxz")
+        rotation.swing_twist(rotation.from_rotvec(rotation.as_rotvec(q)), [0.0, 1.0, 0.0])
+        kinema.limits.Hinge((0.0, 0.0, 1.0), 0.0, 2.0).clamp(q)
+    assert events == []  # nothing compiled
+    after = loaded()
+    assert {k: v for k, v in after.items() if v != before.get(k)} == {}  # nor loaded from the cache: warmup had it
+
+
 # --------------------------------------------------------------- bad input
 @pytest.mark.parametrize("argv, status, needle", [
     (["footlock", "CAPTURE"], 2, "-o/--output"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -165,3 +166,72 @@ def test_driver_check_status_stops_the_solve() -> None:
     assert not y.any()  # nothing solved
     assert make_drivers("filling", ok, fill, ok).serial(5, (y,)) == 0
     assert (y == 1.0).all()
+
+
+def _array_args(kernel: object) -> list[Any]:
+    import numba
+
+    return [a for sig in getattr(kernel, "signatures", []) for a in sig
+            if isinstance(a, numba.types.Array) and a.dtype == numba.types.float64]
+
+
+def test_rotation_and_fk_hand_their_kernels_writeable_rows_whatever_the_input() -> None:
+    """A read-only or broadcast input is not compiled for separately (numba types read-only arrays apart)."""
+    import kinema
+    from kinema import rotation
+    from kinema._kernels import fk as kfk
+    from kinema._kernels import rotation as krot
+
+    q = rotation.from_euler("ZXY", np.array([[0.1, 0.2, 0.3], [0.4, -0.5, 0.6]]))
+    frozen = q.copy()
+    frozen.flags.writeable = False
+    v = np.array([1.0, 2.0, 3.0])
+    expected = rotation.rotate(q, v)
+    # read-only, a read-only broadcast view, one quaternion for a batch of vectors, plain arrays
+    for qq, vv in ((frozen, v), (np.broadcast_to(frozen[0], (2, 4)), v), (frozen[0], np.stack([v, v])), (q, v)):
+        out = rotation.rotate(qq, vv)
+        np.testing.assert_array_equal(out, rotation.rotate(np.array(qq), np.array(vv)))
+    np.testing.assert_array_equal(rotation.rotate(frozen, v), expected)
+    np.testing.assert_array_equal(rotation.normalize(frozen), rotation.normalize(q))
+
+    sk = kinema.samples.humanoid()
+    pose = sk.rest_pose()
+    ro = [np.broadcast_to(a, (3,) + a.shape) for a in (pose.translations, pose.rotations, pose.scales)]
+    batch = kinema.Pose(*ro)
+    fk_ro = kinema.forward_kinematics(sk, batch)
+    fk_one = kinema.forward_kinematics(sk, pose)
+    np.testing.assert_array_equal(fk_ro.positions[2], fk_one.positions)
+    with_matrices = kinema.forward_kinematics(sk, batch, matrices=True)  # the general kernel, read-only input
+    np.testing.assert_array_equal(with_matrices.positions, fk_ro.positions)
+    back = kinema.world_to_local(sk, np.broadcast_to(fk_one.rotations, (2,) + fk_one.rotations.shape),
+                                 fk_one.positions)
+    np.testing.assert_allclose(back.translations[1], pose.translations, rtol=0.0, atol=1e-12)
+
+    if getattr(krot.rotate, "signatures", None) is None:  # NUMBA_DISABLE_JIT=1: nothing compiled
+        return
+    for kernel in (krot.rotate, krot.normalize, kfk.fk_serial, kfk.fk_uniform_serial, kfk.world_to_local_serial):
+        arrays = _array_args(kernel)
+        assert arrays, kernel
+        assert all(a.mutable and a.layout == "C" for a in arrays), (kernel, getattr(kernel, "signatures", None))
+
+
+def test_fk_and_its_inverse_give_the_same_numbers_on_the_serial_and_the_parallel_driver() -> None:
+    """A batch past FK_PARALLEL_MIN_JOINTS (parallel driver) equals the same frames in small batches (serial)."""
+    import kinema
+    from kinema.fk import FK_PARALLEL_MIN_JOINTS
+
+    rng = np.random.default_rng(3)
+    sk = kinema.samples.humanoid()
+    nj = sk.n_joints
+    n = FK_PARALLEL_MIN_JOINTS // nj + 7
+    for scales in (np.ones((n, nj, 3)), rng.uniform(0.5, 2.0, size=(n, nj, 3))):  # uniform and not
+        pose = kinema.Pose(rng.normal(size=(n, nj, 3)), rng.normal(size=(n, nj, 4)), scales)
+        whole = kinema.forward_kinematics(sk, pose, matrices=True)
+        back = kinema.world_to_local(sk, whole.rotations, whole.positions, scales)
+        for lo in range(0, n, 500):
+            part = kinema.forward_kinematics(sk, pose[lo:lo + 500], matrices=True)
+            np.testing.assert_array_equal(part.positions, whole.positions[lo:lo + 500])
+            np.testing.assert_array_equal(part.matrices, whole.matrices[lo:lo + 500])  # type: ignore[index]
+            small = kinema.world_to_local(sk, part.rotations, part.positions, scales[lo:lo + 500])
+            np.testing.assert_array_equal(small.translations, back.translations[lo:lo + 500])
+            np.testing.assert_array_equal(small.rotations, back.rotations[lo:lo + 500])

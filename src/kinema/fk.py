@@ -14,8 +14,9 @@ from .skeleton import Skeleton
 
 __all__ = ["FKResult", "forward_kinematics", "world_to_local"]
 
-#: Joint transforms (frames x joints) from which FK runs its parallel driver: below it a parallel region's
-#: start and its wait for every thread cost more than they save (and beside a busy process much more).
+#: Joint transforms (frames x joints) from which FK and world_to_local run their parallel drivers: below it a
+#: parallel region's start and its wait for every thread cost more than they save (and beside a busy process
+#: much more), and a small job never compiles the parallel driver at all (seconds on a cold cache).
 FK_PARALLEL_MIN_JOINTS = 16384
 
 
@@ -44,12 +45,10 @@ def _is_uniform(s: NDArray[np.float64]) -> bool:
 
 
 def _batch_view(a: NDArray[np.float64], batch: tuple[int, ...], n: int, tail: tuple[int, ...]) -> NDArray[np.float64]:
-    """``a`` as ``(1, *tail)`` when it has no batch dims, else ``(n, *tail)`` (copying only if needed)."""
-    if a.ndim == len(tail):
-        return np.ascontiguousarray(a).reshape((1,) + tail)
-    if tuple(a.shape[: a.ndim - len(tail)]) == batch:
-        return np.ascontiguousarray(a).reshape((n,) + tail)
-    return np.ascontiguousarray(np.broadcast_to(a, batch + tail)).reshape((n,) + tail)
+    """``a`` as writeable C-contiguous ``(1, *tail)`` (no batch dims) or ``(n, *tail)``: the solver layer's rows."""
+    from ._solve import _rows
+
+    return _rows(a, batch, n, tail)
 
 
 def _check_pose(skeleton: Skeleton, pose: Pose) -> None:
@@ -80,15 +79,19 @@ def forward_kinematics(skeleton: Skeleton, pose: Pose, *, matrices: bool = False
     scl = np.empty((n, nj))
     need_mat = matrices or not uniform
     mat = np.empty((n, nj, 4, 4)) if need_mat else np.empty((1, 1, 4, 4))
-    args = (skeleton.parents, t, r, s, uniform, matrices, pos, rot, scl, mat)
+    # Plain FK (uniform scales, no matrices) has kernels of its own: the same operations, without
+    # compiling the 3x3 path it never takes.
+    plain = uniform and not matrices
+    args: tuple[object, ...] = ((skeleton.parents, t, r, s, pos, rot, scl) if plain else
+                                (skeleton.parents, t, r, s, uniform, matrices, pos, rot, scl, mat))
     if n * nj >= FK_PARALLEL_MIN_JOINTS:
         from ._kernels._jit import parallel_chunksize
         from ._solve import n_chunks
 
         with parallel_chunksize():
-            kfk.fk_parallel(n_chunks(n), *args)
+            (kfk.fk_uniform_parallel if plain else kfk.fk_parallel)(n_chunks(n), *args)
     else:
-        kfk.fk_serial(*args)
+        (kfk.fk_uniform_serial if plain else kfk.fk_serial)(*args)
     return FKResult(
         positions=pos.reshape(batch + (nj, 3)),
         rotations=rot.reshape(batch + (nj, 4)),
@@ -118,13 +121,22 @@ def world_to_local(
     s_in = skeleton.scales if scales is None else as_float_array(scales, "scales", (nj, 3))
     batch = broadcast_batch(rw.shape[:-2], pw.shape[:-2], s_in.shape[:-2])
     n = int(np.prod(batch)) if batch else 1
-    rw_f = np.ascontiguousarray(np.broadcast_to(rw, batch + (nj, 4))).reshape(n, nj, 4)
-    pw_f = np.ascontiguousarray(np.broadcast_to(pw, batch + (nj, 3))).reshape(n, nj, 3)
+    # Every item reads its own row of these two (the kernel has no one-row case), so they are broadcast.
+    rw_f = _batch_view(rw if rw.shape == batch + (nj, 4) else np.broadcast_to(rw, batch + (nj, 4)), batch, n, (nj, 4))
+    pw_f = _batch_view(pw if pw.shape == batch + (nj, 3) else np.broadcast_to(pw, batch + (nj, 3)), batch, n, (nj, 3))
     s = _batch_view(s_in, batch, n, (nj, 3))
     uniform = _is_uniform(s)
     t_out = np.empty((n, nj, 3))
     r_out = np.empty((n, nj, 4))
     work = np.empty((n, nj, 1, 1)) if uniform else np.empty((n, nj, 3, 3))
-    kfk.world_to_local(skeleton.parents, rw_f, pw_f, s, uniform, t_out, r_out, work)
+    args = (skeleton.parents, rw_f, pw_f, s, uniform, t_out, r_out, work)
+    if n * nj >= FK_PARALLEL_MIN_JOINTS:  # as forward_kinematics: small jobs never start (or compile) threads
+        from ._kernels._jit import parallel_chunksize
+        from ._solve import n_chunks
+
+        with parallel_chunksize():
+            kfk.world_to_local(n_chunks(n), *args)
+    else:
+        kfk.world_to_local_serial(*args)
     s_full = np.broadcast_to(s_in, batch + (nj, 3)).copy()
     return Pose(t_out.reshape(batch + (nj, 3)), r_out.reshape(batch + (nj, 4)), s_full)

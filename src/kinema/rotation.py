@@ -62,9 +62,18 @@ def _kern() -> Any:
 
 
 def _flat(items: list[tuple[FloatArray, tuple[int, ...]]]) -> tuple[tuple[int, ...], int, list[FloatArray]]:
+    """The inputs broadcast to one batch, each as ``n`` writeable C-contiguous rows ``(n, *tail)``.
+
+    Writeable always: numba types a read-only array apart from a writeable one, so a broadcast view
+    (read-only) here and a copy there would compile each kernel twice.  An input that already has the
+    batch shape is used as it is when it is C-contiguous and writeable (no copy).
+    """
     batch = broadcast_batch(*[a.shape[: a.ndim - len(t)] for a, t in items])
     n = int(np.prod(batch)) if batch else 1
-    flat = [np.ascontiguousarray(np.broadcast_to(a, batch + t)).reshape((n,) + t) for a, t in items]
+    flat = []
+    for a, t in items:
+        rows = np.ascontiguousarray(a if a.shape == batch + t else np.broadcast_to(a, batch + t)).reshape((n,) + t)
+        flat.append(rows if rows.flags.writeable else rows.copy())
     return batch, n, flat
 
 

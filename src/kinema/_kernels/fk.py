@@ -67,6 +67,37 @@ def _write_linear(out: np.ndarray, lin: tuple, p: tuple) -> None:  # type: ignor
 
 
 @njit
+def fk_uniform_item(i, parents, t_local, r_local, s_local, pos_world, rot_world, scale_world):  # type: ignore[no-untyped-def]
+    """:func:`fk_item` for uniform scales without matrices: the same operations, only the FK step.
+
+    Its own kernel so that plain FK (the common call) compiles neither the
+    3x3 path nor the matrix writes (seconds on a cold cache).
+    """
+    nj = parents.shape[0]
+    it = i % t_local.shape[0]
+    ir = i % r_local.shape[0]
+    is_ = i % s_local.shape[0]
+    for j in range(nj):
+        t = (t_local[it, j, 0], t_local[it, j, 1], t_local[it, j, 2])
+        rq = (r_local[ir, j, 0], r_local[ir, j, 1], r_local[ir, j, 2], r_local[ir, j, 3])
+        p = parents[j]
+        if p < 0:
+            wp, wq, ws = joint_world((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), 1.0, t, rq, s_local[is_, j, 0])
+        else:
+            pq = (rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3])
+            pp = (pos_world[i, p, 0], pos_world[i, p, 1], pos_world[i, p, 2])
+            wp, wq, ws = joint_world(pp, pq, scale_world[i, p], t, rq, s_local[is_, j, 0])
+        scale_world[i, j] = ws
+        pos_world[i, j, 0] = wp[0]
+        pos_world[i, j, 1] = wp[1]
+        pos_world[i, j, 2] = wp[2]
+        rot_world[i, j, 0] = wq[0]
+        rot_world[i, j, 1] = wq[1]
+        rot_world[i, j, 2] = wq[2]
+        rot_world[i, j, 3] = wq[3]
+
+
+@njit
 def fk_item(i, parents, t_local, r_local, s_local, uniform, want_matrices, pos_world, rot_world, scale_world,  # type: ignore[no-untyped-def]
             mat_world):
     """World transforms of every joint of item ``i`` (see :func:`fk_serial` for the arrays).
@@ -78,6 +109,9 @@ def fk_item(i, parents, t_local, r_local, s_local, uniform, want_matrices, pos_w
     (exact, shear included); ``rot_world`` is then the product of the local
     rotations.
     """
+    if uniform and not want_matrices:  # plain FK: the one per-item code for it, whichever driver runs
+        fk_uniform_item(i, parents, t_local, r_local, s_local, pos_world, rot_world, scale_world)
+        return
     nj = parents.shape[0]
     it = i % t_local.shape[0]
     ir = i % r_local.shape[0]
@@ -155,53 +189,84 @@ def fk_parallel(n_chunks, parents, t_local, r_local, s_local, uniform, want_matr
                     scale_world, mat_world)
 
 
+@njit
+def fk_uniform_serial(parents, t_local, r_local, s_local, pos_world, rot_world, scale_world):  # type: ignore[no-untyped-def]
+    """:func:`fk_serial` for uniform scales without matrices (:func:`fk_uniform_item` per item)."""
+    for i in range(pos_world.shape[0]):
+        fk_uniform_item(i, parents, t_local, r_local, s_local, pos_world, rot_world, scale_world)
+
+
 @njit(parallel=True)
-def world_to_local(parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work):  # type: ignore[no-untyped-def]
-    """Inverse of :func:`fk`: ``q_local = conj(q_parent) q``, ``t = L_parent^-1 (p - p_parent)``.
+def fk_uniform_parallel(n_chunks, parents, t_local, r_local, s_local, pos_world, rot_world, scale_world):  # type: ignore[no-untyped-def]
+    """:func:`fk_uniform_serial` with the items split into ``n_chunks`` chunks over threads (same per-item code)."""
+    n = pos_world.shape[0]
+    size = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        for i in range(c * size, min(n, (c + 1) * size)):
+            fk_uniform_item(i, parents, t_local, r_local, s_local, pos_world, rot_world, scale_world)
+
+
+@njit
+def world_to_local_item(i, parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work):  # type: ignore[no-untyped-def]
+    """Inverse of :func:`fk_item` for item ``i``: ``q_local = conj(q_parent) q``, ``t = L_parent^-1 (p - p_parent)``.
 
     ``rot_world (N,J,4)``, ``pos_world (N,J,3)``, ``s_local (Ns,J,3)``;
     writes ``t_local (N,J,3)``, ``r_local (N,J,4)``; ``mat_work (N,J,3,3)``
     holds world linear parts when scales are not uniform, and ``(N,J,1,1)``
     (world uniform scale in ``[0, 0]``) when they are.
     """
-    n = rot_world.shape[0]
     nj = parents.shape[0]
-    ns = s_local.shape[0]
-    for i in prange(n):
-        is_ = i % ns
-        for j in range(nj):
-            q = qnormalize((rot_world[i, j, 0], rot_world[i, j, 1], rot_world[i, j, 2], rot_world[i, j, 3]))
-            wp = (pos_world[i, j, 0], pos_world[i, j, 1], pos_world[i, j, 2])
-            p = parents[j]
-            if p < 0:
-                lq = q
-                lt = wp
-            else:
-                pq = qnormalize((rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3]))
-                lq = qmul(qconj(pq), q)
-                d = (wp[0] - pos_world[i, p, 0], wp[1] - pos_world[i, p, 1], wp[2] - pos_world[i, p, 2])
-                if uniform:
-                    inv_s = 1.0 / mat_work[i, p, 0, 0]
-                    lt0 = qrotate(qconj(pq), d)
-                    lt = (lt0[0] * inv_s, lt0[1] * inv_s, lt0[2] * inv_s)
-                else:
-                    lt = _mat3_vec(_mat3_inv(_read_mat3(mat_work[i, p])), d)
+    is_ = i % s_local.shape[0]
+    for j in range(nj):
+        q = qnormalize((rot_world[i, j, 0], rot_world[i, j, 1], rot_world[i, j, 2], rot_world[i, j, 3]))
+        wp = (pos_world[i, j, 0], pos_world[i, j, 1], pos_world[i, j, 2])
+        p = parents[j]
+        if p < 0:
+            lq = q
+            lt = wp
+        else:
+            pq = qnormalize((rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3]))
+            lq = qmul(qconj(pq), q)
+            d = (wp[0] - pos_world[i, p, 0], wp[1] - pos_world[i, p, 1], wp[2] - pos_world[i, p, 2])
             if uniform:
-                ws = s_local[is_, j, 0]
-                if p >= 0:
-                    ws = ws * mat_work[i, p, 0, 0]
-                mat_work[i, j, 0, 0] = ws
+                inv_s = 1.0 / mat_work[i, p, 0, 0]
+                lt0 = qrotate(qconj(pq), d)
+                lt = (lt0[0] * inv_s, lt0[1] * inv_s, lt0[2] * inv_s)
             else:
-                m = qto_matrix(lq)
-                sx = s_local[is_, j, 0]
-                sy = s_local[is_, j, 1]
-                sz = s_local[is_, j, 2]
-                rs = (m[0] * sx, m[1] * sy, m[2] * sz, m[3] * sx, m[4] * sy, m[5] * sz, m[6] * sx, m[7] * sy, m[8] * sz)
-                lin = rs if p < 0 else _mat3_mul(_read_mat3(mat_work[i, p]), rs)
-                for a in range(3):
-                    for b in range(3):
-                        mat_work[i, j, a, b] = lin[3 * a + b]
-            for c in range(3):
-                t_local[i, j, c] = lt[c]
-            for c in range(4):
-                r_local[i, j, c] = lq[c]
+                lt = _mat3_vec(_mat3_inv(_read_mat3(mat_work[i, p])), d)
+        if uniform:
+            ws = s_local[is_, j, 0]
+            if p >= 0:
+                ws = ws * mat_work[i, p, 0, 0]
+            mat_work[i, j, 0, 0] = ws
+        else:
+            m = qto_matrix(lq)
+            sx = s_local[is_, j, 0]
+            sy = s_local[is_, j, 1]
+            sz = s_local[is_, j, 2]
+            rs = (m[0] * sx, m[1] * sy, m[2] * sz, m[3] * sx, m[4] * sy, m[5] * sz, m[6] * sx, m[7] * sy, m[8] * sz)
+            lin = rs if p < 0 else _mat3_mul(_read_mat3(mat_work[i, p]), rs)
+            for a in range(3):
+                for b in range(3):
+                    mat_work[i, j, a, b] = lin[3 * a + b]
+        for c in range(3):
+            t_local[i, j, c] = lt[c]
+        for c in range(4):
+            r_local[i, j, c] = lq[c]
+
+
+@njit
+def world_to_local_serial(parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work):  # type: ignore[no-untyped-def]
+    """:func:`world_to_local_item` for every item on the calling thread."""
+    for i in range(rot_world.shape[0]):
+        world_to_local_item(i, parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work)
+
+
+@njit(parallel=True)
+def world_to_local(n_chunks, parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work):  # type: ignore[no-untyped-def]
+    """:func:`world_to_local_serial` with the items split into ``n_chunks`` chunks over threads (same per-item code)."""
+    n = rot_world.shape[0]
+    size = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        for i in range(c * size, min(n, (c + 1) * size)):
+            world_to_local_item(i, parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work)

@@ -536,19 +536,26 @@ def warm_kernels() -> list[tuple[str, float]]:
     Imports every ``kinema._kernels`` module, then calls each solver through
     the public API on the bundled humanoid with one target, two targets and
     :data:`WARMUP_BATCH` targets (each takes its own path: single call, small
-    batch in this thread, parallel batch), forward kinematics the same way,
-    the BVH reader and writer, and what the commands run: foot locking and
-    reaches (two-bone and spine chain) on the sample walk.
+    batch in this thread, parallel batch), forward kinematics the same way
+    (its parallel driver from :data:`~kinema.fk.FK_PARALLEL_MIN_JOINTS`
+    joint transforms) and its inverse, every function of
+    :mod:`kinema.rotation`, the joint limits' clamp and violation, the 2D
+    two-bone solver, the BVH reader and writer, and what the commands run:
+    foot locking and reaches (two-bone and spine chain) on the sample walk.
     """
     import importlib
     import pkgutil
     import tempfile
 
-    from .. import _kernels, samples
+    from .. import _kernels, rotation, samples
     from .._ccd import Goal, solve_ccd, solve_chains
+    from .._dls import solve_dls
     from .._fabrik import solve_fabrik, solve_fabrik_tree
-    from .._two_bone import solve_two_bone
+    from .._two_bone import solve_two_bone, solve_two_bone_2d
+    from ..fk import FK_PARALLEL_MIN_JOINTS, world_to_local
+    from ..goals import PositionGoal
     from ..io import load_bvh, save_bvh
+    from ..limits import EulerRange, Hinge, SwingTwist
 
     steps: list[tuple[str, float]] = []
 
@@ -574,13 +581,52 @@ def warm_kernels() -> list[tuple[str, float]]:
         return lambda: [solve(t) for t in sizes]
 
     step("kernel modules", modules)
+    big = pose.broadcast((-(-FK_PARALLEL_MIN_JOINTS // sk.n_joints),))  # enough joints for the parallel driver
     step("forward_kinematics", lambda: [forward_kinematics(sk, p, matrices=m) for p in
-                                        (pose, walk.pose[:2], walk.pose.broadcast()) for m in (False, True)])
+                                        (pose, walk.pose[:2], walk.pose.broadcast(), big) for m in (False, True)])
+
+    def inverse_fk() -> None:
+        for p in (pose, walk.pose, big):
+            world = forward_kinematics(sk, p)
+            world_to_local(sk, world.rotations, world.positions)
+
+    step("world_to_local", inverse_fk)
+
+    def rotations() -> None:
+        q = walk.pose.rotations[:2, 1]
+        v = walk.pose.translations[:2, 1]
+        t = np.array([0.25, 0.75])
+        rotation.multiply(q, q)
+        rotation.equal(q, q)  # normalize
+        rotation.canonical(q)
+        rotation.rotate(q, v)
+        rotation.from_matrix(rotation.as_matrix(q))
+        rotation.as_axis_angle(rotation.from_axis_angle(v, t))
+        rotation.from_rotvec(rotation.as_rotvec(q))
+        rotation.as_euler(rotation.from_euler("ZXY", v), "ZXY")
+        rotation.slerp(q, q[::-1], t)
+        rotation.nlerp(q, q[::-1], t)
+        rotation.angle_between(q, q[::-1])
+        rotation.from_two_vectors(v, v[::-1])
+        rotation.swing_twist(q, v)
+
+    step("rotation", rotations)
+
+    def limits() -> None:
+        q = walk.pose.rotations[:2, 1]
+        for lim in (Hinge((1.0, 0.0, 0.0), -1.0, 1.0), SwingTwist((0.0, 1.0, 0.0), 0.5),
+                    EulerRange("ZXY", (-1.0, -1.0, -1.0), (1.0, 1.0, 1.0))):
+            lim.clamp_hit(q, q[::-1])
+            lim.violation(q)
+
+    step("joint limits", limits)
     step("solve_two_bone", each(lambda t: solve_two_bone(sk, pose, arm, t)))
     step("solve_ccd", each(lambda t: solve_ccd(sk, pose, spine, t)))
     step("solve_fabrik", each(lambda t: solve_fabrik(sk, pose, spine, t)))
     step("solve_fabrik_tree", each(lambda t: solve_fabrik_tree(sk, pose, {"right_wrist": t, "left_wrist": t})))
     step("solve_chains", each(lambda t: solve_chains(sk, pose, [Goal(spine, t)])))
+    step("solve_dls", each(lambda t: solve_dls(sk, pose, [PositionGoal("right_wrist", t)])))
+    step("solve_two_bone_2d", lambda: [solve_two_bone_2d(t[..., :2] * 0.0, t[..., :2], 0.3, 0.3) for t in sizes])
 
     def bvh() -> None:
         with tempfile.TemporaryDirectory(prefix="kinema-warmup-") as tmp:

@@ -146,6 +146,27 @@ def test_hysteresis_starts_a_contact_at_heel_strike() -> None:
     np.testing.assert_array_equal(out[:, 0], [False, True, True, True, True, True, True, True, False])
 
 
+def test_a_foot_still_on_its_toes_is_in_contact() -> None:
+    """Kernel: a run of frames within the leave height and under the enter speed is a contact once it lasts
+    ``min_frames`` (a foot resting above the enter height); a shorter run, a faster or a higher one is not."""
+    from kinema._kernels import contact
+
+    n = 30
+    height = np.full((n, 4), 1.4)  # above h_on = 1 (never enters by height), within h_off = 1.5
+    speed = np.full((n, 4), 0.5)  # under v_on = 1
+    speed[:, 1] = 1.2  # too fast: moving, not resting
+    height[:, 2] = 1.6  # too high
+    speed[:, 3] = 5.0
+    speed[10:16, 3] = 0.5  # still for 6 frames only
+    mask = np.zeros((n, 4), dtype=bool)
+    contact.still_runs(height, speed, np.full(4, 1.5), np.full(4, 1.0), 8, mask)
+    assert mask[:, 0].all()
+    assert not mask[:, 1:].any()
+    speed[10:18, 3] = 0.5  # 8 frames: long enough
+    contact.still_runs(height, speed, np.full(4, 1.5), np.full(4, 1.0), 8, mask)
+    np.testing.assert_array_equal(np.flatnonzero(mask[:, 3]), np.arange(10, 18))
+
+
 # ------------------------------------------------------------------ the skate cut
 @pytest.mark.parametrize("capture", [c.name for c in REAL])
 def test_skate_cut_by_the_own_rule(measured: dict[str, dict[str, object]], capture: str) -> None:

@@ -97,6 +97,11 @@ DEFAULT_MAX_GAP_S = 0.1
 #: was mocap noise or a heel roll pushing the speed over its threshold).
 STEP_FRACTION = 0.05
 DEFAULT_MERGE_GAP_S = 0.5
+#: A foot within the leave height and slower than the enter speed for at least
+#: this many seconds is in contact even if it never comes down to the enter
+#: height (resting on its toes or heel, or a floor a little above the
+#: clip's lowest point).
+STILL_CONTACT_S = 0.25
 
 #: Seconds over which the IK weight eases in before and out after a contact.
 DEFAULT_EASE_S = 0.25
@@ -676,7 +681,9 @@ def detect_contacts(
 
     The steps, in order: a contact is a run of frames within the leave
     thresholds holding at least one frame within the enter thresholds
-    (hysteresis both ways in time, so a contact starts at heel strike);
+    (hysteresis both ways in time, so a contact starts at heel strike), or
+    a run of at least ``STILL_CONTACT_S`` seconds within the leave height
+    and the enter speed (a foot resting on its toes is planted too);
     gaps of at most ``max_gap`` are filled; stances broken only by speed are
     joined (``step``, ``merge_gap``); contacts shorter than ``min_duration``
     are dropped.  Joining before dropping means a stance cut into pieces by
@@ -749,6 +756,8 @@ def detect_contacts(
     mask = np.empty((n, k), dtype=bool)
     above = np.ascontiguousarray(hgt - th.ground)
     kc.hysteresis(above, np.ascontiguousarray(spd), th.height_on, th.height_off, th.speed_on, th.speed_off, mask)
+    kc.still_runs(above, np.ascontiguousarray(spd), th.height_off, th.speed_on,
+                  max(1, int(round(STILL_CONTACT_S * fps))), mask)
     kc.clean_runs(mask, th.max_gap, 0)
     kc.merge_still_gaps(mask, above, th.height_off, np.ascontiguousarray(p[..., _HORIZONTAL]), th.step,
                         th.merge_gap)

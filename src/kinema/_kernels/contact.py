@@ -53,6 +53,30 @@ def hysteresis(height, speed, h_on, h_off, v_on, v_off, out):  # type: ignore[no
 
 
 @njit
+def still_runs(height, speed, h_off, v_on, min_frames, mask):  # type: ignore[no-untyped-def]
+    """In place on ``mask (F, K)`` bool: add every run of at least ``min_frames`` frames where a foot is still.
+
+    ``height, speed (F, K)``; ``h_off, v_on (K,)`` the leave height and the
+    enter speed.  A still frame has ``height <= h_off`` and ``speed <= v_on``:
+    a foot resting this long on its toes or its heel (above the enter height,
+    which the flat foot meets) is planted too, though no frame of the run
+    enters a contact by height.
+    """
+    n_frames, n_feet = mask.shape
+    for k in range(n_feet):
+        start = -1
+        for f in range(n_frames + 1):
+            still = f < n_frames and height[f, k] <= h_off[k] and speed[f, k] <= v_on[k]
+            if still and start < 0:
+                start = f
+            elif not still and start >= 0:
+                if f - start >= min_frames:
+                    for g in range(start, f):
+                        mask[g, k] = True
+                start = -1
+
+
+@njit
 def merge_still_gaps(mask, height, h_off, ground_xy, step, max_gap):  # type: ignore[no-untyped-def]
     """In place on ``mask (F, K)`` bool: join two contacts of a foot when the foot did not step between them.
 

@@ -429,14 +429,15 @@ def _knee_offset(pos: FloatArray, hip: int, knee: int, foot: int) -> tuple[Float
     return off - np.sum(off * axis, axis=-1, keepdims=True) * axis, float(np.linalg.norm(p_knee[0] - p_hip[0]))
 
 
-def _knee_poles(pos: FloatArray, wrot: FloatArray, hip: int, knee: int, foot: int, hip_out: FloatArray,
+def _knee_poles(pos: FloatArray, forward: FloatArray | None, hip: int, knee: int, foot: int, hip_out: FloatArray,
                 target: FloatArray, solved: BoolArray) -> FloatArray:
     """World pole points ``(F, 3)`` for one leg's two-bone solve: the knee never swings round.
 
-    ``pos (F, J, 3)``, ``wrot (F, J, 4)``: the animated pose; ``hip_out (F, 3)``
-    where the hip is after the hips drop, ``target (F, 3)`` the foot's
-    target, ``solved (F,)`` the frames that are solved (the others keep the
-    animation).
+    ``pos (F, J, 3)``: the animated positions; ``forward``: the leg's
+    :func:`_knee_forward` (it depends on the animation only: made once per
+    leg); ``hip_out (F, 3)`` where the hip is after the hips drop,
+    ``target (F, 3)`` the foot's target, ``solved (F,)`` the frames that are
+    solved (the others keep the animation).
 
     The animated knee is the right pole while it is clearly off the hip-foot
     line: the solve keeps the animator's bend plane, and where the target
@@ -459,7 +460,6 @@ def _knee_poles(pos: FloatArray, wrot: FloatArray, hip: int, knee: int, foot: in
     disagree) keeps the animated knee as its pole.
     """
     p_knee = pos[:, knee]
-    forward = _knee_forward(pos, wrot, hip, knee, foot)
     if forward is None:
         return p_knee.copy()
     tiny = np.finfo(float).tiny
@@ -1048,6 +1048,15 @@ def footlock(
     speed_cap = _joint_max_speed(clip, np.array([j for leg in legs_full for j in leg], dtype=np.int64))[0]
     max_ramp = int(np.ceil(MAX_EASE_FACTOR * ease_frames))
     t_in, r_in = t_out, r_out
+    forwards = [_knee_forward(pos, wrot, hip, knee, foot) for hip, knee, foot in legs]
+    # What the previous pass solved, per leg: its inputs per frame (target, pole, hips drop) and its results.
+    # A frame whose inputs did not change is not solved again: each frame's solve is independent and gives
+    # the same bits alone or in any batch, so this only skips work.
+    last_in: list[FloatArray | None] = [None] * k
+    last_rot: list[FloatArray] = [np.empty((n, 3, 4)) for _ in legs]
+    last_err: list[FloatArray] = [np.zeros(n) for _ in legs]
+    solved_frames: list[IntArray] = [np.zeros(0, dtype=np.int64) for _ in legs]
+    t_sub_in, r_sub_in = _take(t_in, keep), _take(r_in, keep)
     up = np.zeros(3)
     up[UP_AXIS] = 1.0
     for attempt in range(SPEED_PASSES + 1):
@@ -1071,28 +1080,33 @@ def footlock(
                                            eased_a[i]):
                     break
         drops = _hips_drops(sub, pos, legs, targets, weights, ease_frames, lower_hips)
-        t_out, r_out = t_in.copy(), r_in.copy()
+        # The passes work on the legs' sub-skeleton; the full clip is written once, after the last pass.
+        t_sub, r_sub = t_sub_in.copy(), r_sub_in.copy()
         for r, d in drops.items():
-            t_out[:, keep[r], UP_AXIS] -= d
+            t_sub[:, r, UP_AXIS] -= d
         ik_error = np.zeros((n, k))
         straight = np.zeros((n, k), dtype=bool)  # near straight, solved and animated: STRAIGHT_FRACTION
-        t_sub = _take(t_out, keep)
-        r_sub = _take(r_out, keep)
         for i, (hip, knee, foot) in enumerate(legs):
             d_leg = drops[_root_of(sub, hip)]
             solved = (weights[:, i] > 0.0) | (d_leg > 0.0)
-            frames = np.flatnonzero(solved)
+            frames = solved_frames[i] = np.flatnonzero(solved)
             if frames.size == 0:
                 continue
-            pose = Pose(t_sub[frames], r_sub[frames], _rows(s_sub, frames))
             hip_out = pos[:, hip] - d_leg[:, None] * up
-            pole = _knee_poles(pos, wrot, hip, knee, foot, hip_out, targets[:, i], solved)[frames]
-            res = solve_two_bone(sub, pose, (hip, knee, foot), targets[frames, i], pole,
-                                 end_rotation=wrot[frames, foot])
-            for j_sub, j in zip((hip, knee, foot), legs_full[i], strict=True):
-                r_sub[frames, j_sub] = res.pose.rotations[:, j_sub]
-                r_out[frames, j] = res.pose.rotations[:, j_sub]
-            ik_error[frames, i] = res.error
+            pole = _knee_poles(pos, forwards[i], hip, knee, foot, hip_out, targets[:, i], solved)
+            inputs = np.concatenate((targets[:, i], pole, d_leg[:, None]), axis=1)  # (F, 7): what a solve reads
+            prev = last_in[i]
+            todo = frames if prev is None else frames[np.any(inputs[frames] != prev[frames], axis=1)]
+            last_in[i] = np.where(solved[:, None], inputs, np.nan)  # NaN: not solved, never equal
+            if todo.size:
+                pose = Pose(t_sub[todo], r_sub[todo], _rows(s_sub, todo))
+                res = solve_two_bone(sub, pose, (hip, knee, foot), targets[todo, i], pole[todo],
+                                     end_rotation=wrot[todo, foot])
+                last_rot[i][todo] = res.pose.rotations[:, [hip, knee, foot]]
+                last_err[i][todo] = res.error
+            for c, j_sub in enumerate((hip, knee, foot)):
+                r_sub[frames, j_sub] = last_rot[i][frames, c]
+            ik_error[frames, i] = last_err[i][frames]
             a = np.linalg.norm(pos[0, knee] - pos[0, hip])
             b = np.linalg.norm(pos[0, foot] - pos[0, knee])
             near = (a + b) * (1.0 - STRAIGHT_FRACTION)
@@ -1104,6 +1118,12 @@ def footlock(
         if not _lengthen_fast_ramps(speed, speed_cap, runs, detected, owners, straight, before, after, max_ramp,
                                     max_ramp, eased_b, eased_a):
             break
+    t_out, r_out = t_in.copy(), r_in.copy()
+    for r, d in drops.items():
+        t_out[:, keep[r], UP_AXIS] -= d
+    for i in range(k):
+        for c, j in enumerate(legs_full[i]):
+            r_out[solved_frames[i], j] = last_rot[i][solved_frames[i], c]
     drop = np.max(np.stack(list(drops.values())), axis=0) if drops else np.zeros(n)
     mask = np.zeros((n, k), dtype=bool)
     for i, (starts, ends) in enumerate(runs):

@@ -109,10 +109,17 @@ def fk_item(i, parents, t_local, r_local, s_local, uniform, want_matrices, pos_w
     (exact, shear included); ``rot_world`` is then the product of the local
     rotations.
     """
-    if uniform and not want_matrices:  # plain FK: the one per-item code for it, whichever driver runs
-        fk_uniform_item(i, parents, t_local, r_local, s_local, pos_world, rot_world, scale_world)
-        return
     nj = parents.shape[0]
+    if uniform:  # the one per-item code for it, whichever driver runs; matrices read back from its results
+        fk_uniform_item(i, parents, t_local, r_local, s_local, pos_world, rot_world, scale_world)
+        if want_matrices:
+            for j in range(nj):
+                ws = scale_world[i, j]
+                m = qto_matrix((rot_world[i, j, 0], rot_world[i, j, 1], rot_world[i, j, 2], rot_world[i, j, 3]))
+                lin = (m[0] * ws, m[1] * ws, m[2] * ws, m[3] * ws, m[4] * ws, m[5] * ws,
+                       m[6] * ws, m[7] * ws, m[8] * ws)
+                _write_linear(mat_world[i, j], lin, (pos_world[i, j, 0], pos_world[i, j, 1], pos_world[i, j, 2]))
+        return
     it = i % t_local.shape[0]
     ir = i % r_local.shape[0]
     is_ = i % s_local.shape[0]
@@ -120,38 +127,25 @@ def fk_item(i, parents, t_local, r_local, s_local, uniform, want_matrices, pos_w
         t = (t_local[it, j, 0], t_local[it, j, 1], t_local[it, j, 2])
         rq = (r_local[ir, j, 0], r_local[ir, j, 1], r_local[ir, j, 2], r_local[ir, j, 3])
         p = parents[j]
-        if uniform:
-            if p < 0:
-                wp, wq, ws = joint_world((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), 1.0, t, rq, s_local[is_, j, 0])
-            else:
-                pq = (rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3])
-                pp = (pos_world[i, p, 0], pos_world[i, p, 1], pos_world[i, p, 2])
-                wp, wq, ws = joint_world(pp, pq, scale_world[i, p], t, rq, s_local[is_, j, 0])
-            scale_world[i, j] = ws
-            if want_matrices:
-                m = qto_matrix(wq)
-                lin = (m[0] * ws, m[1] * ws, m[2] * ws, m[3] * ws, m[4] * ws, m[5] * ws,
-                       m[6] * ws, m[7] * ws, m[8] * ws)
-                _write_linear(mat_world[i, j], lin, wp)
+        # non-uniform scales: the 3x3 linear part L = L_parent R(q) diag(s)
+        q = qnormalize(rq)
+        m = qto_matrix(q)
+        sx = s_local[is_, j, 0]
+        sy = s_local[is_, j, 1]
+        sz = s_local[is_, j, 2]
+        rs = (m[0] * sx, m[1] * sy, m[2] * sz, m[3] * sx, m[4] * sy, m[5] * sz, m[6] * sx, m[7] * sy, m[8] * sz)
+        if p < 0:
+            wp = t
+            wq = q
+            lin = rs
         else:
-            q = qnormalize(rq)
-            m = qto_matrix(q)
-            sx = s_local[is_, j, 0]
-            sy = s_local[is_, j, 1]
-            sz = s_local[is_, j, 2]
-            rs = (m[0] * sx, m[1] * sy, m[2] * sz, m[3] * sx, m[4] * sy, m[5] * sz, m[6] * sx, m[7] * sy, m[8] * sz)
-            if p < 0:
-                wp = t
-                wq = q
-                lin = rs
-            else:
-                pl = _read_mat3(mat_world[i, p])
-                lt = _mat3_vec(pl, t)
-                wp = (pos_world[i, p, 0] + lt[0], pos_world[i, p, 1] + lt[1], pos_world[i, p, 2] + lt[2])
-                wq = qmul((rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3]), q)
-                lin = _mat3_mul(pl, rs)
-            scale_world[i, j] = 1.0
-            _write_linear(mat_world[i, j], lin, wp)
+            pl = _read_mat3(mat_world[i, p])
+            lt = _mat3_vec(pl, t)
+            wp = (pos_world[i, p, 0] + lt[0], pos_world[i, p, 1] + lt[1], pos_world[i, p, 2] + lt[2])
+            wq = qmul((rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3]), q)
+            lin = _mat3_mul(pl, rs)
+        scale_world[i, j] = 1.0
+        _write_linear(mat_world[i, j], lin, wp)
         pos_world[i, j, 0] = wp[0]
         pos_world[i, j, 1] = wp[1]
         pos_world[i, j, 2] = wp[2]

@@ -156,6 +156,57 @@ def test_ease_weights_share_gaps_and_stay_inside_unit_interval() -> None:
     np.testing.assert_allclose(w[25:30], x * x * (3 - 2 * x), rtol=0, atol=1e-15)
 
 
+def test_crossfade_short_gaps_joins_the_two_offsets_continuously() -> None:
+    """A gap shorter than its two ramps fades one lock's offset into the next; other gaps are left alone."""
+    k = _kernels()
+    rng = np.random.default_rng(3)
+    anim = np.cumsum(rng.normal(size=(40, 3)), axis=0)
+    starts = np.array([0, 14, 30, 36], dtype=np.int64)
+    ends = np.array([10, 30, 32, 40], dtype=np.int64)  # gaps: 4 (short), 0 (touching), 4 (wide enough)
+    lock = rng.normal(size=(4, 3))
+    before = np.array([3, 3, 3, 1], dtype=np.int64)
+    after = np.array([3, 3, 3, 3], dtype=np.int64)
+    tgt = anim.copy()
+    k.crossfade_short_gaps(tgt, anim, starts, ends, lock, before, after)
+    off_a, off_b = lock[0] - anim[9], lock[1] - anim[14]
+    x = np.arange(1, 5) / 5.0
+    x = x * x * (3 - 2 * x)
+    np.testing.assert_allclose(tgt[10:14], anim[10:14] + (1 - x)[:, None] * off_a + x[:, None] * off_b,
+                               rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(tgt[:10], anim[:10])
+    np.testing.assert_array_equal(tgt[14:], anim[14:])  # touching contacts and a gap of 4 >= 3 + 1: untouched
+
+
+def test_lengthen_fast_ramps_kernel_acts_on_each_kind_of_frame() -> None:
+    """Ramp frames first stop easing, then grow by the speed ratio (capped); a straight leg lets go near an edge."""
+    k = _kernels()
+    n = 40
+    starts = np.array([10], dtype=np.int64)
+    ends = np.array([30], dtype=np.int64)
+    owner = np.full(n, -1, dtype=np.int64)
+    owner[5:35] = 0  # ramps 5..9 and 30..34
+    straight = np.zeros(n, dtype=bool)
+    before = np.array([5], dtype=np.int64)
+    after = np.array([5], dtype=np.int64)
+    eased_b = np.array([True])
+    eased_a = np.array([True])
+    ratio = np.zeros(n - 1)
+    ratio[6] = 1.5  # frames 6 and 7: on the ramp before
+    ratio[20] = 2.0  # inside the contact, bent leg: nothing to let go of
+
+    def run() -> bool:
+        return bool(k.lengthen_fast_ramps(ratio, 1.01, owner, straight, starts, ends, starts.copy(), ends.copy(),
+                                          4, 7, before, after, eased_b, eased_a))
+
+    assert run() and not eased_b[0] and before[0] == 7 and eased_a[0]  # un-eased, then 5 -> ceil(7.5) capped at 7
+    assert starts[0] == 10 and ends[0] == 30
+    assert not run()  # capped: nothing left to change
+    ratio[:] = 0.0
+    ratio[27] = 3.0  # frames 27, 28: inside, 2 frames from the detected end
+    straight[27:29] = True
+    assert run() and ends[0] == 28 and starts[0] == 10
+
+
 # ----------------------------------------------------------------- footlock
 def test_footlock_reduces_skate_by_80_percent(capture: tuple[Skeleton, Clip], locked: mocap.FootlockResult) -> None:
     sk, clip = capture

@@ -232,12 +232,6 @@ def _take(a: FloatArray, keep: IntArray) -> FloatArray:
     return a[keep] if a.ndim == 2 else a[:, keep]
 
 
-def _smoothstep(x: FloatArray) -> FloatArray:
-    """``3x^2 - 2x^3`` on [0, 1] (C1 ease), the same curve as the contact ramps."""
-    x = np.clip(x, 0.0, 1.0)
-    return x * x * (3.0 - 2.0 * x)
-
-
 def _runs(mask: BoolArray) -> tuple[IntArray, IntArray]:
     """Half-open ``[start, end)`` ranges of the True runs of a 1-D mask."""
     d = np.diff(np.concatenate(([0], mask.astype(np.int8), [0])))
@@ -356,15 +350,9 @@ def _crossfade_short_gaps(tgt: FloatArray, anim: FloatArray, starts: IntArray, e
     and ``x`` the smoothstep across the gap: continuous at both edges, the
     animated velocity kept, the offset changing at half the rate.
     """
-    for c in range(len(starts) - 1):
-        e, s = int(ends[c]), int(starts[c + 1])
-        gap = s - e
-        if gap <= 0 or gap >= after[c] + before[c + 1]:
-            continue
-        x = _smoothstep(np.arange(1, gap + 1) / (gap + 1.0))[:, None]
-        off_a = lock[c] - anim[e - 1]
-        off_b = lock[c + 1] - anim[s]
-        tgt[e:s] = anim[e:s] + (1.0 - x) * off_a + x * off_b
+    from ._kernels import contact as kc
+
+    kc.crossfade_short_gaps(tgt, anim, starts, ends, lock, before, after)
     return tgt
 
 
@@ -379,12 +367,13 @@ def _leg(skeleton: Skeleton, foot: int) -> tuple[int, int, int]:
     return hip, knee, foot
 
 
-def _knee_forward(pos: FloatArray, wrot: FloatArray, hip: int, knee: int, foot: int) -> FloatArray | None:
+def _knee_forward(pos: FloatArray, wrot: FloatArray, hip: int, knee: int,
+                  offset: tuple[FloatArray, float]) -> FloatArray | None:
     """The knee's forward direction in world space per frame ``(F, 3)`` (unit), or None when unknown.
 
     ``pos (F, J, 3)``, ``wrot (F, J, 4)``: animated world positions and
-    rotations.  Learned in the thigh's (the hip joint's) own frame, where a
-    hinge-like knee keeps it fixed: the bend-weighted mean of the unit knee
+    rotations; ``offset`` the leg's :func:`_knee_offset`.  Learned in the
+    thigh's (the hip joint's) own frame, where a hinge-like knee keeps it fixed: the bend-weighted mean of the unit knee
     offset from the hip-foot line over the frames bent by at least
     ``KNEE_LEARN_FRACTION`` of the thigh, made perpendicular to the thigh,
     then carried by the animated thigh.  None when the frames bent that much
@@ -395,7 +384,7 @@ def _knee_forward(pos: FloatArray, wrot: FloatArray, hip: int, knee: int, foot: 
     to frame.
     """
     p_hip, p_knee = pos[:, hip], pos[:, knee]
-    off, thigh = _knee_offset(pos, hip, knee, foot)
+    off, thigh = offset
     bend = np.linalg.norm(off, axis=-1) / thigh
     q_inv = rot.inverse(wrot[:, hip])
     thigh_local = rot.rotate(q_inv[0], p_knee[0] - p_hip[0])
@@ -429,13 +418,14 @@ def _knee_offset(pos: FloatArray, hip: int, knee: int, foot: int) -> tuple[Float
     return off - np.sum(off * axis, axis=-1, keepdims=True) * axis, float(np.linalg.norm(p_knee[0] - p_hip[0]))
 
 
-def _knee_poles(pos: FloatArray, forward: FloatArray | None, hip: int, knee: int, foot: int, hip_out: FloatArray,
-                target: FloatArray, solved: BoolArray) -> FloatArray:
+def _knee_poles(pos: FloatArray, forward: FloatArray | None, offset: tuple[FloatArray, float], knee: int, foot: int,
+                hip_out: FloatArray, target: FloatArray, solved: BoolArray) -> FloatArray:
     """World pole points ``(F, 3)`` for one leg's two-bone solve: the knee never swings round.
 
     ``pos (F, J, 3)``: the animated positions; ``forward``: the leg's
     :func:`_knee_forward` (it depends on the animation only: made once per
-    leg); ``hip_out (F, 3)`` where the hip is after the hips drop,
+    leg), ``offset`` its :func:`_knee_offset` (the same); ``hip_out (F, 3)``
+    where the hip is after the hips drop,
     ``target (F, 3)`` the foot's target, ``solved (F,)`` the frames that are
     solved (the others keep the animation).
 
@@ -463,7 +453,7 @@ def _knee_poles(pos: FloatArray, forward: FloatArray | None, hip: int, knee: int
     if forward is None:
         return p_knee.copy()
     tiny = np.finfo(float).tiny
-    off, thigh = _knee_offset(pos, hip, knee, foot)
+    off, thigh = offset
     shin = float(np.linalg.norm(pos[0, foot] - p_knee[0]))
     # The solve's axis and the solved knee's distance from it (law of cosines, reach clamped).
     axis = target - hip_out
@@ -903,41 +893,18 @@ def _lengthen_fast_ramps(speed: FloatArray, cap: FloatArray, runs: Sequence[tupl
       before (starts just after) that frame pair, so that its ramp carries
       the turn instead.  At least one frame of the contact is kept.
     """
+    from ._kernels import contact as kc
+
     changed = False
-    first = [d[0] for d in detected]
-    last = [d[1] for d in detected]
     for i, (starts, ends) in enumerate(runs):
         col = speed[:, 3 * i:3 * i + 3]
         c_cap = cap[3 * i:3 * i + 3]
         # A joint the input holds still has no fastest speed to keep under (the ratio is undefined): not checked.
         moving = c_cap > SPEED_CAP_FLOOR
         ratio = np.max(col[:, moving] / c_cap[moving], axis=1, initial=0.0)
-        for f in np.flatnonzero(ratio > 1.0 + SPEED_RTOL):
-            c = owners[f + 1, i]
-            if c >= 0 and starts[c] <= f and f + 1 < ends[c]:  # both frames inside contact c
-                if not straight[f, i] and not straight[f + 1, i]:
-                    continue  # a bent leg: no snap straight to let go of
-                if last[i][c] - (f + 1) <= edge:
-                    ends[c] = f + 1
-                    changed = True
-                elif f + 1 - first[i][c] <= edge:
-                    starts[c] = f + 1
-                    changed = True
-                continue
-            for fr in (f, f + 1):
-                c = owners[fr, i]
-                if c < 0 or starts[c] <= fr < ends[c]:
-                    continue
-                eased = eased_before[i] if fr < starts[c] else eased_after[i]
-                if eased[c]:
-                    eased[c] = False
-                    changed = True
-                    continue
-                side = before[i] if fr < starts[c] else after[i]
-                want = min(max_ramp, max(int(side[c]) + 1, int(np.ceil(side[c] * ratio[f]))))
-                if want > side[c]:
-                    side[c] = want
-                    changed = True
+        changed |= kc.lengthen_fast_ramps(ratio, 1.0 + SPEED_RTOL, owners[:, i], straight[:, i], starts, ends,
+                                          detected[i][0], detected[i][1], edge, max_ramp, before[i], after[i],
+                                          eased_before[i], eased_after[i])
     return changed
 
 
@@ -1048,7 +1015,8 @@ def footlock(
     speed_cap = _joint_max_speed(clip, np.array([j for leg in legs_full for j in leg], dtype=np.int64))[0]
     max_ramp = int(np.ceil(MAX_EASE_FACTOR * ease_frames))
     t_in, r_in = t_out, r_out
-    forwards = [_knee_forward(pos, wrot, hip, knee, foot) for hip, knee, foot in legs]
+    offsets = [_knee_offset(pos, hip, knee, foot) for hip, knee, foot in legs]
+    forwards = [_knee_forward(pos, wrot, hip, knee, offsets[i]) for i, (hip, knee, _) in enumerate(legs)]
     # What the previous pass solved, per leg: its inputs per frame (target, pole, hips drop) and its results.
     # A frame whose inputs did not change is not solved again: each frame's solve is independent and gives
     # the same bits alone or in any batch, so this only skips work.
@@ -1057,6 +1025,11 @@ def footlock(
     last_err: list[FloatArray] = [np.zeros(n) for _ in legs]
     solved_frames: list[IntArray] = [np.zeros(0, dtype=np.int64) for _ in legs]
     t_sub_in, r_sub_in = _take(t_in, keep), _take(r_in, keep)
+    # The passes work on the legs' sub-skeleton, in place: each pass writes the drops, reverts the frames
+    # no longer solved and writes the frames solved anew; the full clip is written once, after the last pass.
+    t_sub, r_sub = t_sub_in.copy(), r_sub_in.copy()
+    speed = np.empty((max(n - 1, 0), leg_joints.size))  # the solved legs' angular speeds (rad/s), kept up to date
+    dt = np.diff(t)[:, None]
     up = np.zeros(3)
     up[UP_AXIS] = 1.0
     for attempt in range(SPEED_PASSES + 1):
@@ -1080,32 +1053,39 @@ def footlock(
                                            eased_a[i]):
                     break
         drops = _hips_drops(sub, pos, legs, targets, weights, ease_frames, lower_hips)
-        # The passes work on the legs' sub-skeleton; the full clip is written once, after the last pass.
-        t_sub, r_sub = t_sub_in.copy(), r_sub_in.copy()
         for r, d in drops.items():
-            t_sub[:, r, UP_AXIS] -= d
+            t_sub[:, r, UP_AXIS] = t_sub_in[:, r, UP_AXIS] - d
+        rewritten = np.zeros(n, dtype=bool)  # frames whose leg rotations this pass changed
         ik_error = np.zeros((n, k))
         straight = np.zeros((n, k), dtype=bool)  # near straight, solved and animated: STRAIGHT_FRACTION
         for i, (hip, knee, foot) in enumerate(legs):
             d_leg = drops[_root_of(sub, hip)]
             solved = (weights[:, i] > 0.0) | (d_leg > 0.0)
+            dropped = np.setdiff1d(solved_frames[i], np.flatnonzero(solved), assume_unique=True)
+            for j_sub in (hip, knee, foot):  # solved last pass, not now: back to the input
+                r_sub[dropped, j_sub] = r_sub_in[dropped, j_sub]
+            rewritten[dropped] = True
             frames = solved_frames[i] = np.flatnonzero(solved)
             if frames.size == 0:
                 continue
             hip_out = pos[:, hip] - d_leg[:, None] * up
-            pole = _knee_poles(pos, forwards[i], hip, knee, foot, hip_out, targets[:, i], solved)
+            pole = _knee_poles(pos, forwards[i], offsets[i], knee, foot, hip_out, targets[:, i], solved)
             inputs = np.concatenate((targets[:, i], pole, d_leg[:, None]), axis=1)  # (F, 7): what a solve reads
             prev = last_in[i]
             todo = frames if prev is None else frames[np.any(inputs[frames] != prev[frames], axis=1)]
             last_in[i] = np.where(solved[:, None], inputs, np.nan)  # NaN: not solved, never equal
+            sel = slice(None) if todo.size == n else todo  # every frame: no gathered copies
             if todo.size:
-                pose = Pose(t_sub[todo], r_sub[todo], _rows(s_sub, todo))
-                res = solve_two_bone(sub, pose, (hip, knee, foot), targets[todo, i], pole[todo],
-                                     end_rotation=wrot[todo, foot])
-                last_rot[i][todo] = res.pose.rotations[:, [hip, knee, foot]]
-                last_err[i][todo] = res.error
+                pose = Pose(t_sub[sel], r_sub_in[sel], _rows(s_sub, sel))  # each solve starts from the input
+                res = solve_two_bone(sub, pose, (hip, knee, foot), targets[sel, i], pole[sel],
+                                     end_rotation=wrot[sel, foot])
+                last_rot[i][sel] = res.pose.rotations[:, [hip, knee, foot]]
+                last_err[i][sel] = res.error
+            # Frames solved last pass with the same inputs already hold their rotations (a frame not
+            # solved last pass has NaN inputs there, so it is in ``todo``).
             for c, j_sub in enumerate((hip, knee, foot)):
-                r_sub[frames, j_sub] = last_rot[i][frames, c]
+                r_sub[sel, j_sub] = last_rot[i][sel, c]
+            rewritten[sel] = True
             ik_error[frames, i] = last_err[i][frames]
             a = np.linalg.norm(pos[0, knee] - pos[0, hip])
             b = np.linalg.norm(pos[0, foot] - pos[0, knee])
@@ -1114,7 +1094,13 @@ def footlock(
                               & (np.linalg.norm(pos[:, foot] - pos[:, hip], axis=-1) > near))
         if attempt == SPEED_PASSES or n < 2:
             break
-        speed = rot.angle_between(r_sub[:-1, leg_joints], r_sub[1:, leg_joints]) / np.diff(t)[:, None]
+        # Only the speeds next to a rewritten frame change (each is one pair of frames).
+        pairs = np.flatnonzero(rewritten[:-1] | rewritten[1:])
+        q_legs = r_sub[:, leg_joints]
+        if attempt == 0 or pairs.size == n - 1:
+            speed[:] = rot.angle_between(q_legs[:-1], q_legs[1:]) / dt
+        else:
+            speed[pairs] = rot.angle_between(q_legs[pairs], q_legs[pairs + 1]) / dt[pairs]
         if not _lengthen_fast_ramps(speed, speed_cap, runs, detected, owners, straight, before, after, max_ramp,
                                     max_ramp, eased_b, eased_a):
             break

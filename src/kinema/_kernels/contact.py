@@ -16,6 +16,12 @@ from ._jit import njit
 
 
 @njit
+def smoothstep(x):  # type: ignore[no-untyped-def]
+    """``3x^2 - 2x^3`` for ``x`` in [0, 1]: the C1 ease of every contact ramp and cross-fade."""
+    return x * x * (3.0 - 2.0 * x)
+
+
+@njit
 def _next_state(on, h, v, h_on, h_off, v_on, v_off):  # type: ignore[no-untyped-def]
     """One step of the two-threshold state machine: enter within both ``on``, leave above either ``off``."""
     if on:
@@ -194,8 +200,7 @@ def ease_weights_per_run(starts, ends, n_frames, before, after, weight, owner): 
             f = s - i
             if f < 0:
                 break
-            x = 1.0 - i / (left + 1.0)
-            weight[f] = x * x * (3.0 - 2.0 * x)
+            weight[f] = smoothstep(1.0 - i / (left + 1.0))
             owner[f] = c
         right = after[c]
         if c + 1 < n_runs:
@@ -204,6 +209,86 @@ def ease_weights_per_run(starts, ends, n_frames, before, after, weight, owner): 
             f = e - 1 + i
             if f >= n_frames:
                 break
-            x = 1.0 - i / (right + 1.0)
-            weight[f] = x * x * (3.0 - 2.0 * x)
+            weight[f] = smoothstep(1.0 - i / (right + 1.0))
             owner[f] = c
+
+
+@njit
+def crossfade_short_gaps(tgt, anim, starts, ends, lock, before, after):  # type: ignore[no-untyped-def]
+    """In place on ``tgt (F, 3)``: across each gap shorter than its two ramps, fade one lock's offset into the next.
+
+    ``anim (F, 3)`` the animated foot, ``starts, ends (C,)`` the contacts,
+    ``lock (C, 3)`` their locks, ``before, after (C,)`` the ramp lengths
+    (frames).  Over a gap ``[e, s)`` between contacts ``c`` and ``c + 1`` with
+    ``s - e < after[c] + before[c + 1]`` the target is
+    ``anim + (1 - x) off_a + x off_b`` with ``off_a = lock[c] - anim[e - 1]``,
+    ``off_b = lock[c + 1] - anim[s]`` and ``x`` the smoothstep of
+    ``i / (gap + 1)`` at the gap's ``i``-th frame.
+    Why, in :func:`kinema.mocap._crossfade_short_gaps`.
+    """
+    for c in range(starts.shape[0] - 1):
+        e = ends[c]
+        s = starts[c + 1]
+        gap = s - e
+        if gap <= 0 or gap >= after[c] + before[c + 1]:
+            continue  # touching contacts, or a gap wide enough for both ramps: nothing to cross-fade
+        for i in range(1, gap + 1):
+            x = smoothstep(i / (gap + 1.0))
+            f = e - 1 + i
+            for a in range(3):
+                off_a = lock[c, a] - anim[e - 1, a]
+                off_b = lock[c + 1, a] - anim[s, a]
+                tgt[f, a] = anim[f, a] + (1.0 - x) * off_a + x * off_b
+
+
+@njit
+def lengthen_fast_ramps(ratio, limit, owner, straight, starts, ends, first, last, edge, max_ramp,
+                        before, after, eased_before, eased_after):  # type: ignore[no-untyped-def]
+    """One foot's step of :func:`kinema.mocap._lengthen_fast_ramps`; True if anything changed.
+
+    ``ratio (F-1,)``: the fastest leg joint's angular speed between frames
+    ``f`` and ``f + 1`` over its cap; frames with ``ratio > limit`` are acted
+    on, in order.  ``owner (F,)`` the contact each weighted frame belongs to
+    (-1: none), ``straight (F,)`` bool, ``first, last (C,)`` the detected
+    contacts, ``edge`` and ``max_ramp`` frames.  Updated in place:
+    ``starts, ends (C,)`` (the held runs), ``before, after (C,)`` (ramp
+    lengths, frames) and ``eased_before, eased_after (C,)`` bool.
+    """
+    changed = False
+    for f in range(ratio.shape[0]):
+        r = ratio[f]
+        if not r > limit:
+            continue
+        c = owner[f + 1]
+        if c >= 0 and starts[c] <= f and f + 1 < ends[c]:  # both frames inside contact c
+            if not straight[f] and not straight[f + 1]:
+                continue  # a bent leg: no snap straight to let go of
+            if last[c] - (f + 1) <= edge:
+                ends[c] = f + 1
+                changed = True
+            elif f + 1 - first[c] <= edge:
+                starts[c] = f + 1
+                changed = True
+            continue
+        for fr in range(f, f + 2):
+            c = owner[fr]
+            if c < 0 or (starts[c] <= fr and fr < ends[c]):
+                continue  # untouched or held: not a ramp
+            is_before = fr < starts[c]
+            if is_before and eased_before[c]:
+                eased_before[c] = False
+                changed = True
+                continue
+            if not is_before and eased_after[c]:
+                eased_after[c] = False
+                changed = True
+                continue
+            side = before[c] if is_before else after[c]
+            want = min(max_ramp, max(side + 1, int(np.ceil(side * r))))
+            if want > side:
+                if is_before:
+                    before[c] = want
+                else:
+                    after[c] = want
+                changed = True
+    return changed

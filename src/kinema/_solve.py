@@ -497,6 +497,9 @@ class Solver:
     scale_joints: IntArray
     #: Name used in error messages.
     what: str = "solve"
+    #: The constructor's keyword options, in the order a free function's cache key lists them after the
+    #: chain (see :meth:`SolverCache.get`).
+    cache_options: tuple[str, ...] = ()
 
     @property
     def moved_joints(self) -> tuple[int, ...]:
@@ -546,10 +549,12 @@ class SolverCache:
         self.maxsize = maxsize
         self._items: dict[Hashable, Solver] = {}
 
-    def get(self, cls: type[S], skeleton: Skeleton, args: tuple[Any, ...], build: Callable[[], S],
+    def get(self, cls: type[S], skeleton: Skeleton, args: tuple[Any, ...],
             types: tuple[type, ...] | None = None) -> S:
-        """The cached solver of ``cls`` for ``skeleton`` and ``args``, built by ``build()`` when missing.
+        """The cached solver of ``cls`` for ``skeleton`` and ``args``, built when missing.
 
+        ``args``: the chain (or the goal joints) and then the values of ``cls.cache_options``, in that
+        order; a miss builds ``cls(skeleton, args[0], **dict(zip(cls.cache_options, args[1:])))``.
         ``types``: ``args``' types, when the caller has them at hand (a per-frame free function spells them
         out: cheaper than working them out here)."""
         items = self._items
@@ -560,11 +565,11 @@ class SolverCache:
             try:
                 key = (cls, id(skeleton), freeze(args))
             except TypeError:
-                return build()
+                return _build(cls, skeleton, args)
             hit = items.get(key)
         if hit is not None and hit.skeleton is skeleton:
             return hit  # type: ignore[return-value]
-        solver = build()
+        solver = _build(cls, skeleton, args)
         items.pop(key, None)
         items[key] = solver
         if len(items) > self.maxsize:
@@ -576,6 +581,11 @@ class SolverCache:
 
     def clear(self) -> None:
         self._items.clear()
+
+
+def _build(cls: type[S], skeleton: Skeleton, args: tuple[Any, ...]) -> S:
+    """``cls(skeleton, args[0], **options)``: the solver a :class:`SolverCache` key stands for."""
+    return cls(skeleton, args[0], **dict(zip(cls.cache_options, args[1:], strict=True)))  # type: ignore[call-arg]
 
 
 #: The one cache of prepared solvers behind the free functions.

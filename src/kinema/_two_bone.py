@@ -149,6 +149,7 @@ class TwoBone(Solver):
     """
 
     what = "solve_two_bone"
+    cache_options = ("twist_spread", "continuity", "limits", "twist")
 
     def __init__(self, skeleton: Skeleton, joints: Any, *, pole: ArrayLike | None = None, soft: float = 0.0,
                  margin: float | None = None, twist_spread: float = 0.0, continuity: bool = False,
@@ -585,8 +586,6 @@ def solve_two_bone(
     bone or a margin above the shorter bone.
     """
     solver = SOLVERS.get(TwoBone, skeleton, (joints, twist_spread, continuity, limits, twist),
-                         lambda: TwoBone(skeleton, joints, twist_spread=twist_spread, continuity=continuity,
-                                         limits=limits, twist=twist),
                          (type(joints), type(twist_spread), type(continuity), type(limits), type(twist)))
     return solver._run(pose, target, pole, weight, soft, margin, end_rotation, bend_hint, out)
 

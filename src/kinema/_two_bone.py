@@ -328,7 +328,8 @@ class TwoBone(Solver):
         if er is not None:
             vectors.append((er, (4,)))
         batch: tuple[int, ...] = ()
-        if w.shape != (1,) or so.shape != (1,) or m.shape != (1,):
+        if not (w is _ONES and so is self._soft_row and m is self._margin_row) \
+                and (w.shape != (1,) or so.shape != (1,) or m.shape != (1,)):
             # Options with batch dims of their own (a (1,) option is one value for all items) may widen the
             # batch beyond the pose's and the vectors': the target is broadcast to it, since it sets the batch
             # of the output.

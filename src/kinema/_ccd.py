@@ -20,10 +20,13 @@ from ._solve import (
     check_iterations,
     check_nonnegative,
     check_pose,
+    check_pose_item,
     check_twist,
     check_weight,
     kernel_loader,
+    pose_shapes,
     prepare,
+    prepare_one,
     raise_status,
     resolve_chain,
     result,
@@ -111,6 +114,8 @@ class CCD(Solver):
     """
 
     what = "solve_ccd"
+    cache_options = ("iterations", "tolerance", "weights", "max_step", "adaptive_step", "limits", "fixed_root",
+                     "twist", "pole_max_twist")
 
     def __init__(self, skeleton: Skeleton, chain: Any, *, iterations: int = 20, tolerance: float = 1e-3,
                  weights: Sequence[float] | Mapping[Any, float] | ArrayLike | None = None,
@@ -120,6 +125,7 @@ class CCD(Solver):
         if not isinstance(skeleton, Skeleton):
             raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
         self.skeleton = skeleton
+        self._pose_shapes = pose_shapes(skeleton)
         self.twist = check_twist(twist)
         self.pole_max_twist = None if pole_max_twist is None else _max_step(pole_max_twist, "pole_max_twist")
         self.iterations = check_iterations(iterations)
@@ -154,7 +160,7 @@ class CCD(Solver):
 
     def _solve(self, pose: Pose, target: ArrayLike, pole: ArrayLike | None, weight: ArrayLike, out: Pose | None,
                values: FloatArray) -> SolveResult:
-        check_pose(self.skeleton, pose, self.what)
+        one = check_pose_item(self.skeleton, pose, self.what, self._pose_shapes) and out is None
         tgt = as_float_array(target, "target", (3,))
         extras: list[tuple[FloatArray, tuple[int, ...]]] = [(tgt, (3,))]
         pol = None
@@ -168,7 +174,10 @@ class CCD(Solver):
         if w is not None:  # the blend reads the input, which out=pose overwrites
             r_in = pose.rotations.reshape((-1,) + pose.rotations.shape[-2:]).copy()
             t_in = pose.translations.reshape((-1,) + pose.translations.shape[-2:]).copy()
-        prep = prepare(self.skeleton, pose, extras, out, checked=True)
+        if one and w is None and tgt.ndim == 1 and (pol is None or pol.ndim == 1):  # one item (the per-frame call)
+            prep = prepare_one(pose, extras)
+        else:
+            prep = prepare(self.skeleton, pose, extras, out, checked=True)
         n = prep.n
         tgt_f = prep.extras[0]
         pol_f = prep.extras[1] if pol is not None else _NO_POLE
@@ -320,9 +329,6 @@ def solve_ccd(
     """
     solver = SOLVERS.get(CCD, skeleton, (chain, iterations, tolerance, weights, max_step, adaptive_step, limits,
                                          fixed_root, twist, pole_max_twist),
-                         lambda: CCD(skeleton, chain, iterations=iterations, tolerance=tolerance, weights=weights,
-                                     max_step=max_step, adaptive_step=adaptive_step, limits=limits,
-                                     fixed_root=fixed_root, twist=twist, pole_max_twist=pole_max_twist),
                          (type(chain), type(iterations), type(tolerance), type(weights), type(max_step),
                           type(adaptive_step), type(limits), type(fixed_root), type(twist), type(pole_max_twist)))
     return solver._solve(pose, target, pole, weight, out, solver._values)
@@ -374,11 +380,7 @@ def _goal_solver(skeleton: Skeleton, g: Goal, weights: Any = None) -> CCD:
     """The cached :class:`CCD` solver of one goal's chain and options (``weights`` replacing the goal's own)."""
     w = g.weights if weights is None else weights
     return SOLVERS.get(CCD, skeleton, (g.chain, g.iterations, g.tolerance, w, g.max_step, g.adaptive_step,
-                                       g.limits, g.fixed_root, g.twist, g.pole_max_twist),
-                       lambda: CCD(skeleton, g.chain, iterations=g.iterations, tolerance=g.tolerance,
-                                   weights=w, max_step=g.max_step, adaptive_step=g.adaptive_step,
-                                   limits=g.limits, fixed_root=g.fixed_root, twist=g.twist,
-                                   pole_max_twist=g.pole_max_twist))
+                                       g.limits, g.fixed_root, g.twist, g.pole_max_twist))
 
 
 def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[str, Any]], *,

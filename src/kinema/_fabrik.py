@@ -9,6 +9,7 @@ wrappers over them.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,11 +24,13 @@ from ._solve import (
     blend_rotations,
     check_iterations,
     check_nonnegative,
-    check_pose,
+    check_pose_item,
     check_twist,
     check_weight,
     kernel_loader,
+    pose_shapes,
     prepare,
+    prepare_one,
     raise_status,
     resolve_chain,
     result,
@@ -51,6 +54,18 @@ _NO_POLE = np.zeros((1, 3))
 
 #: The kernel module, imported on first use (``import kinema`` must not import numba).
 _kernels = kernel_loader("fabrik")
+
+
+class _OneItemOutputs(threading.local):
+    """An unbatched chain solve's outputs, ``gerr (1, 1)``, ``counts (2, 1)`` and ``moved (1,)``, which
+    :meth:`FABRIK.solve` reads back as numpy scalars: one set per thread, so the per-frame call allocates
+    none of them (nothing returned aliases them; the drivers write every item's outputs)."""
+
+    def __init__(self) -> None:
+        self.outputs = (np.empty((1, 1)), np.zeros((2, 1), dtype=np.int64), np.zeros(1, dtype=np.bool_))
+
+
+_ONE_ITEM = _OneItemOutputs()
 
 
 @dataclass(frozen=True)
@@ -197,6 +212,7 @@ class _FabrikSolver(Solver):
         from ._ccd import _max_step
 
         self.skeleton = skeleton
+        self._pose_shapes = pose_shapes(skeleton)
         self.twist = check_twist(twist)
         self.pole_max_twist = None if pole_max_twist is None else _max_step(pole_max_twist, "pole_max_twist")
         self.iterations = check_iterations(iterations)
@@ -217,7 +233,7 @@ class _FabrikSolver(Solver):
     def _run(self, pose: Pose, targets: list[FloatArray], pole: FloatArray | None, weight: Any,
              out: Pose | None) -> tuple[Pose, tuple[int, ...], FloatArray, IntArray, NDArray[np.bool_]]:
         """Solve; returns ``(pose, batch, goal errors (N, G), counts (2, N): iterations, limit hits, moved (N,))``."""
-        check_pose(self.skeleton, pose, self.what)
+        one = check_pose_item(self.skeleton, pose, self.what, self._pose_shapes) and out is None
         g = len(targets)
         extras: list[tuple[FloatArray, tuple[int, ...]]] = [(tg, (3,)) for tg in targets]
         if pole is not None:
@@ -227,14 +243,20 @@ class _FabrikSolver(Solver):
             extras.append((w, ()))
             r_in = pose.rotations.reshape((-1,) + pose.rotations.shape[-2:]).copy()
             t_in = pose.translations.reshape((-1,) + pose.translations.shape[-2:]).copy()
-        prep = prepare(self.skeleton, pose, extras, out, checked=True)
+        if one and w is None and g == 1 and targets[0].ndim == 1 and (pole is None or pole.ndim == 1):
+            prep = prepare_one(pose, extras)  # one item (the per-frame call)
+        else:
+            prep = prepare(self.skeleton, pose, extras, out, checked=True)
         n = prep.n
+        plan, packed = self._plan, self._packed
         tg = prep.extras[0][:, None] if g == 1 else np.ascontiguousarray(np.stack(prep.extras[:g], axis=1))  # (N, G, 3)
         poles = prep.extras[g] if pole is not None else _NO_POLE
-        gerr = np.empty((n, g))
-        counts = np.empty((2, n), dtype=np.int64)  # iterations, limit hits
-        moved = np.empty(n, dtype=np.bool_)
-        plan, packed = self._plan, self._packed
+        if prep.batch or not plan.is_chain:
+            gerr = np.empty((n, g))
+            counts = np.empty((2, n), dtype=np.int64)  # iterations, limit hits
+            moved = np.empty(n, dtype=np.bool_)
+        else:  # one item of a chain: read back as scalars (FABRIK.solve)
+            gerr, counts, moved = _ONE_ITEM.outputs
         status = run_driver(_kernels().DRIVERS, n,
                             (plan.index, plan.weights, self._options[pole is not None], packed.kinds, packed.params,
                              packed.rest, prep.t, prep.r, prep.s, tg, poles, gerr, counts, moved), own=prep.own)
@@ -276,6 +298,7 @@ class FABRIK(_FabrikSolver):
     """
 
     what = "solve_fabrik"
+    cache_options = ("iterations", "tolerance", "limits", "fixed_root", "twist", "pole_max_twist")
 
     def __init__(self, skeleton: Skeleton, chain: Any, *, iterations: int = 20, tolerance: float = 1e-3,
                  limits: Any = None, fixed_root: bool = True, twist: str = "input",
@@ -289,6 +312,10 @@ class FABRIK(_FabrikSolver):
               out: Pose | None = None) -> SolveResult:
         """Solve one frame or a batch: ``target (*batch, 3)`` world, ``pole (*batch, 3)`` world point or None,
         ``weight (*batch,)`` in [0, 1], ``out`` a caller-owned pose of the full batch shape."""
+        return self._solve(pose, target, pole, weight, out)
+
+    def _solve(self, pose: Pose, target: ArrayLike, pole: ArrayLike | None, weight: ArrayLike,
+               out: Pose | None) -> SolveResult:
         tgt = as_float_array(target, "target", (3,))
         pl = None if pole is None else as_float_array(pole, "pole", (3,))
         out_pose, batch, gerr, counts, moved = self._run(pose, [tgt], pl, weight, out)
@@ -310,6 +337,7 @@ class FABRIKTree(_FabrikSolver):
     """
 
     what = "solve_fabrik_tree"
+    cache_options = ("root", "weights", "iterations", "tolerance", "limits", "fixed_root", "twist")
 
     def __init__(self, skeleton: Skeleton, end_joints: Sequence[Any], *, root: Any = None,
                  weights: Mapping[Any, float] | None = None, iterations: int = 20, tolerance: float = 1e-3,
@@ -427,11 +455,9 @@ def solve_fabrik(
     whether any rotation changed.
     """
     solver = SOLVERS.get(FABRIK, skeleton, (chain, iterations, tolerance, limits, fixed_root, twist, pole_max_twist),
-                         lambda: FABRIK(skeleton, chain, iterations=iterations, tolerance=tolerance, limits=limits,
-                                        fixed_root=fixed_root, twist=twist, pole_max_twist=pole_max_twist),
                          (type(chain), type(iterations), type(tolerance), type(limits), type(fixed_root), type(twist),
                           type(pole_max_twist)))
-    return solver.solve(pose, target, pole=pole, weight=weight, out=out)
+    return solver._solve(pose, target, pole, weight, out)
 
 
 def _tree_root(skeleton: Skeleton, goal_joints: tuple[int, ...], root: Any) -> int:
@@ -517,7 +543,5 @@ def solve_fabrik_tree(
         raise SolverInputError("goals must be a non-empty mapping {joint: target}")
     ends = tuple(goals)
     solver = SOLVERS.get(FABRIKTree, skeleton, (ends, root, weights, iterations, tolerance, limits, fixed_root,
-                                                twist),
-                         lambda: FABRIKTree(skeleton, ends, root=root, weights=weights, iterations=iterations,
-                                            tolerance=tolerance, limits=limits, fixed_root=fixed_root, twist=twist))
+                                                twist))
     return solver.solve(pose, goals, weight=weight, out=out)

@@ -148,6 +148,26 @@ def check_pose(skeleton: Skeleton, pose: Any, what: str) -> Pose:
     return pose
 
 
+def pose_shapes(skeleton: Skeleton) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+    """The shapes of an unbatched pose of ``skeleton``: ``((J, 3), (J, 4), (J, 3))``."""
+    nj = skeleton.n_joints
+    return (nj, 3), (nj, 4), (nj, 3)
+
+
+def check_pose_item(skeleton: Skeleton, pose: Any, what: str,
+                    shapes: tuple[tuple[int, int], tuple[int, int], tuple[int, int]]) -> bool:
+    """:func:`check_pose`, and whether ``pose`` is unbatched (the per-frame case).
+
+    ``shapes``: :func:`pose_shapes` of ``skeleton`` (a solver keeps it).  An unbatched pose of the right
+    joint count is told by comparing its three shapes at once; anything else goes through :func:`check_pose`
+    (a batched pose is valid, and False comes back; a wrong one raises).
+    """
+    if type(pose) is Pose and (pose.translations.shape, pose.rotations.shape, pose.scales.shape) == shapes:
+        return True
+    check_pose(skeleton, pose, what)
+    return False
+
+
 @dataclass(slots=True)
 class Prepared:
     """Flat arrays for a kernel, and the output pose they write into."""
@@ -240,20 +260,13 @@ def prepare(
     batched rotations) instead of repeating them for every item: a third of
     the memory for one pose solved against many targets.
 
-    One unbatched item (the per-frame call) costs one copy per array: the
-    output pose's three ``(J, k)`` arrays are fresh copies and the kernel
-    gets ``(1, J, k)`` views of them; each extra is copied to ``(1, *trailing)``.
+    One unbatched item (the per-frame call) is :func:`prepare_one`: one copy per array.
     """
     if not checked:
         check_pose(skeleton, pose, "solve")
-    pt, pr, ps = pose.translations, pose.rotations, pose.scales
-    if out is None and pt.ndim == 2 and pr.ndim == 2 and ps.ndim == 2:
-        one = [a[None].copy() if a.dtype is _F64 else _own_row(a) for a, tl in extras if a.ndim == len(tl)]
-        if len(one) == len(extras):  # no batched input: one item, no broadcasting
-            t2 = pt.copy() if pt.dtype is _F64 else _own_copy(pt)
-            r2 = pr.copy() if pr.dtype is _F64 else _own_copy(pr)
-            s2 = ps.copy() if ps.dtype is _F64 else _own_copy(ps)
-            return Prepared((), 1, t2[None], r2[None], s2[None], Pose._trusted(t2, r2, s2), one, True)
+    if out is None and pose.translations.ndim == 2 and pose.rotations.ndim == 2 and pose.scales.ndim == 2 \
+            and all(a.ndim == len(tl) for a, tl in extras):
+        return prepare_one(pose, extras)  # no batched input: one item, no broadcasting
     nj = skeleton.n_joints
     batch = broadcast_batch(pose.batch_shape, *[a.shape[: a.ndim - len(tl)] for a, tl in extras])
     n = int(np.prod(batch)) if batch else 1
@@ -282,6 +295,22 @@ def prepare(
     flat = [_rows(a, batch, n, tl) if a.ndim > len(tl) else np.broadcast_to(a, (n,) + tl).copy()
             for a, tl in extras]
     return Prepared(batch=batch, n=n, t=t, r=r, s=s, out=out_pose, extras=flat)
+
+
+def prepare_one(pose: Pose, extras: Sequence[tuple[FloatArray, tuple[int, ...]]]) -> Prepared:
+    """:func:`prepare` of one item: ``pose`` unbatched (checked), every extra without batch dimensions, no ``out``.
+
+    One copy per array: the output pose's three ``(J, k)`` arrays are fresh
+    copies and the kernel gets ``(1, J, k)`` views of them; each extra is
+    copied to ``(1, *trailing)``.
+    """
+    pt, pr, ps = pose.translations, pose.rotations, pose.scales
+    if pt.dtype is _F64 and pr.dtype is _F64 and ps.dtype is _F64:
+        t2, r2, s2 = pt.copy(), pr.copy(), ps.copy()
+    else:
+        t2, r2, s2 = _own_copy(pt), _own_copy(pr), _own_copy(ps)
+    return Prepared((), 1, t2[None], r2[None], s2[None], Pose._trusted(t2, r2, s2),
+                    [a[None].copy() if a.dtype is _F64 else _own_row(a) for a, _ in extras], True)
 
 
 # ---------------------------------------------------------------- options
@@ -468,6 +497,9 @@ class Solver:
     scale_joints: IntArray
     #: Name used in error messages.
     what: str = "solve"
+    #: The constructor's keyword options, in the order a free function's cache key lists them after the
+    #: chain (see :meth:`SolverCache.get`).
+    cache_options: tuple[str, ...] = ()
 
     @property
     def moved_joints(self) -> tuple[int, ...]:
@@ -517,10 +549,12 @@ class SolverCache:
         self.maxsize = maxsize
         self._items: dict[Hashable, Solver] = {}
 
-    def get(self, cls: type[S], skeleton: Skeleton, args: tuple[Any, ...], build: Callable[[], S],
+    def get(self, cls: type[S], skeleton: Skeleton, args: tuple[Any, ...],
             types: tuple[type, ...] | None = None) -> S:
-        """The cached solver of ``cls`` for ``skeleton`` and ``args``, built by ``build()`` when missing.
+        """The cached solver of ``cls`` for ``skeleton`` and ``args``, built when missing.
 
+        ``args``: the chain (or the goal joints) and then the values of ``cls.cache_options``, in that
+        order; a miss builds ``cls(skeleton, args[0], **dict(zip(cls.cache_options, args[1:])))``.
         ``types``: ``args``' types, when the caller has them at hand (a per-frame free function spells them
         out: cheaper than working them out here)."""
         items = self._items
@@ -531,11 +565,11 @@ class SolverCache:
             try:
                 key = (cls, id(skeleton), freeze(args))
             except TypeError:
-                return build()
+                return _build(cls, skeleton, args)
             hit = items.get(key)
         if hit is not None and hit.skeleton is skeleton:
             return hit  # type: ignore[return-value]
-        solver = build()
+        solver = _build(cls, skeleton, args)
         items.pop(key, None)
         items[key] = solver
         if len(items) > self.maxsize:
@@ -547,6 +581,11 @@ class SolverCache:
 
     def clear(self) -> None:
         self._items.clear()
+
+
+def _build(cls: type[S], skeleton: Skeleton, args: tuple[Any, ...]) -> S:
+    """``cls(skeleton, args[0], **options)``: the solver a :class:`SolverCache` key stands for."""
+    return cls(skeleton, args[0], **dict(zip(cls.cache_options, args[1:], strict=True)))  # type: ignore[call-arg]
 
 
 #: The one cache of prepared solvers behind the free functions.

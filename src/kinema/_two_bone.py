@@ -31,11 +31,13 @@ from ._solve import (
     _rows,
     ancestors_root_first,
     as_target,
-    check_pose,
+    check_pose_item,
     check_twist,
     kernel_loader,
     pose_batch,
+    pose_shapes,
     prepare,
+    prepare_one,
     raise_status,
     resolve_chain,
     result,
@@ -69,6 +71,7 @@ _CONTINUITY = 8
 _HAS_HINGE = 16
 _SMOOTH = 32
 _REST_TWIST = 64
+_SHARED_KEY = 128  # not a kernel bit: marks a ``_options`` entry whose ``shared`` slot is set
 
 # Layout of the kernel's packed float ``params`` row (kept in sync by test_motion_two_bone.py): the
 # lower joint's hinge (9), the upper and lower joints' rest local rotations (4 + 4), the bend step.
@@ -146,6 +149,7 @@ class TwoBone(Solver):
     """
 
     what = "solve_two_bone"
+    cache_options = ("twist_spread", "continuity", "limits", "twist")
 
     def __init__(self, skeleton: Skeleton, joints: Any, *, pole: ArrayLike | None = None, soft: float = 0.0,
                  margin: float | None = None, twist_spread: float = 0.0, continuity: bool = False,
@@ -161,6 +165,7 @@ class TwoBone(Solver):
         path, _ = resolve_chain(skeleton, items)
         lower = resolve_joint(skeleton, items[1])
         self.skeleton = skeleton
+        self._pose_shapes = pose_shapes(skeleton)
         self.joints = np.ascontiguousarray(path, dtype=np.int64)
         kl = int(np.nonzero(path == lower)[0][0])
         anc = ancestors_root_first(skeleton, int(path[0]))
@@ -174,7 +179,7 @@ class TwoBone(Solver):
         self.pole = pole
         self.soft = soft
         self.margin = margin
-        self.twist_spread = _scalar_option(twist_spread, "twist_spread", 0.0, 1.0)
+        self.twist_spread = twist_spread
         self.history = bool(history)
         self.continuity = bool(continuity) or self.history
         if not isinstance(smooth, (bool, np.bool_)):
@@ -189,8 +194,6 @@ class TwoBone(Solver):
             self._params[_P_HINGE:_P_REST_UPPER] = self._hinge
         self._params[_P_REST_UPPER:_P_REST_UPPER + 4] = skeleton.rotations[self.joints[0]]
         self._params[_P_REST_LOWER:_P_REST_LOWER + 4] = skeleton.rotations[self.joints[kl]]
-        #: ``self._params`` with a call's option bits, ``shared`` and twist spread set, by those three.
-        self._options: dict[tuple[int, bool, float], FloatArray] = {}
         self.bend_direction: FloatArray | None = None
         #: Smooth mode: the kernel's history rows of the last solve, ``(N, 8)``, or None.
         self._bend_history: FloatArray | None = None
@@ -246,6 +249,18 @@ class TwoBone(Solver):
     def pole(self, value: ArrayLike | None) -> None:
         self._pole = None if value is None else as_target(value, "pole").copy()
 
+    @property
+    def twist_spread(self) -> float:
+        """Default twist spread in [0, 1] (see :func:`solve_two_bone`)."""
+        return self._twist_spread
+
+    @twist_spread.setter
+    def twist_spread(self, value: float) -> None:
+        self._twist_spread = _scalar_option(value, "twist_spread", 0.0, 1.0)
+        #: ``self._params`` with a call's option bits, ``shared`` and the twist spread set, by
+        #: ``flags | _SHARED_KEY`` (made once per combination; cleared when the spread changes).
+        self._options: dict[int, FloatArray] = {}
+
     def reset(self) -> None:
         """Forget the last bend direction (history mode)."""
         self.bend_direction = None
@@ -294,7 +309,7 @@ class TwoBone(Solver):
         """One solve.  ``soft``, ``margin``: None for the solver's own.  ``params``: the packed options with this
         frame's bend step (smooth mode only, which it switches on); ``history``: the previous frame's history
         rows ``(1|N, 8)`` (smooth mode)."""
-        check_pose(self.skeleton, pose, self.what)
+        one = check_pose_item(self.skeleton, pose, self.what, self._pose_shapes) and out is None
         tg = as_float_array(target, "target", (3,))
         po = None if pole is None else as_float_array(pole, "pole", (3,))
         hi = None if bend_hint is None else as_float_array(bend_hint, "bend_hint", (3,))
@@ -312,7 +327,9 @@ class TwoBone(Solver):
             vectors.append((hi, (3,)))
         if er is not None:
             vectors.append((er, (4,)))
-        if w.shape != (1,) or so.shape != (1,) or m.shape != (1,):
+        batch: tuple[int, ...] = ()
+        if not (w is _ONES and so is self._soft_row and m is self._margin_row) \
+                and (w.shape != (1,) or so.shape != (1,) or m.shape != (1,)):
             # Options with batch dims of their own (a (1,) option is one value for all items) may widen the
             # batch beyond the pose's and the vectors': the target is broadcast to it, since it sets the batch
             # of the output.
@@ -320,35 +337,49 @@ class TwoBone(Solver):
                                     *[x.shape for x in (w, so, m) if x.shape != (1,)])
             if batch and tg.shape[:-1] != batch:
                 vectors[0] = (np.broadcast_to(tg, batch + (3,)), (3,))
-        prep = prepare(self.skeleton, pose, vectors, out, rotations_only=True, checked=True)
-        n, batch = prep.n, prep.batch
-        rows = iter(prep.extras[1:])
-        po_r = _Z3_ROW if po is None else next(rows)
-        hi_r = _Z3_ROW if hi is None else next(rows)
-        er_r = _Z4_ROW if er is None else next(rows)
-        if batch:
-            err = np.empty(n)
-            reached = np.empty(n, dtype=np.bool_)
-            status = np.zeros(n, dtype=np.int64)
-            hits = np.zeros(n, dtype=np.int64)
-        else:
+        if one and not batch and tg.ndim == 1 and (po is None or po.ndim == 1) and (hi is None or hi.ndim == 1) \
+                and (er is None or er.ndim == 1):  # one item (the per-frame call)
+            prep = prepare_one(pose, vectors)
+            n = 1
             err, reached, status, hits = _ONE_ITEM.outputs  # read back as scalars below
+            shared = True
+        else:
+            prep = prepare(self.skeleton, pose, vectors, out, rotations_only=True, checked=True)
+            n, batch = prep.n, prep.batch
+            if batch:
+                err = np.empty(n)
+                reached = np.empty(n, dtype=np.bool_)
+                status = np.zeros(n, dtype=np.int64)
+                hits = np.zeros(n, dtype=np.int64)
+            else:
+                err, reached, status, hits = _ONE_ITEM.outputs
+            shared = pose_batch(pose) == () and out is not pose
+        ex = prep.extras
+        k = 1
+        po_r = hi_r = er_r = None
+        if po is not None:
+            po_r, k = ex[k], k + 1
+        if hi is not None:
+            hi_r, k = ex[k], k + 1
+        if er is not None:
+            er_r = ex[k]
         bend = np.empty((n, 3))
-        shared = pose_batch(pose) == () and out is not pose
         hist_in = _NO_HIST if history is None or history.shape[0] != n else history
         hist_out = np.zeros((n, _HIST_SIZE)) if params is not None else _NO_HIST
         # The packed options: the solver's, with this call's option bits and twist spread (made once per
         # combination; smooth mode's per-frame copy is set here).
-        key = (flags, shared, self.twist_spread)
+        key = flags | _SHARED_KEY if shared else flags
         opts = self._options.get(key) if params is None else params
         if opts is None or params is not None:
             if opts is None:
                 opts = self._options[key] = self._params.copy()
             opts[_P_FLAGS] = flags
             opts[_P_SHARED] = shared
-            opts[_P_SPREAD] = self.twist_spread
-        args = (self._plan, opts, prep.t, prep.r, prep.s,
-                prep.extras[0], po_r, hi_r, er_r, hist_in, _flat(w, batch, n), _flat(so, batch, n), _flat(m, batch, n),
+            opts[_P_SPREAD] = self._twist_spread
+        args = (self._plan, opts, prep.t, prep.r, prep.s, ex[0], _Z3_ROW if po_r is None else po_r,
+                _Z3_ROW if hi_r is None else hi_r, _Z4_ROW if er_r is None else er_r, hist_in,
+                w if w is _ONES else _flat(w, batch, n), so if so is self._soft_row else _flat(so, batch, n),
+                m if m is self._margin_row else _flat(m, batch, n),
                 err, reached, bend, status, hits, hist_out)
         code = run_driver(_kernels().DRIVERS, n, args, own=prep.own)
         if code:
@@ -556,8 +587,6 @@ def solve_two_bone(
     bone or a margin above the shorter bone.
     """
     solver = SOLVERS.get(TwoBone, skeleton, (joints, twist_spread, continuity, limits, twist),
-                         lambda: TwoBone(skeleton, joints, twist_spread=twist_spread, continuity=continuity,
-                                         limits=limits, twist=twist),
                          (type(joints), type(twist_spread), type(continuity), type(limits), type(twist)))
     return solver._run(pose, target, pole, weight, soft, margin, end_rotation, bend_hint, out)
 

@@ -65,7 +65,9 @@ def as_float_array(x: Any, what: str, trailing: tuple[int, ...], *, batch: bool 
     that is not real numbers (see :func:`_numeric_array`).
     """
     if type(x) is np.ndarray and x.dtype is _F64:
-        a = x  # float64 in native order: as it is (the per-frame case)
+        if x.shape == trailing:
+            return x  # one unbatched item in native float64 (the per-frame case): as it is, nothing to check
+        a = x  # float64 in native order: as it is
     else:
         a = _numeric_array(x, what, _fmt_expected(trailing, batch))
         if a.dtype != np.float64 or not a.dtype.isnative:

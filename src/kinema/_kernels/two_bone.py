@@ -476,7 +476,7 @@ def _in_range(x, lo, hi):  # type: ignore[no-untyped-def]
     return y, y <= hi + HINGE_SLACK
 
 
-@njit
+@njit(borrows=True)
 def _hinge_arm(pa, rot_a, s_a, t_l, s_l, t_e, q_l, params, base_rot, lo, hi, tgt, pole, hint, flags, soft, pb,
                pc, a, b, hist, bend_step):  # type: ignore[no-untyped-def]
     """A plain arm whose lower joint is a hinge: ``(upper local, lower local, bend direction, hit, history
@@ -565,7 +565,7 @@ def _hinge_arm(pa, rot_a, s_a, t_l, s_l, t_e, q_l, params, base_rot, lo, hi, tgt
     return qnormalize(qmul(qconj(base_rot), q_upper)), q_lower, v, hit, hrow
 
 
-@njit
+@njit(borrows=True)
 def _rest_twist(k, rest, dir_world, base_rot, joints, i, r, rot):  # type: ignore[no-untyped-def]
     """``twist="rest"`` for chain joint ``k``: its local rotation keeps its swing and takes its twist about
     the bone (``dir_world``, the world direction from the joint to the next named one) from ``rest``
@@ -582,7 +582,7 @@ def _rest_twist(k, rest, dir_world, base_rot, joints, i, r, rot):  # type: ignor
         rot[k, c] = qn[c]
 
 
-@njit
+@njit(borrows=True)
 def _solve_item(i, chain, pose, item, params, flags, scratch, start):  # type: ignore[no-untyped-def]
     """Solve batch item ``i`` in place; returns ``(status, error, reached, bend_direction, limit_hit,
     history row)``.

@@ -350,7 +350,7 @@ class TwoBone(Solver):
         args = (self._plan, opts, prep.t, prep.r, prep.s,
                 prep.extras[0], po_r, hi_r, er_r, hist_in, _flat(w, batch, n), _flat(so, batch, n), _flat(m, batch, n),
                 err, reached, bend, status, hits, hist_out)
-        code = run_driver(_kernels().DRIVERS, n, args, own=prep.own)
+        code = run_driver(_kernels().drivers_for(flags), n, args, own=prep.own)
         if code:
             raise_status(code, self.what, self.skeleton, pose, self.scale_joints,
                          {"target": tg, "pole": po, "bend_hint": hi, "end_rotation": er, "weight": w, "soft": so,

@@ -262,6 +262,7 @@ def test_after_warmup_the_public_api_compiles_nothing(capsys: pytest.CaptureFixt
     with _ui.compile_notice(events.append):
         for t in (targets[1], targets, many):
             kinema.solve_two_bone(sk, walk.pose[4], arm, t, pole=t + [0.0, 0.0, -1.0])
+            kinema.solve_two_bone(sk, walk.pose[4], arm, t, bend_hint=[0.0, 0.0, -1.0])  # the full drivers
             kinema.solve_ccd(sk, walk.pose[4], ("root", "right_wrist"), t, iterations=5)
             kinema.solve_fabrik(sk, walk.pose[4], ("root", "right_wrist"), t)
             kinema.solve_dls(sk, walk.pose[4], [kinema.PositionGoal("right_wrist", t)], iterations=5)

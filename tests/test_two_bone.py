@@ -773,6 +773,37 @@ def test_kernel_option_bits_match():
         k.HAS_POLE, k.HAS_HINT, k.HAS_END_ROTATION, k.CONTINUITY)
 
 
+def test_basic_drivers_give_the_full_drivers_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The basic drivers run copies of the per-item code with the hinge, hint, smooth and rest-twist branches
+    compiled out: calls without those options take them, and get the full drivers' numbers bit for bit."""
+    from kinema._kernels import two_bone as k
+
+    assert k.drivers_for(k.HAS_POLE | k.HAS_END_ROTATION | k.CONTINUITY) is k.DRIVERS_BASIC
+    for bit in (k.HAS_HINGE, k.HAS_HINT, k.SMOOTH, k.REST_TWIST):
+        assert k.drivers_for(k.HAS_POLE | bit) is k.DRIVERS
+    rng = np.random.default_rng(4)
+    sk = make_rig(twist=True, parent_scale=1.3)
+    (pa,), _ = world(sk, sk.rest_pose(), "shoulder")
+    targets = pa + rng.normal(size=(40, 3))
+    q = R.normalize(rng.normal(size=(40, 4)))
+    pose = kinema.Pose(np.broadcast_to(sk.translations, (40, sk.n_joints, 3)),
+                       R.normalize(rng.normal(size=(40, sk.n_joints, 4))), np.ones((40, sk.n_joints, 3)))
+
+    def solves():
+        return [kinema.solve_two_bone(sk, p, CHAIN, t, pole, **kw)
+                for p in (sk.rest_pose(), pose) for t in (targets, targets[3])
+                for pole, kw in ((None, {}), (pa + [0.0, 0.3, 2.0], dict(weight=0.6, soft=0.2)),
+                                 (targets * 2.0, dict(end_rotation=q, twist_spread=0.5, margin=0.01)))
+                if not (t.ndim == 1 and isinstance(pole, np.ndarray) and pole.ndim == 2)]
+
+    basic = solves()
+    monkeypatch.setattr(k, "drivers_for", lambda flags: k.DRIVERS)
+    for b, f in zip(basic, solves(), strict=True):
+        np.testing.assert_array_equal(b.pose.rotations, f.pose.rotations)
+        np.testing.assert_array_equal(b.error, f.error)
+        np.testing.assert_array_equal(b.state["bend_direction"], f.state["bend_direction"])
+
+
 @st.composite
 def rigs(draw):
     f = st.floats(-1, 1)

@@ -381,7 +381,7 @@ class TwoBone(Solver):
                 w if w is _ONES else _flat(w, batch, n), so if so is self._soft_row else _flat(so, batch, n),
                 m if m is self._margin_row else _flat(m, batch, n),
                 err, reached, bend, status, hits, hist_out)
-        code = run_driver(_kernels().DRIVERS, n, args, own=prep.own)
+        code = run_driver(_kernels().drivers_for(flags), n, args, own=prep.own)
         if code:
             raise_status(code, self.what, self.skeleton, pose, self.scale_joints,
                          {"target": tg, "pole": po, "bend_hint": hi, "end_rotation": er, "weight": w, "soft": so,

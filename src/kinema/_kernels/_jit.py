@@ -104,6 +104,17 @@ def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False,
     return wrap
 
 
+def njit_like(kernel: Any, func: F) -> F:
+    """``func`` compiled with the options :func:`njit` gave ``kernel`` (``parallel``, ``inline``, ``borrows``).
+
+    For copies of a kernel's function with other globals (``kinema._kernels.drivers.specialise``).
+    Without the JIT ``kernel`` is a plain function and ``func`` comes back as it is.
+    """
+    opts = getattr(kernel, "targetoptions", {})
+    return cast(F, njit(func, parallel=bool(opts.get("parallel", False)), inline=opts.get("inline") == "always",
+                        borrows=opts.get("_nrt") is False))
+
+
 def num_threads() -> int:
     """numba's thread count for parallel drivers (``NUMBA_NUM_THREADS``, or the cores)."""
     return int(numba.get_num_threads())

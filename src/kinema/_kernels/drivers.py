@@ -39,12 +39,12 @@ freezes a compiled function's globals), under a name of its own
 from __future__ import annotations
 
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._jit import njit, prange
+from ._jit import njit, njit_like, prange
 from .constants import OK
 
 # Stand-ins for the three per-solver functions; each driver copy's globals replace them.
@@ -75,15 +75,43 @@ def _parallel(n_chunks, n, args):  # type: ignore[no-untyped-def]
     return finish(args)
 
 
+def _copy(func: Callable[..., Any], glob: dict[str, Any], qualname: str) -> Callable[..., Any]:
+    """A copy of the plain function ``func`` with the globals ``glob``, named ``qualname`` (numba keys a
+    cached compile by the function's file and qualified name, so each copy has its own cache entry)."""
+    code = func.__code__
+    f = types.FunctionType(code, glob, code.co_name, func.__defaults__)
+    f.__qualname__ = qualname
+    f.__doc__ = func.__doc__
+    return f
+
+
 def _bind(template: Callable[..., Any], solver: str, bound: dict[str, Any]) -> Callable[..., Any]:
     """A copy of ``template`` whose globals hold ``bound``, named ``<solver><template's name>``."""
-    code = template.__code__
     glob = dict(template.__globals__)
     glob.update(bound)
-    f = types.FunctionType(code, glob, code.co_name, template.__defaults__)
-    f.__qualname__ = f"{solver}{template.__name__}"
-    f.__doc__ = template.__doc__
-    return f
+    return _copy(template, glob, f"{solver}{template.__name__}")
+
+
+def specialise(namespace: Mapping[str, Any], names: Sequence[str], constants: Mapping[str, Any],
+               suffix: str) -> dict[str, Any]:
+    """Compiled copies of the kernels ``names`` of one module (``namespace``: its globals, with those kernels)
+    in which the module's globals ``constants`` hold other values: ``{name: copy}``.
+
+    Each copy calls the other copies where the original calls the originals, has the original's
+    :func:`~._jit.njit` options and is named ``<qualname>_<suffix>``.  For feature switches: numba drops a
+    branch on a global constant before typing (``if WITH_X and flags & X:`` with ``WITH_X = False``), so a
+    copy with features off compiles none of their code and none of the kernels only they call, and it runs
+    the very same source as the original for everything else.
+    """
+    glob = dict(namespace)
+    glob.update(constants)
+    copies: dict[str, Any] = {}
+    for name in names:
+        kernel = namespace[name]
+        func = getattr(kernel, "py_func", kernel)
+        copies[name] = njit_like(kernel, _copy(func, glob, f"{func.__qualname__}_{suffix}"))
+    glob.update(copies)  # read when a copy compiles (numba resolves globals then)
+    return copies
 
 
 class Drivers(NamedTuple):

@@ -36,7 +36,7 @@ from .chain import (
     set_world_rot,
 )
 from .constants import NONFINITE_INPUT, OK, ZERO_QUAT_EPS
-from .drivers import make_drivers
+from .drivers import Drivers, make_drivers, specialise
 from .quat import (
     qconj,
     qfrom_axis_angle,
@@ -157,6 +157,17 @@ CONTINUITY = 8
 HAS_HINGE = 16
 SMOOTH = 32  # rate-limited history mode: reads ``hist`` (with HAS_HINT), writes ``hist_out``
 REST_TWIST = 64  # twist="rest": each moved bone's twist about its own axis from the rest pose
+
+# Feature switches of the per-item code: each option's branch is written ``if WITH_X and flags & X:``.  True
+# here (DRIVERS compile every option); the copies behind DRIVERS_BASIC (drivers.specialise) have them False,
+# and numba drops a branch on a False global before typing, so they compile none of that code.
+WITH_HINGE = True
+WITH_HINT = True  # a bend hint: continuity's side and the fallbacks (history mode)
+WITH_SMOOTH = True
+WITH_REST_TWIST = True
+
+#: The option bits whose code only DRIVERS compile (:func:`drivers_for`); ``CONTINUITY`` acts only with a hint.
+FULL_ONLY = HAS_HINGE | HAS_HINT | SMOOTH | REST_TWIST
 
 #: Hinge angles within this many radians outside their range count as inside (the limits' LIMIT_SLACK).
 HINGE_SLACK = 1e-12
@@ -414,19 +425,19 @@ def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft, hist, 
     turn = 0.0
     choice = 0.0
     p_dir = zero3
-    if flags & HAS_HINT:
+    if WITH_HINT and flags & HAS_HINT:
         h, hok = _perp_unit(hint, u, vnorm(hint))
     if flags & HAS_POLE:
         w = (pole[0] - pa[0], pole[1] - pa[1], pole[2] - pa[2])
         nw = vnorm(w)
         pw = _perp(w, u)
         v, ok = _perp_unit(w, u, nw)
-        if (flags & SMOOTH) and nw > 0.0:
+        if WITH_SMOOTH and (flags & SMOOTH) and nw > 0.0:
             p_dir = (w[0] / nw, w[1] / nw, w[2] / nw)
-        if (flags & SMOOTH) and hok and nw > 0.0:
+        if WITH_SMOOTH and (flags & SMOOTH) and hok and nw > 0.0:
             v, p_dir, turn, choice = _smooth_bend(u, w, h, hist, rise / a, bend_step, v if ok else h)
             ok = True
-        elif ok and (flags & CONTINUITY) and hok:
+        elif WITH_HINT and ok and (flags & CONTINUITY) and hok:
             # The pole fixes the bend *plane*, the previous bend picks the side
             # in it (no flip as the target crosses the pole axis), and near
             # the axis the pole's pull fades so the plane cannot whip round.
@@ -443,12 +454,12 @@ def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft, hist, 
             c = math.cos(theta)
             sn = math.sin(theta)
             v = (h[0] * c + uh[0] * sn, h[1] * c + uh[1] * sn, h[2] * c + uh[2] * sn)
-    if not ok and (flags & CONTINUITY) and hok:
+    if WITH_HINT and not ok and (flags & CONTINUITY) and hok:
         v, ok = h, True  # continuity: the previous frame's bend before the current elbow
     if not ok:
         # Pole absent or on the axis: keep the current bend plane.
         v, ok = _perp_unit(ab, u, a)
-    if not ok and hok:
+    if WITH_HINT and not ok and hok:
         v, ok = h, True  # arm straight along the axis: the previous frame's bend
     if not ok:
         # Last resort: the world axis least aligned with u, made perpendicular.
@@ -476,7 +487,7 @@ def _in_range(x, lo, hi):  # type: ignore[no-untyped-def]
     return y, y <= hi + HINGE_SLACK
 
 
-@njit
+@njit(borrows=True)
 def _hinge_arm(pa, rot_a, s_a, t_l, s_l, t_e, q_l, params, base_rot, lo, hi, tgt, pole, hint, flags, soft, pb,
                pc, a, b, hist, bend_step):  # type: ignore[no-untyped-def]
     """A plain arm whose lower joint is a hinge: ``(upper local, lower local, bend direction, hit, history
@@ -565,7 +576,7 @@ def _hinge_arm(pa, rot_a, s_a, t_l, s_l, t_e, q_l, params, base_rot, lo, hi, tgt
     return qnormalize(qmul(qconj(base_rot), q_upper)), q_lower, v, hit, hrow
 
 
-@njit
+@njit(borrows=True)
 def _rest_twist(k, rest, dir_world, base_rot, joints, i, r, rot):  # type: ignore[no-untyped-def]
     """``twist="rest"`` for chain joint ``k``: its local rotation keeps its swing and takes its twist about
     the bone (``dir_world``, the world direction from the joint to the next named one) from ``rest``
@@ -582,7 +593,7 @@ def _rest_twist(k, rest, dir_world, base_rot, joints, i, r, rot):  # type: ignor
         rot[k, c] = qn[c]
 
 
-@njit
+@njit(borrows=True)
 def _solve_item(i, chain, pose, item, params, flags, scratch, start):  # type: ignore[no-untyped-def]
     """Solve batch item ``i`` in place; returns ``(status, error, reached, bend_direction, limit_hit,
     history row)``.
@@ -646,7 +657,7 @@ def _solve_item(i, chain, pose, item, params, flags, scratch, start):  # type: i
     bend_step = params[P_BEND_STEP]
     length = a + b
     hit = False
-    if flags & HAS_HINGE:
+    if WITH_HINGE and flags & HAS_HINGE:
         # A hinge on the lower joint of a plain arm (upper, lower, end: checked by the caller).
         j0 = joints[0]
         j1 = joints[1]
@@ -670,7 +681,7 @@ def _solve_item(i, chain, pose, item, params, flags, scratch, start):  # type: i
         to_elbow = (elbow[0] - pa[0], elbow[1] - pa[1], elbow[2] - pa[2])
         dq = qfrom_two_vectors(ab, to_elbow)
         rotate_world(k_upper, dq, base_rot, joints, i, r, rot)
-        if flags & REST_TWIST:
+        if WITH_REST_TWIST and flags & REST_TWIST:
             rest = (params[P_REST_UPPER], params[P_REST_UPPER + 1], params[P_REST_UPPER + 2], params[P_REST_UPPER + 3])
             _rest_twist(k_upper, rest, to_elbow, base_rot, joints, i, r, rot)
         chain_world(k_next, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
@@ -680,7 +691,7 @@ def _solve_item(i, chain, pose, item, params, flags, scratch, start):  # type: i
         to_end = (end[0] - pb[0], end[1] - pb[1], end[2] - pb[2])
         dq = qfrom_two_vectors((pc[0] - pb[0], pc[1] - pb[1], pc[2] - pb[2]), to_end)
         rotate_world(kl, dq, base_rot, joints, i, r, rot)
-        if flags & REST_TWIST:
+        if WITH_REST_TWIST and flags & REST_TWIST:
             rest = (params[P_REST_LOWER], params[P_REST_LOWER + 1], params[P_REST_LOWER + 2], params[P_REST_LOWER + 3])
             _rest_twist(kl, rest, to_end, base_rot, joints, i, r, rot)
         chain_world(kl + 1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
@@ -810,7 +821,7 @@ def _solve_range(lo, hi, args):  # type: ignore[no-untyped-def]
         bend[i, 0] = res[3][0]
         bend[i, 1] = res[3][1]
         bend[i, 2] = res[3][2]
-        if flags & SMOOTH:
+        if WITH_SMOOTH and flags & SMOOTH:
             for c in range(HIST_SIZE):
                 hist_out[i, c] = res[5][c]
 
@@ -844,6 +855,21 @@ def _result_status(args):  # type: ignore[no-untyped-def]
 #: :func:`_solve_range` reads them): the input status (0 = ok), else the output check's.
 DRIVERS = make_drivers("two_bone", _input_status, _solve_range, _result_status)
 solve_serial, solve_parallel = DRIVERS
+
+#: The same drivers compiled without the code of the ``FULL_ONLY`` options (hinge limits, bend hints,
+#: smooth history, ``twist="rest"``): copies of the per-item functions with those switches off.
+DRIVERS_BASIC = make_drivers(
+    "two_bone_basic", _input_status,
+    specialise(globals(), ("_solve_range", "_solve_item", "_arm_geometry"),
+               {"WITH_HINGE": False, "WITH_HINT": False, "WITH_SMOOTH": False, "WITH_REST_TWIST": False},
+               "basic")["_solve_range"],
+    _result_status)
+
+
+def drivers_for(flags: int) -> Drivers:
+    """The drivers for a call with the option bits ``flags``: DRIVERS_BASIC unless a ``FULL_ONLY`` bit is set
+    (the same numbers either way: the same code, less of it compiled)."""
+    return DRIVERS if flags & FULL_ONLY else DRIVERS_BASIC
 
 
 # ------------------------------------------------------------------------ 2D

@@ -620,7 +620,10 @@ def warm_kernels() -> list[tuple[str, float]]:
             lim.violation(q)
 
     step("joint limits", limits)
-    step("solve_two_bone", each(lambda t: solve_two_bone(sk, pose, arm, t)))
+    # Two-bone compiles two sets of drivers: the basic ones and, for limits, hints, smooth history or
+    # twist="rest" (here), the full ones.
+    step("solve_two_bone", each(lambda t: (solve_two_bone(sk, pose, arm, t),
+                                           solve_two_bone(sk, pose, arm, t, twist="rest"))))
     step("solve_ccd", each(lambda t: solve_ccd(sk, pose, spine, t)))
     step("solve_fabrik", each(lambda t: solve_fabrik(sk, pose, spine, t)))
     step("solve_fabrik_tree", each(lambda t: solve_fabrik_tree(sk, pose, {"right_wrist": t, "left_wrist": t})))

@@ -21,12 +21,12 @@ from .constants import NONFINITE_INPUT, NONFINITE_RESULT, NONUNIFORM_SCALE, OK, 
 from .quat import qconj, qmul, qnormalize, qrotate
 
 
-@njit
+@njit(inline=True)
 def read_q(r, i, j):  # type: ignore[no-untyped-def]
     return (r[i, j, 0], r[i, j, 1], r[i, j, 2], r[i, j, 3])
 
 
-@njit
+@njit(inline=True)
 def write_q(r, i, j, q):  # type: ignore[no-untyped-def]
     r[i, j, 0] = q[0]
     r[i, j, 1] = q[1]
@@ -149,7 +149,7 @@ def input_status(t, r, s, target, pole, scale_joints):  # type: ignore[no-untype
     return OK
 
 
-@njit
+@njit(inline=True)
 def parent_world_rot(k, base_rot, rot):  # type: ignore[no-untyped-def]
     if k == 0:
         return base_rot

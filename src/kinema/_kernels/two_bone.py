@@ -185,7 +185,7 @@ BAD_POSE = 7  # the chain's world transforms overflow (finite inputs, e.g. a sca
 
 
 # ------------------------------------------------------------------ helpers
-@njit
+@njit(inline=True)
 def _finite3(v):  # type: ignore[no-untyped-def]
     return math.isfinite(v[0]) and math.isfinite(v[1]) and math.isfinite(v[2])
 
@@ -246,7 +246,7 @@ def reach_distance(d, lo, hi, soft):  # type: ignore[no-untyped-def]
 
 
 # --------------------------------------------------------------- the solve
-@njit
+@njit(inline=True)
 def _check_item(erot, flags):  # type: ignore[no-untyped-def]
     """Status of one item's ``end_rotation`` (its finiteness was checked by the driver): ``OK`` or a zero
     quaternion.  The options' ranges are checked once, by :class:`kinema.TwoBone`, before any kernel runs."""
@@ -256,7 +256,7 @@ def _check_item(erot, flags):  # type: ignore[no-untyped-def]
     return OK
 
 
-@njit
+@njit(inline=True)
 def _arm_lengths(pa, pb, pc, margin):  # type: ignore[no-untyped-def]
     """``(status, a, b, lo, hi)``: bone lengths and the reach interval ``[lo, hi]`` of the shoulder-to-end distance.
 

@@ -26,7 +26,6 @@ from ._solve import (
     kernel_loader,
     pose_shapes,
     prepare,
-    prepare_one,
     raise_status,
     resolve_chain,
     result,
@@ -174,10 +173,7 @@ class CCD(Solver):
         if w is not None:  # the blend reads the input, which out=pose overwrites
             r_in = pose.rotations.reshape((-1,) + pose.rotations.shape[-2:]).copy()
             t_in = pose.translations.reshape((-1,) + pose.translations.shape[-2:]).copy()
-        if one and w is None and tgt.ndim == 1 and (pol is None or pol.ndim == 1):  # one item (the per-frame call)
-            prep = prepare_one(pose, extras)
-        else:
-            prep = prepare(self.skeleton, pose, extras, out, checked=True)
+        prep = prepare(self.skeleton, pose, extras, out, checked=True, unbatched=one or None)
         n = prep.n
         tgt_f = prep.extras[0]
         pol_f = prep.extras[1] if pol is not None else _NO_POLE

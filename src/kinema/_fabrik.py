@@ -30,7 +30,6 @@ from ._solve import (
     kernel_loader,
     pose_shapes,
     prepare,
-    prepare_one,
     raise_status,
     resolve_chain,
     result,
@@ -243,10 +242,7 @@ class _FabrikSolver(Solver):
             extras.append((w, ()))
             r_in = pose.rotations.reshape((-1,) + pose.rotations.shape[-2:]).copy()
             t_in = pose.translations.reshape((-1,) + pose.translations.shape[-2:]).copy()
-        if one and w is None and g == 1 and targets[0].ndim == 1 and (pole is None or pole.ndim == 1):
-            prep = prepare_one(pose, extras)  # one item (the per-frame call)
-        else:
-            prep = prepare(self.skeleton, pose, extras, out, checked=True)
+        prep = prepare(self.skeleton, pose, extras, out, checked=True, unbatched=one or None)
         n = prep.n
         plan, packed = self._plan, self._packed
         tg = prep.extras[0][:, None] if g == 1 else np.ascontiguousarray(np.stack(prep.extras[:g], axis=1))  # (N, G, 3)

@@ -245,6 +245,7 @@ def prepare(
     rotations_only: bool = False,
     *,
     checked: bool = False,
+    unbatched: bool | None = None,
 ) -> Prepared:
     """Broadcast ``pose`` with the per-item ``extras`` and set up the output pose.
 
@@ -253,6 +254,8 @@ def prepare(
     ``out`` (its three arrays must already have the full batch shape; the
     input is copied into it) or a new pose.  The input pose is never written.
     ``checked``: the caller has already passed ``pose`` through :func:`check_pose`.
+    ``unbatched``: True when the caller knows ``pose`` is unbatched and ``out`` None
+    (:func:`check_pose_item`); None: worked out here.
 
     ``rotations_only``: the solver writes rotations only, so a new output
     pose keeps unbatched input translations and scales unbatched (copies of
@@ -264,9 +267,15 @@ def prepare(
     """
     if not checked:
         check_pose(skeleton, pose, "solve")
-    if out is None and pose.translations.ndim == 2 and pose.rotations.ndim == 2 and pose.scales.ndim == 2 \
-            and all(a.ndim == len(tl) for a, tl in extras):
-        return prepare_one(pose, extras)  # no batched input: one item, no broadcasting
+    if unbatched is None:
+        unbatched = out is None and pose.translations.ndim == 2 and pose.rotations.ndim == 2 \
+            and pose.scales.ndim == 2
+    if unbatched:
+        for a, tl in extras:
+            if a.ndim != len(tl):
+                break
+        else:
+            return prepare_one(pose, extras)  # no batched input: one item, no broadcasting
     nj = skeleton.n_joints
     batch = broadcast_batch(pose.batch_shape, *[a.shape[: a.ndim - len(tl)] for a, tl in extras])
     n = int(np.prod(batch)) if batch else 1

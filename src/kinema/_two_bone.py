@@ -37,7 +37,6 @@ from ._solve import (
     pose_batch,
     pose_shapes,
     prepare,
-    prepare_one,
     raise_status,
     resolve_chain,
     result,
@@ -337,23 +336,16 @@ class TwoBone(Solver):
                                     *[x.shape for x in (w, so, m) if x.shape != (1,)])
             if batch and tg.shape[:-1] != batch:
                 vectors[0] = (np.broadcast_to(tg, batch + (3,)), (3,))
-        if one and not batch and tg.ndim == 1 and (po is None or po.ndim == 1) and (hi is None or hi.ndim == 1) \
-                and (er is None or er.ndim == 1):  # one item (the per-frame call)
-            prep = prepare_one(pose, vectors)
-            n = 1
-            err, reached, status, hits = _ONE_ITEM.outputs  # read back as scalars below
-            shared = True
+        prep = prepare(self.skeleton, pose, vectors, out, rotations_only=True, checked=True, unbatched=one or None)
+        n, batch = prep.n, prep.batch
+        if batch:
+            err = np.empty(n)
+            reached = np.empty(n, dtype=np.bool_)
+            status = np.zeros(n, dtype=np.int64)
+            hits = np.zeros(n, dtype=np.int64)
         else:
-            prep = prepare(self.skeleton, pose, vectors, out, rotations_only=True, checked=True)
-            n, batch = prep.n, prep.batch
-            if batch:
-                err = np.empty(n)
-                reached = np.empty(n, dtype=np.bool_)
-                status = np.zeros(n, dtype=np.int64)
-                hits = np.zeros(n, dtype=np.int64)
-            else:
-                err, reached, status, hits = _ONE_ITEM.outputs
-            shared = pose_batch(pose) == () and out is not pose
+            err, reached, status, hits = _ONE_ITEM.outputs  # read back as scalars below
+        shared = one or (pose_batch(pose) == () and out is not pose)
         ex = prep.extras
         k = 1
         po_r = hi_r = er_r = None

@@ -435,6 +435,17 @@ def test_numba_is_a_tested_minor_and_the_hooks_we_use_exist() -> None:
     assert total(np.arange(4.0)) == 6.0
     if hasattr(total, "targetoptions"):
         assert total.targetoptions.get("_nrt") is False
+        # njit_like (two-bone's basic drivers) reads the options back from ``targetoptions``: a copy keeps them.
+        from kinema._kernels import two_bone
+        from kinema._kernels._jit import njit_like
+
+        assert njit_like(total, total.py_func).targetoptions.get("_nrt") is False
+        inline = njit(inline=True)(total.py_func)
+        assert inline.targetoptions.get("inline") == "always"
+        assert njit_like(inline, total.py_func).targetoptions.get("inline") == "always"
+        basic_range = two_bone.DRIVERS_BASIC.serial.py_func.__globals__["solve_range"]
+        basic_item = basic_range.py_func.__globals__["_solve_item"]
+        assert basic_item.targetoptions.get("_nrt") is False  # the copy borrows like _solve_item
 
 
 # ------------------------------------------------------------------ two-bone with a hinge

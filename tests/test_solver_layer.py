@@ -579,3 +579,37 @@ def test_every_solver_runs_the_one_driver_template() -> None:
             py = getattr(compiled, "py_func", compiled)
             assert py.__code__ is template.__code__
             assert py.__globals__["solve_range"] is solve_range
+
+
+def test_kernel_helpers_compile_without_python_wrappers_and_refuse_python_calls() -> None:
+    """``njit(helper=True)`` (a kernel only other kernels call) builds numba's dispatcher with its
+    ``no_cpython_wrapper`` / ``no_cfunc_wrapper`` options: a compiled caller gets the right number, a call
+    from Python raises :class:`KernelHelperCalled` instead of jumping to the missing wrapper, and the
+    specialised copies of two-bone's helpers stay helpers."""
+    from kinema._kernels import quat, two_bone
+    from kinema._kernels._jit import KernelHelperCalled, njit, njit_like
+
+    @njit(helper=True)
+    def twice(x):  # type: ignore[no-untyped-def]
+        return 2.0 * x
+
+    @njit
+    def caller(x):  # type: ignore[no-untyped-def]
+        return twice(x) + 1.0
+
+    assert caller(3.0) == 7.0
+    if not hasattr(twice, "targetoptions"):  # NUMBA_DISABLE_JIT=1: plain functions
+        assert twice(3.0) == 6.0
+        return
+    assert twice.targetoptions["no_cpython_wrapper"] is True
+    assert twice.targetoptions["no_cfunc_wrapper"] is True
+    with pytest.raises(KernelHelperCalled, match="twice is a kernel helper"):
+        twice(3.0)
+    with pytest.raises(KernelHelperCalled, match="qmul"):
+        quat.qmul((0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0, 1.0))
+    copy = njit_like(twice, twice.py_func)
+    assert copy.targetoptions["no_cpython_wrapper"] is True
+    basic_range = two_bone.DRIVERS_BASIC.serial.py_func.__globals__["solve_range"]
+    with pytest.raises(KernelHelperCalled):
+        basic_range(0, 0, ())
+    assert "no_cpython_wrapper" not in two_bone.DRIVERS_BASIC.serial.targetoptions  # drivers are called from Python

@@ -28,6 +28,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba  # noqa: E402
 import numba.core.config  # noqa: E402
+import numba.core.registry  # noqa: E402
 
 _config: Any = numba.core.config
 
@@ -59,7 +60,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 prange = numba.prange
 
-def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False, borrows: bool = False) -> Any:
+def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False, borrows: bool = False,
+         helper: bool = False) -> Any:
     """``numba.njit`` with the project's defaults: cached, no fast-math, GIL released.
 
     No fast-math flag at all, not even ``contract`` (fused multiply-add): the
@@ -85,6 +87,13 @@ def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False,
     allocate arrays or take a new one from a call (numba refuses to compile
     either: nothing would release it); it may slice its arguments and lend
     the views to other kernels.
+
+    ``helper=True`` is for a function only other kernels call: numba compiles
+    it without the wrappers that let Python call it (the CPython and the C
+    callback wrapper), which roughly halves a small function's first
+    compile; a cold first run compiles dozens of such helpers.  Called from
+    Python, a helper raises :class:`KernelHelperCalled` (without the JIT it
+    is the plain function and may be called).
     """
 
     def wrap(f: F) -> F:
@@ -94,6 +103,8 @@ def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False,
         _config.CACHE_DIR = _CACHE_DIR
         try:
             options: dict[str, Any] = {"_nrt": False} if borrows else {}
+            if helper and not _config.DISABLE_JIT:
+                return cast(F, _helper_dispatcher(f, parallel, inline, options))
             return cast(F, numba.njit(cache=True, parallel=parallel, nogil=True,
                                       inline="always" if inline else "never", **options)(f))
         finally:
@@ -104,15 +115,44 @@ def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False,
     return wrap
 
 
+class KernelHelperCalled(RuntimeError):
+    """A kernel helper (``njit(helper=True)``) was called from Python: it has no Python entry (a bug in kinema)."""
+
+
+class _HelperDispatcher(numba.core.registry.CPUDispatcher):  # type: ignore[misc,name-defined]
+    """numba's dispatcher for a kernel helper: compiled without Python wrappers, so not callable from Python.
+
+    numba's own ``no_cpython_wrapper`` option gives a dispatcher that would jump to a missing wrapper when
+    called from Python (a crash); this one refuses the call instead.  Compiled callers type it as any
+    dispatcher.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise KernelHelperCalled(f"{self.py_func.__module__}.{self.py_func.__qualname__} is a kernel helper "
+                                 "(njit(helper=True)): call it from a kernel, or with NUMBA_DISABLE_JIT=1")
+
+
+def _helper_dispatcher(f: Callable[..., Any], parallel: bool, inline: bool, options: dict[str, Any]) -> Any:
+    """What ``numba.njit(cache=True, ...)(f)`` builds (``numba.core.decorators._jit``), as a
+    :class:`_HelperDispatcher` compiled without the CPython and cfunc wrappers (numba's
+    ``no_cpython_wrapper`` and ``no_cfunc_wrapper`` options, the ones its ``overload`` helpers get)."""
+    disp = _HelperDispatcher(py_func=f, locals={}, targetoptions={
+        "nopython": True, "parallel": parallel, "nogil": True, "inline": "always" if inline else "never",
+        "no_cpython_wrapper": True, "no_cfunc_wrapper": True, **options})
+    disp.enable_caching()
+    return disp
+
+
 def njit_like(kernel: Any, func: F) -> F:
-    """``func`` compiled with the options :func:`njit` gave ``kernel`` (``parallel``, ``inline``, ``borrows``).
+    """``func`` compiled with the options :func:`njit` gave ``kernel`` (``parallel``, ``inline``, ``borrows``,
+    ``helper``).
 
     For copies of a kernel's function with other globals (``kinema._kernels.drivers.specialise``).
     Without the JIT ``kernel`` is a plain function and ``func`` comes back as it is.
     """
     opts = getattr(kernel, "targetoptions", {})
     return cast(F, njit(func, parallel=bool(opts.get("parallel", False)), inline=opts.get("inline") == "always",
-                        borrows=opts.get("_nrt") is False))
+                        borrows=opts.get("_nrt") is False, helper=isinstance(kernel, _HelperDispatcher)))
 
 
 def num_threads() -> int:

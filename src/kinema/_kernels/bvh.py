@@ -36,7 +36,7 @@ EXTRA_DATA = 3  # a value after the declared number of frames; status[1] = line
 STATUS_LEN = 6  # [code, line, byte, values on line, frames read, slow tokens]
 
 
-@njit
+@njit(helper=True)
 def _is_blank(c: int) -> bool:
     return c == 32 or c == 9 or c == 11 or c == 12
 

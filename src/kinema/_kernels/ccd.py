@@ -133,7 +133,7 @@ def _align(a, b, nab2):  # type: ignore[no-untyped-def]
     return qfrom_two_vectors(a, b), sc2, d, False, -1.0
 
 
-@njit
+@njit(helper=True)
 def _dist(a, b):  # type: ignore[no-untyped-def]
     """``|a - b|`` of two points (tuples)."""
     dx = a[0] - b[0]
@@ -142,7 +142,7 @@ def _dist(a, b):  # type: ignore[no-untyped-def]
     return math.sqrt(dx * dx + dy * dy + dz * dz)
 
 
-@njit
+@njit(helper=True)
 def _turned_local(pq, old, dq):  # type: ignore[no-untyped-def]
     """``normalize(inverse(pq) dq old)``: the local rotation of a joint whose world rotation ``old`` (parent
     world rotation ``pq``) is turned by the world correction ``dq``.  Tuples only, so it compiles into its
@@ -185,7 +185,7 @@ def _turn(k, dq, base_rot, joints, i, r, rot, kinds, params, rest):  # type: ign
     return dq, False
 
 
-@njit
+@njit(helper=True)
 def _scaled(dq, ang, a2):  # type: ignore[no-untyped-def]
     """``dq`` (angle ``ang`` > 0) with its angle replaced by ``a2``, same axis."""
     s = math.sin(0.5 * ang)
@@ -193,7 +193,7 @@ def _scaled(dq, ang, a2):  # type: ignore[no-untyped-def]
     return (dq[0] * k, dq[1] * k, dq[2] * k, math.cos(0.5 * a2))
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, pole,  # type: ignore[no-untyped-def]
                weights, cap, kinds, params, rest, eps, budget, aux):
     """Twist each sub-chain ``k..end`` about the line ``p_k -> end`` toward the pole.
@@ -301,7 +301,7 @@ A_POLE = 6
 AUX_COLS = 7
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _apply_sweep(n_k, pos, rot, aux, tgt):  # type: ignore[no-untyped-def]
     """Move the chain's world transforms by a sweep's corrections; returns the end's distance to ``tgt``.
 
@@ -348,7 +348,7 @@ def _apply_sweep(n_k, pos, rot, aux, tgt):  # type: ignore[no-untyped-def]
     return _dist(new_prev, tgt)
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _write_locals(n_k, joints, i, r, rot, aux, base_rot):  # type: ignore[no-untyped-def]
     """``r``'s local rotation of every joint marked ``A_DIRTY``, from the world rotations:
     ``q_k = normalize(inverse(Q_parent) Q_k)``.  Joints that did not turn keep theirs bit for bit."""
@@ -364,7 +364,7 @@ def _write_locals(n_k, joints, i, r, rot, aux, base_rot):  # type: ignore[no-unt
             aux[k, A_DIRTY] = 0.0
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params, rest,  # type: ignore[no-untyped-def]
              options, pos, rot, scl, aux):
     """Solve batch item ``i``; returns ``(error, sweeps, limit_hits, changed)``.
@@ -539,7 +539,7 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
     return err, sweeps, hits, changed
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _rest_twist_pass(i, joints, t, r, rot, weights, kinds, params, rest, base_rot):  # type: ignore[no-untyped-def]
     """The ``twist="rest"`` policy on a solved chain: every turnable joint's twist about its bone from rest.
 
@@ -596,21 +596,21 @@ def unpack_plan(index, values):  # type: ignore[no-untyped-def]
     return joints, base_path, scale_joints, kinds, weights, params, rest
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _check(args):  # type: ignore[no-untyped-def]
     """The drivers' input check (:func:`~kinema._kernels.chain.input_status`): nothing is solved unless OK."""
     index, values, t, r, s, target, pole, options, err_out, counts_out = args
     return input_status(t, r, s, target, pole, unpack_plan(index, values)[2])
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _finish(args):  # type: ignore[no-untyped-def]
     """The drivers' output check (:func:`~kinema._kernels.chain.output_status`)."""
     index, values, t, r, s, target, pole, options, err_out, counts_out = args
     return output_status(t, r, err_out)
 
 
-@njit
+@njit(helper=True)
 def ccd_range(c0, c1, args):  # type: ignore[no-untyped-def]
     """Solve items ``c0 .. c1-1`` with one scratch set.
 

@@ -49,7 +49,7 @@ def joint_world(pp, pq, ps, tj, rj, sj):  # type: ignore[no-untyped-def]
     return (pp[0] + ps * d[0], pp[1] + ps * d[1], pp[2] + ps * d[2]), qmul(pq, qnormalize(rj)), ps * sj
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def path_world(path, i, t, r, s):  # type: ignore[no-untyped-def]
     """World ``(pos, rot, scale)`` at the end of ``path`` (root first), e.g. a chain's parent.
 
@@ -67,7 +67,7 @@ def path_world(path, i, t, r, s):  # type: ignore[no-untyped-def]
     return pos, rot, sc
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def chain_world(k0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl):  # type: ignore[no-untyped-def]
     """(Re)compute world transforms of chain joints ``k0..K-1`` into ``pos, rot, scl``.
 
@@ -97,7 +97,7 @@ def chain_world(k0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, 
         scl[k] = sc
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def all_finite(a):  # type: ignore[no-untyped-def]
     """Whether every value of ``a`` (any shape, any strides) is finite."""
     for v in a.flat:
@@ -106,7 +106,7 @@ def all_finite(a):  # type: ignore[no-untyped-def]
     return True
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def first_nonuniform(s, scale_joints, rtol):  # type: ignore[no-untyped-def]
     """First joint of ``scale_joints`` whose scale is not uniform in some row of ``s``, or -1.
 
@@ -125,7 +125,7 @@ def first_nonuniform(s, scale_joints, rtol):  # type: ignore[no-untyped-def]
     return -1
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def output_status(t, r, err):  # type: ignore[no-untyped-def]
     """Every driver's check of what it wrote: :data:`NONFINITE_RESULT` when a rotation, a translation or an
     error overflowed (finite inputs of absurd size), else :data:`OK`; the caller then returns nothing."""
@@ -134,7 +134,7 @@ def output_status(t, r, err):  # type: ignore[no-untyped-def]
     return NONFINITE_RESULT
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def input_status(t, r, s, target, pole, scale_joints):  # type: ignore[no-untyped-def]
     """Every chain driver's input check, before anything is solved (codes in :mod:`.constants`).
 
@@ -156,7 +156,7 @@ def parent_world_rot(k, base_rot, rot):  # type: ignore[no-untyped-def]
     return (rot[k - 1, 0], rot[k - 1, 1], rot[k - 1, 2], rot[k - 1, 3])
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def set_world_rot(k, q_world, base_rot, joints, i, r, rot):  # type: ignore[no-untyped-def]
     """Give chain joint ``k`` the world rotation ``q_world``.
 
@@ -174,7 +174,7 @@ def set_world_rot(k, q_world, base_rot, joints, i, r, rot):  # type: ignore[no-u
     rot[k, 3] = qw[3]
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def rotate_world(k, dq, base_rot, joints, i, r, rot):  # type: ignore[no-untyped-def]
     """Left-multiply the world correction ``dq`` onto chain joint ``k``: ``Q_world' = dq * Q_world``."""
     cur = (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])

@@ -15,13 +15,13 @@ import numpy as np
 from ._jit import njit
 
 
-@njit
+@njit(helper=True)
 def smoothstep(x):  # type: ignore[no-untyped-def]
     """``3x^2 - 2x^3`` for ``x`` in [0, 1]: the C1 ease of every contact ramp and cross-fade."""
     return x * x * (3.0 - 2.0 * x)
 
 
-@njit
+@njit(helper=True)
 def _next_state(on, h, v, h_on, h_off, v_on, v_off):  # type: ignore[no-untyped-def]
     """One step of the two-threshold state machine: enter within both ``on``, leave above either ``off``."""
     if on:

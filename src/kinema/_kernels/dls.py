@@ -241,7 +241,7 @@ def _fk(plan_i, lay, i, t, r, s, pos, rot, scl):  # type: ignore[no-untyped-def]
         scl[f] = sc
 
 
-@njit
+@njit(helper=True)
 def _dof_unit(plan_f, lay, k, ndof, a):  # type: ignore[no-untyped-def]
     """Local axis of DOF ``a`` of moving joint ``k``: ``e_a`` for a ball joint, the hinge axis for one DOF."""
     if ndof == 1:
@@ -254,7 +254,7 @@ def _dof_unit(plan_f, lay, k, ndof, a):  # type: ignore[no-untyped-def]
     return (0.0, 0.0, 1.0)
 
 
-@njit
+@njit(helper=True)
 def _look_dir(goals, i, g, p):  # type: ignore[no-untyped-def]
     """``(unit direction from p to the look-at target, distance)``; distance 0 when too close."""
     dx = goals[i, g, 0] - p[0]
@@ -459,7 +459,7 @@ def _jacobian(plan_i, plan_f, lay, i, goals, pos, rot, jac, world_axis):  # type
                     jac[row + 2, c] = sw * (dl[0] * vy - dl[1] * vx) * inv_dist
 
 
-@njit
+@njit(helper=True)
 def _block_columns(plan_i, lay, jac, nrows, block_n, mask):  # type: ignore[no-untyped-def]
     """Remove from ``jac``'s columns the remembered limit direction of each joint marked in ``mask``."""
     o_dof0, o_ndof = lay[3], lay[4]
@@ -478,7 +478,7 @@ def _block_columns(plan_i, lay, jac, nrows, block_n, mask):  # type: ignore[no-u
             jac[row, d0 + 2] -= c * block_n[k, 2]
 
 
-@njit
+@njit(helper=True)
 def _project_blocked(plan_i, lay, v, block_n, active):  # type: ignore[no-untyped-def]
     """Remove from DOF vector ``v`` the limit directions of the joints whose columns were blocked."""
     o_dof0, o_ndof = lay[3], lay[4]
@@ -495,7 +495,7 @@ def _project_blocked(plan_i, lay, v, block_n, active):  # type: ignore[no-untype
         v[d0 + 2] -= c * block_n[k, 2]
 
 
-@njit
+@njit(helper=True)
 def _cholesky_solve(a, y, m):  # type: ignore[no-untyped-def]
     """Solve ``a[:m, :m] x = y[:m]`` in place (``a`` symmetric positive definite; its lower triangle becomes L)."""
     for j in range(m):
@@ -523,7 +523,7 @@ def _cholesky_solve(a, y, m):  # type: ignore[no-untyped-def]
         y[row] = v / a[row, row]
 
 
-@njit
+@njit(helper=True)
 def _step(plan_i, plan_f, lay, lam, n_levels, use_pose, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, block_n,
           mask):  # type: ignore[no-untyped-def]
     """The prioritised damped step of the first ``n_levels`` levels (and the pose level when ``use_pose``) into
@@ -612,7 +612,7 @@ def _step(plan_i, plan_f, lay, lam, n_levels, use_pose, jac, err, basis, lev_j, 
             delta[c] += k_pose * lev_j[0, c]
 
 
-@njit
+@njit(helper=True)
 def _apply_step(plan_i, plan_f, lay, i, t, r, delta, scale, block_new):  # type: ignore[no-untyped-def]
     """Add ``scale * delta`` to the moving joints (clamped into their limits); returns the clamps that hit.
 
@@ -668,7 +668,7 @@ def _apply_step(plan_i, plan_f, lay, i, t, r, delta, scale, block_new):  # type:
     return hits
 
 
-@njit
+@njit(helper=True)
 def _save(plan_i, lay, i, t, r, q_save, t_io):  # type: ignore[no-untyped-def]
     for k in range(plan_i[P_N_MOVING]):
         j = plan_i[lay[0] + plan_i[lay[2] + k]]
@@ -680,7 +680,7 @@ def _save(plan_i, lay, i, t, r, q_save, t_io):  # type: ignore[no-untyped-def]
             t_io[1, a] = t[i, jr, a]
 
 
-@njit
+@njit(helper=True)
 def _restore(plan_i, lay, i, t, r, q_save, t_io):  # type: ignore[no-untyped-def]
     for k in range(plan_i[P_N_MOVING]):
         j = plan_i[lay[0] + plan_i[lay[2] + k]]
@@ -692,7 +692,7 @@ def _restore(plan_i, lay, i, t, r, q_save, t_io):  # type: ignore[no-untyped-def
             t[i, jr, a] = t_io[1, a]
 
 
-@njit
+@njit(helper=True)
 def _better(lvl, n_levels, new_cost, cost):  # type: ignore[no-untyped-def]
     """Whether a step's errors ``lvl[1]`` beat the current ``lvl[0]``, most important level first.
 
@@ -709,7 +709,7 @@ def _better(lvl, n_levels, new_cost, cost):  # type: ignore[no-untyped-def]
     return new_cost < cost
 
 
-@njit
+@njit(helper=True)
 def _levels_to_restore(lvl, n_upper):  # type: ignore[no-untyped-def]
     """How many of the first ``n_upper`` levels a correction must restore after the step: 1 + the last of them
     that got worse (floors and ``LEVEL_RTOL`` as in :func:`_better`), 0 when all are held.
@@ -725,7 +725,7 @@ def _levels_to_restore(lvl, n_upper):  # type: ignore[no-untyped-def]
     return k
 
 
-@njit
+@njit(helper=True)
 def _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch, lam, n_levels, use_pose):  # type: ignore[no-untyped-def]
     """One step from the current pose (whose residuals ``err``, ``e_pose`` are current): Jacobian,
     prioritised step of the first ``n_levels`` levels (and the pose level), limit directions, step cap,
@@ -784,7 +784,7 @@ def _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch, lam, n_levels, u
     return hits, size, new_cost, new_pose_err
 
 
-@njit
+@njit(helper=True)
 def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, diag, scratch):  # type: ignore[no-untyped-def]
     """Solve item ``i`` (see the module docs); writes ``r[i]`` (and the root translation) and ``diag[i]``."""
     (pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, world_axis,
@@ -938,13 +938,13 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, diag, scratch):  # type: i
     diag[i, D_POSE_ERROR] = pose_err
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _ok(args):  # type: ignore[no-untyped-def]
     """The drivers' checks: OK (:class:`kinema.DLS` checked the inputs; per-item problems are in ``diag``)."""
     return OK
 
 
-@njit
+@njit(helper=True)
 def dls_range(c0, c1, args):  # type: ignore[no-untyped-def]
     """Solve items ``c0 .. c1-1`` with one scratch set; ``args = (plan_i, plan_f, opts, t, r, s, goals, diag)``."""
     plan_i, plan_f, opts, t, r, s, goals, diag = args

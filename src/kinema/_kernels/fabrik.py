@@ -103,7 +103,7 @@ PIVOT_HOLD = 100.0
 PIVOT_DAMPING = 1e-6
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def clamp_local(lim_kind, lim_par, lim_rest, n, q):  # type: ignore[no-untyped-def]
     """Node ``n``'s local rotation ``q`` moved into its limit; ``(q', changed)``.
 
@@ -115,7 +115,7 @@ def clamp_local(lim_kind, lim_par, lim_rest, n, q):  # type: ignore[no-untyped-d
     return apply_limit_local(lim_kind[n], lim_par[n], row4(lim_rest, n), q)
 
 
-@njit
+@njit(helper=True)
 def _toward(frm, to, fallback):  # type: ignore[no-untyped-def]
     """Unit vector from ``frm`` to ``to``; ``fallback`` when they coincide (``<= AIM_EPS``)."""
     d = (to[0] - frm[0], to[1] - frm[1], to[2] - frm[2])
@@ -126,7 +126,7 @@ def _toward(frm, to, fallback):  # type: ignore[no-untyped-def]
     return (d[0] * inv, d[1] * inv, d[2] * inv)
 
 
-@njit
+@njit(helper=True)
 def _step(frm, to, length):  # type: ignore[no-untyped-def]
     """``(f, d)``: ``d = to - frm`` and ``f = length / |d|``, so ``frm + f d`` is at ``length`` from ``frm``
     toward ``to``; ``f = -1`` when the points coincide (``|d| <= AIM_EPS``).
@@ -141,7 +141,7 @@ def _step(frm, to, length):  # type: ignore[no-untyped-def]
     return math.sqrt(m2) * (length / m2), d
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def setup_item(i, base_path, joints, jpar, node_j, npar, t, r, s, pos, rot, scl, P, Q, L, V, D, M, U0):  # type: ignore[no-untyped-def]
     """World state of item ``i``: path joints' transforms, then the node arrays.
 
@@ -203,7 +203,7 @@ def setup_item(i, base_path, joints, jpar, node_j, npar, t, r, s, pos, rot, scl,
     return base_pos, base_rot, base_scl
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw):  # type: ignore[no-untyped-def]
     """World correction turning node ``n`` (world rotation ``qcur``, at ``pn``) toward its children's aims.
 
@@ -257,7 +257,7 @@ def _fit(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw):  # type: ignore[no-
     return total
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _anchor(n, child_ptr, child_idx, D, nw):  # type: ignore[no-untyped-def]
     """The one goal-bearing rigid leaf child (a goal head) of sub-base ``n``, or -1 (none, or several)."""
     anchor = -1
@@ -270,7 +270,7 @@ def _anchor(n, child_ptr, child_idx, D, nw):  # type: ignore[no-untyped-def]
     return anchor
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _on_two_spheres(x, p, r1, t, r2):  # type: ignore[no-untyped-def]
     """The point nearest ``x`` at distance ``r1`` from ``p`` and ``r2`` from ``t`` (a circle), or ``x`` when
     the spheres do not meet or ``x`` lies on the circle's axis."""
@@ -291,7 +291,7 @@ def _on_two_spheres(x, p, r1, t, r2):  # type: ignore[no-untyped-def]
             p[2] + along * u[2] + h * w[2] / wn)
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _fit_anchored(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw, anchor):  # type: ignore[no-untyped-def]
     """World correction for sub-base ``n`` with one goal-bearing rigid leaf child ``anchor`` (a goal head).
 
@@ -332,7 +332,7 @@ def _fit_anchored(qcur, n, aims, pn, child_ptr, child_idx, V, D, nw, anchor):  #
     return qnormalize(qmul((a[0] * sh, a[1] * sh, a[2] * sh, math.cos(0.5 * ang)), dq1))
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _hinge_fit(frame, params, qcur, n, aims, pn, child_ptr, child_idx, V):  # type: ignore[no-untyped-def]
     """World correction for a hinge node: the turn about its hinge axis that best aims its bone.
 
@@ -360,7 +360,7 @@ def _hinge_fit(frame, params, qcur, n, aims, pn, child_ptr, child_idx, V):  # ty
     return (h[0] * sh, h[1] * sh, h[2] * sh, math.cos(0.5 * ang))
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, child_idx, P, Q, L, V, D, M, nw,
                       lim_kind, lim_par, lim_rest, Qb, TB):  # type: ignore[no-untyped-def]
     """Forward pass on rotations: root to tips, turn each node toward its children's aims.
@@ -432,7 +432,7 @@ def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, chil
     return hits
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def chain_positions(P, Pb, D, U0, tgt, p_root, fixed_root, iterations, tol, has_pole, pole, budget, PU):  # type: ignore[no-untyped-def]
     """All FABRIK iterations of an unlimited chain on points (``MODE_POSITIONS``); returns the iterations run.
 
@@ -582,7 +582,7 @@ def backward(targets, i, ngoal, gw, npar, child_ptr, child_idx, P, Pb, Q, Qb, V,
         put3(Pb, n, pnew)
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _branch_reach(c, child_ptr, child_idx, D):  # type: ignore[no-untyped-def]
     """The sum of the bone lengths ``D`` below node ``c`` along its chain (a flexible branch's reach)."""
     reach = 0.0
@@ -593,7 +593,7 @@ def _branch_reach(c, child_ptr, child_idx, D):  # type: ignore[no-untyped-def]
     return reach
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _slack_subbase(targets, i, g, gw, n, child_ptr, child_idx, qn, qb, pnew, Pb, V, D, nw, br, btip, WB):  # type: ignore[no-untyped-def]
     """Sub-base ``n`` placed by the wants that bind: ``(pnew, qb)``, and ``WB[c]`` for each child.
 
@@ -638,7 +638,7 @@ def _slack_subbase(targets, i, g, gw, n, child_ptr, child_idx, qn, qb, pnew, Pb,
     return _rigid_centroid(targets, i, g, gw, n, child_ptr, child_idx, qb, Pb, V, WB, br, False), qb
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _rigid_centroid(targets, i, g, gw, n, child_ptr, child_idx, qb, Pb, V, W, br, bound_only):  # type: ignore[no-untyped-def]
     """Weighted centroid of sub-base ``n``'s wants with orientation ``qb``: its own goal ``g`` (weight
     ``gw[g]``, none when ``g < 0``) and, for each child ``c`` of weight ``W[c] > 0``, the place its backward
@@ -666,7 +666,7 @@ def _rigid_centroid(targets, i, g, gw, n, child_ptr, child_idx, qb, Pb, V, W, br
     return (ax / wsum, ay / wsum, az / wsum)
 
 
-@njit
+@njit(helper=True)
 def _solve_sym3(a00, a01, a02, a11, a12, a22, b):  # type: ignore[no-untyped-def]
     """``x`` with ``A x = b`` for the symmetric 3x3 ``A`` (Cramer's rule); zero when ``A`` is singular."""
     c0 = (a00, a01, a02)
@@ -679,7 +679,7 @@ def _solve_sym3(a00, a01, a02, a11, a12, a22, b):  # type: ignore[no-untyped-def
     return (vdot(b, vcross(c1, c2)) * inv, vdot(c0, vcross(b, c2)) * inv, vdot(c0, vcross(c1, b)) * inv)
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _pivot_subbase(targets, i, n, a, pp, pnew, qb, Pb, V, D, nw, child_ptr, child_idx, br, btip):  # type: ignore[no-untyped-def]
     """Sub-base ``n`` with goal head ``a`` turned about the head's goal until its flexible branches reach.
 
@@ -769,7 +769,7 @@ def _pivot_subbase(targets, i, n, a, pp, pnew, qb, Pb, V, D, nw, child_ptr, chil
     return pnew, qb
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def apply_pole(pole, A, B, nudge, budget, PU):  # type: ignore[no-untyped-def]
     """Turn each interior chain point of ``B`` about the line through its neighbours toward ``pole``.
 
@@ -849,7 +849,7 @@ def _errors(targets, i, goal_node, P, gerr):  # type: ignore[no-untyped-def]
     return worst
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def solve_item(i, opts, plan, limits, pose, io, scratch):  # type: ignore[no-untyped-def]
     """Solve batch item ``i`` in place (see the module docstring).
 
@@ -963,7 +963,7 @@ def solve_item(i, opts, plan, limits, pose, io, scratch):  # type: ignore[no-unt
     moved[i] = n_it > 0 or n_hits > 0
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def rest_twist_nodes(base_rot, use_limits, npar, child_ptr, child_idx, P, Q, L, V, D, M, lim_kind, lim_par,  # type: ignore[no-untyped-def]
                      lim_rest):
     """The ``twist="rest"`` policy on a solved item: each one-child node's twist about its bone from rest.
@@ -1012,7 +1012,7 @@ def rest_twist_nodes(base_rot, use_limits, npar, child_ptr, child_idx, P, Q, L, 
     return hits
 
 
-@njit
+@njit(helper=True)
 def _scratch(n_path, kn):  # type: ignore[no-untyped-def]
     return (np.empty((n_path, 3)), np.empty((n_path, 4)), np.empty(n_path), np.empty((kn, 3)), np.empty((kn, 3)),
             np.empty((kn, 4)), np.empty((kn, 4)), np.empty((kn, 4)), np.empty((kn, 3)), np.empty(kn),
@@ -1076,7 +1076,7 @@ def unpack_plan(index, weights):  # type: ignore[no-untyped-def]
             br, btip)
 
 
-@njit
+@njit(helper=True)
 def solve_range(c0, c1, args):  # type: ignore[no-untyped-def]
     """Items ``c0 .. c1-1`` with one scratch set.
 
@@ -1090,7 +1090,7 @@ def solve_range(c0, c1, args):  # type: ignore[no-untyped-def]
     _solve_items(c0, c1, args, scratch)
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _solve_items(c0, c1, args, scratch):  # type: ignore[no-untyped-def]
     """:func:`solve_range` after its scratch allocation: the plan's views are made here, where they cost no
     reference counting, and the options are read once for all the items."""
@@ -1107,14 +1107,14 @@ def _solve_items(c0, c1, args, scratch):  # type: ignore[no-untyped-def]
         solve_item(i, opts, plan, limits, pose, io, scratch)
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _check(args):  # type: ignore[no-untyped-def]
     """The drivers' input check (:func:`~kinema._kernels.chain.input_status`): nothing is solved unless OK."""
     index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles, gerr, counts, moved = args
     return input_status(t, r, s, targets, poles, unpack_plan(index, weights)[11])
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _finish(args):  # type: ignore[no-untyped-def]
     """The drivers' output check (:func:`~kinema._kernels.chain.output_status`)."""
     index, weights, options, lim_kind, lim_par, lim_rest, t, r, s, targets, poles, gerr, counts, moved = args

@@ -13,7 +13,7 @@ from .chain import joint_world
 from .quat import qconj, qmul, qnormalize, qrotate, qto_matrix
 
 
-@njit
+@njit(helper=True)
 def _mat3_mul(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     return (
         a[0] * b[0] + a[1] * b[3] + a[2] * b[6],
@@ -28,7 +28,7 @@ def _mat3_mul(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     )
 
 
-@njit
+@njit(helper=True)
 def _mat3_vec(a: tuple, v: tuple) -> tuple:  # type: ignore[type-arg]
     return (
         a[0] * v[0] + a[1] * v[1] + a[2] * v[2],
@@ -37,7 +37,7 @@ def _mat3_vec(a: tuple, v: tuple) -> tuple:  # type: ignore[type-arg]
     )
 
 
-@njit
+@njit(helper=True)
 def _mat3_inv(a: tuple) -> tuple:  # type: ignore[type-arg]
     c00 = a[4] * a[8] - a[5] * a[7]
     c01 = a[5] * a[6] - a[3] * a[8]
@@ -51,12 +51,12 @@ def _mat3_inv(a: tuple) -> tuple:  # type: ignore[type-arg]
     )
 
 
-@njit
+@njit(helper=True)
 def _read_mat3(m: np.ndarray) -> tuple:  # type: ignore[type-arg]
     return (m[0, 0], m[0, 1], m[0, 2], m[1, 0], m[1, 1], m[1, 2], m[2, 0], m[2, 1], m[2, 2])
 
 
-@njit
+@njit(helper=True)
 def _write_linear(out: np.ndarray, lin: tuple, p: tuple) -> None:  # type: ignore[type-arg]
     for a in range(3):
         for b in range(3):
@@ -66,7 +66,7 @@ def _write_linear(out: np.ndarray, lin: tuple, p: tuple) -> None:  # type: ignor
     out[3, 3] = 1.0
 
 
-@njit
+@njit(helper=True)
 def fk_uniform_item(i, parents, t_local, r_local, s_local, pos_world, rot_world, scale_world):  # type: ignore[no-untyped-def]
     """:func:`fk_item` for uniform scales without matrices: the same operations, only the FK step.
 
@@ -97,7 +97,7 @@ def fk_uniform_item(i, parents, t_local, r_local, s_local, pos_world, rot_world,
         rot_world[i, j, 3] = wq[3]
 
 
-@njit
+@njit(helper=True)
 def fk_item(i, parents, t_local, r_local, s_local, uniform, want_matrices, pos_world, rot_world, scale_world,  # type: ignore[no-untyped-def]
             mat_world):
     """World transforms of every joint of item ``i`` (see :func:`fk_serial` for the arrays).
@@ -200,7 +200,7 @@ def fk_uniform_parallel(n_chunks, parents, t_local, r_local, s_local, pos_world,
             fk_uniform_item(i, parents, t_local, r_local, s_local, pos_world, rot_world, scale_world)
 
 
-@njit
+@njit(helper=True)
 def world_to_local_item(i, parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work):  # type: ignore[no-untyped-def]
     """Inverse of :func:`fk_item` for item ``i``: ``q_local = conj(q_parent) q``, ``t = L_parent^-1 (p - p_parent)``.
 

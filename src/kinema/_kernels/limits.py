@@ -58,13 +58,13 @@ SWING_DIR_EPS = 1e-15
 _TWO_PI = 2.0 * math.pi
 
 
-@njit
+@njit(helper=True)
 def wrap_near(a: float, center: float) -> float:
     """``a`` plus a multiple of 2 pi, in ``[center - pi, center + pi)``."""
     return center + ((a - center + math.pi) % _TWO_PI - math.pi)
 
 
-@njit
+@njit(helper=True)
 def clamp_angle(a: float, lo: float, hi: float) -> float:
     """Clamp angle ``a`` into ``[lo, hi]`` going the short way round the circle.
 
@@ -81,7 +81,7 @@ def clamp_angle(a: float, lo: float, hi: float) -> float:
     return a
 
 
-@njit
+@njit(helper=True)
 def _angle_excess(a: float, lo: float, hi: float) -> float:
     """How far (radians, >= 0) angle ``a`` lies outside ``[lo, hi]``, modulo 2 pi."""
     w = wrap_near(a, 0.5 * (lo + hi))
@@ -92,7 +92,7 @@ def _angle_excess(a: float, lo: float, hi: float) -> float:
     return 0.0
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _swing_bound(params, n1: float, n2: float) -> float:  # type: ignore[no-untyped-def]
     """Largest swing angle along unit direction ``(n1, n2)`` of the (elliptical) cone.
 
@@ -107,7 +107,7 @@ def _swing_bound(params, n1: float, n2: float) -> float:  # type: ignore[no-unty
     return s1 * s2 / den
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _swing_parts(params, swing):  # type: ignore[no-untyped-def]
     """``(angle, n1, n2)`` of a swing quaternion: its angle and unit direction in the (e1, e2) plane."""
     ang = qangle(swing)
@@ -128,7 +128,7 @@ def _swing_parts(params, swing):  # type: ignore[no-untyped-def]
     return ang, c1 / r, c2 / r
 
 
-@njit
+@njit(helper=True)
 def _euler_solutions(q, i: int, j: int, k: int, extrinsic: bool):  # type: ignore[no-untyped-def]
     """Both Euler triples of ``q`` for the sequence: the principal one and its twin.
 
@@ -143,7 +143,7 @@ def _euler_solutions(q, i: int, j: int, k: int, extrinsic: bool):  # type: ignor
     return e, f
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _euler_excess(params, e) -> float:  # type: ignore[no-untyped-def]
     m = 0.0
     for a in range(3):
@@ -153,7 +153,7 @@ def _euler_excess(params, e) -> float:  # type: ignore[no-untyped-def]
     return m
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def limit_violation(kind: int, params, q_rel) -> float:  # type: ignore[no-untyped-def]
     """How far (radians, >= 0) the rest-relative rotation ``q_rel`` lies outside the limit.
 
@@ -190,7 +190,7 @@ def limit_violation(kind: int, params, q_rel) -> float:  # type: ignore[no-untyp
     return 0.0
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def apply_limit(kind: int, params, q_rel):  # type: ignore[no-untyped-def]
     """Clamp the rest-relative rotation ``q_rel`` into the limit: ``(q_rel_out, hit)``.
 
@@ -250,7 +250,7 @@ def apply_limit(kind: int, params, q_rel):  # type: ignore[no-untyped-def]
     return out, True
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _clamp_euler(params, q):  # type: ignore[no-untyped-def]
     """Clamp ``q`` into an Euler box without flips near +-180 degrees.
 

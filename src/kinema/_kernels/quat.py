@@ -40,19 +40,19 @@ VEC_NORM_EPS = 1e-12
 OPPOSITE_SINE_EPS = 1e-15
 
 
-@njit
+@njit(helper=True)
 def row3(a, k):  # type: ignore[no-untyped-def]
     """Row ``k`` of an ``(n, 3)`` array as a vector tuple."""
     return (a[k, 0], a[k, 1], a[k, 2])
 
 
-@njit
+@njit(helper=True)
 def row4(a, k):  # type: ignore[no-untyped-def]
     """Row ``k`` of an ``(n, 4)`` array as a quaternion tuple."""
     return (a[k, 0], a[k, 1], a[k, 2], a[k, 3])
 
 
-@njit
+@njit(helper=True)
 def put3(a, k, v):  # type: ignore[no-untyped-def]
     """Write vector tuple ``v`` into row ``k`` of an ``(n, 3)`` array."""
     a[k, 0] = v[0]
@@ -60,7 +60,7 @@ def put3(a, k, v):  # type: ignore[no-untyped-def]
     a[k, 2] = v[2]
 
 
-@njit
+@njit(helper=True)
 def put4(a, k, q):  # type: ignore[no-untyped-def]
     """Write quaternion tuple ``q`` into row ``k`` of an ``(n, 4)`` array."""
     a[k, 0] = q[0]
@@ -69,12 +69,12 @@ def put4(a, k, q):  # type: ignore[no-untyped-def]
     a[k, 3] = q[3]
 
 
-@njit
+@njit(helper=True)
 def vdot(a: tuple, b: tuple) -> float:  # type: ignore[type-arg]
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@njit
+@njit(helper=True)
 def vcross(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     return (
         a[1] * b[2] - a[2] * b[1],
@@ -83,33 +83,33 @@ def vcross(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     )
 
 
-@njit
+@njit(helper=True)
 def vnorm(a: tuple) -> float:  # type: ignore[type-arg]
     return math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
 
 
-@njit
+@njit(helper=True)
 def vadd(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
 
 
-@njit
+@njit(helper=True)
 def vsub(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
 
 
-@njit
+@njit(helper=True)
 def vscale(a: tuple, s: float) -> tuple:  # type: ignore[type-arg]
     return (a[0] * s, a[1] * s, a[2] * s)
 
 
-@njit
+@njit(helper=True)
 def vmul(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     """Component-wise product."""
     return (a[0] * b[0], a[1] * b[1], a[2] * b[2])
 
 
-@njit
+@njit(helper=True)
 def vnormalized(a: tuple) -> tuple:  # type: ignore[type-arg]
     """Unit vector along ``a``; the zero vector when ``|a| <= VEC_NORM_EPS``."""
     n = vnorm(a)
@@ -119,7 +119,7 @@ def vnormalized(a: tuple) -> tuple:  # type: ignore[type-arg]
     return (a[0] * inv, a[1] * inv, a[2] * inv)
 
 
-@njit
+@njit(helper=True)
 def vperpendicular(u: tuple) -> tuple:  # type: ignore[type-arg]
     """A unit vector perpendicular to the unit vector ``u``.
 
@@ -138,7 +138,7 @@ def vperpendicular(u: tuple) -> tuple:  # type: ignore[type-arg]
     return vnormalized(c)
 
 
-@njit
+@njit(helper=True)
 def qmul(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     """Hamilton product ``a * b`` of xyzw quaternions."""
     ax, ay, az, aw = a
@@ -151,17 +151,17 @@ def qmul(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     )
 
 
-@njit
+@njit(helper=True)
 def qconj(q: tuple) -> tuple:  # type: ignore[type-arg]
     return (-q[0], -q[1], -q[2], q[3])
 
 
-@njit
+@njit(helper=True)
 def qdot(a: tuple, b: tuple) -> float:  # type: ignore[type-arg]
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
 
 
-@njit
+@njit(helper=True)
 def qnormalize(q: tuple) -> tuple:  # type: ignore[type-arg]
     """Unit quaternion along ``q``; identity when ``|q| <= QUAT_NORM_EPS``."""
     n2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]
@@ -176,7 +176,7 @@ def qnormalize(q: tuple) -> tuple:  # type: ignore[type-arg]
     return (q[0] * inv, q[1] * inv, q[2] * inv, q[3] * inv)
 
 
-@njit
+@njit(helper=True)
 def qcanonical(q: tuple) -> tuple:  # type: ignore[type-arg]
     """``q`` or ``-q``, whichever has ``w >= 0`` (ties broken on x, y, z)."""
     if q[3] > 0.0:
@@ -191,7 +191,7 @@ def qcanonical(q: tuple) -> tuple:  # type: ignore[type-arg]
     return q
 
 
-@njit
+@njit(helper=True)
 def qrotate(q: tuple, v: tuple) -> tuple:  # type: ignore[type-arg]
     """Rotate vector ``v`` by unit quaternion ``q``: ``v + 2w(u x v) + 2u x (u x v)``."""
     ux, uy, uz, w = q
@@ -205,7 +205,7 @@ def qrotate(q: tuple, v: tuple) -> tuple:  # type: ignore[type-arg]
     )
 
 
-@njit
+@njit(helper=True)
 def qfrom_axis_angle(axis: tuple, angle: float) -> tuple:  # type: ignore[type-arg]
     """Rotation by ``angle`` radians about ``axis`` (normalised here; a zero axis gives identity)."""
     u = vnormalized(axis)
@@ -216,14 +216,14 @@ def qfrom_axis_angle(axis: tuple, angle: float) -> tuple:  # type: ignore[type-a
     return (u[0] * s, u[1] * s, u[2] * s, math.cos(h))
 
 
-@njit
+@njit(helper=True)
 def qangle(q: tuple) -> float:  # type: ignore[type-arg]
     """Rotation angle of unit ``q`` in [0, pi]: ``2 atan2(|xyz|, |w|)``."""
     s = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2])
     return 2.0 * math.atan2(s, abs(q[3]))
 
 
-@njit
+@njit(helper=True)
 def qto_rotvec(q: tuple) -> tuple:  # type: ignore[type-arg]
     """Rotation vector (axis * angle, angle in [0, pi]) of unit ``q``."""
     c = qcanonical(q)
@@ -237,7 +237,7 @@ def qto_rotvec(q: tuple) -> tuple:  # type: ignore[type-arg]
     return (c[0] * k, c[1] * k, c[2] * k)
 
 
-@njit
+@njit(helper=True)
 def qfrom_rotvec(r: tuple) -> tuple:  # type: ignore[type-arg]
     angle = vnorm(r)
     h = 0.5 * angle
@@ -249,7 +249,7 @@ def qfrom_rotvec(r: tuple) -> tuple:  # type: ignore[type-arg]
     return (r[0] * k, r[1] * k, r[2] * k, math.cos(h))
 
 
-@njit
+@njit(helper=True)
 def qhalfway(c: tuple, sc2: float, nab: float, d: float) -> tuple:  # type: ignore[type-arg]
     """``normalize(c, nab + d)`` with ``c = a x b``, ``sc2 = |c|^2``, ``nab = |a||b|``, ``d = a . b``: the minimal
     rotation from ``a``'s direction to ``b``'s, well conditioned for ``d >= 0`` (up to 90 degrees).
@@ -263,7 +263,7 @@ def qhalfway(c: tuple, sc2: float, nab: float, d: float) -> tuple:  # type: igno
     return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv)
 
 
-@njit
+@njit(helper=True)
 def qfrom_two_vectors(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     """Minimal rotation taking the direction of ``a`` to the direction of ``b``.
 
@@ -307,7 +307,7 @@ def qfrom_two_vectors(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     return (c[0] * inv, c[1] * inv, c[2] * inv, w * inv)
 
 
-@njit
+@njit(helper=True)
 def qswing_twist(q: tuple, axis: tuple) -> tuple:  # type: ignore[type-arg]
     """Split unit ``q`` into ``(swing, twist)`` with ``q = swing * twist``.
 
@@ -326,7 +326,7 @@ def qswing_twist(q: tuple, axis: tuple) -> tuple:  # type: ignore[type-arg]
     return (swing, twist)
 
 
-@njit
+@njit(helper=True)
 def qrest_twist(q_local: tuple, q_rest_local: tuple, axis_bone: tuple) -> tuple:  # type: ignore[type-arg]
     """``q_local`` with its twist about the bone replaced by the rest pose's (the ``twist="rest"`` policy).
 
@@ -340,7 +340,7 @@ def qrest_twist(q_local: tuple, q_rest_local: tuple, axis_bone: tuple) -> tuple:
     return qnormalize(qmul(q_rest_local, parts[0]))
 
 
-@njit
+@njit(helper=True)
 def twist_angle(twist: tuple, axis: tuple) -> float:  # type: ignore[type-arg]
     """Signed angle in (-pi, pi] of a twist quaternion about the unit ``axis``."""
     s = twist[0] * axis[0] + twist[1] * axis[1] + twist[2] * axis[2]
@@ -351,7 +351,7 @@ def twist_angle(twist: tuple, axis: tuple) -> float:  # type: ignore[type-arg]
     return 2.0 * math.atan2(s, w)
 
 
-@njit
+@njit(helper=True)
 def qslerp(a: tuple, b: tuple, t: float) -> tuple:  # type: ignore[type-arg]
     """Shortest-path spherical interpolation; nlerp when the angle is tiny."""
     d = qdot(a, b)
@@ -370,7 +370,7 @@ def qslerp(a: tuple, b: tuple, t: float) -> tuple:  # type: ignore[type-arg]
                        wa * a[2] + wb * b[2], wa * a[3] + wb * b[3]))
 
 
-@njit
+@njit(helper=True)
 def qnlerp(a: tuple, b: tuple, t: float) -> tuple:  # type: ignore[type-arg]
     if qdot(a, b) < 0.0:
         b = (-b[0], -b[1], -b[2], -b[3])
@@ -378,7 +378,7 @@ def qnlerp(a: tuple, b: tuple, t: float) -> tuple:  # type: ignore[type-arg]
                        a[2] + t * (b[2] - a[2]), a[3] + t * (b[3] - a[3])))
 
 
-@njit
+@njit(helper=True)
 def qto_matrix(q: tuple) -> tuple:  # type: ignore[type-arg]
     """Row-major 3x3 rotation matrix of unit ``q`` as a 9-tuple."""
     x, y, z, w = q
@@ -398,7 +398,7 @@ def qto_matrix(q: tuple) -> tuple:  # type: ignore[type-arg]
     )
 
 
-@njit
+@njit(helper=True)
 def qfrom_matrix(m00: float, m01: float, m02: float, m10: float, m11: float,
                  m12: float, m20: float, m21: float, m22: float) -> tuple:  # type: ignore[type-arg]
     """Unit quaternion of a rotation matrix (Shepperd's method, largest pivot)."""
@@ -418,7 +418,7 @@ def qfrom_matrix(m00: float, m01: float, m02: float, m10: float, m11: float,
     return qcanonical(qnormalize(q))
 
 
-@njit
+@njit(helper=True)
 def qfrom_euler(a0: float, a1: float, a2: float, i: int, j: int, k: int, extrinsic: bool) -> tuple:  # type: ignore[type-arg]
     """Quaternion of Euler angles about axes ``i, j, k`` (0=x, 1=y, 2=z).
 
@@ -433,7 +433,7 @@ def qfrom_euler(a0: float, a1: float, a2: float, i: int, j: int, k: int, extrins
     return qmul(q0, qmul(q1, q2))
 
 
-@njit
+@njit(helper=True)
 def _elementary(axis: int, angle: float) -> tuple:  # type: ignore[type-arg]
     h = 0.5 * angle
     s = math.sin(h)
@@ -450,7 +450,7 @@ def _elementary(axis: int, angle: float) -> tuple:  # type: ignore[type-arg]
 EULER_GIMBAL_EPS = 1e-7
 
 
-@njit
+@njit(helper=True)
 def qto_euler(q: tuple, i: int, j: int, k: int, extrinsic: bool) -> tuple:  # type: ignore[type-arg]
     """Euler angles of unit ``q`` for axes ``i, j, k`` (the convention of ``qfrom_euler``).
 
@@ -501,7 +501,7 @@ def qto_euler(q: tuple, i: int, j: int, k: int, extrinsic: bool) -> tuple:  # ty
     return (_wrap(e0), _wrap(mid), _wrap(e2))
 
 
-@njit
+@njit(helper=True)
 def _wrap(a: float) -> float:
     """Wrap an angle to [-pi, pi)."""
     return (a + math.pi) % (2.0 * math.pi) - math.pi

@@ -190,14 +190,14 @@ def _finite3(v):  # type: ignore[no-untyped-def]
     return math.isfinite(v[0]) and math.isfinite(v[1]) and math.isfinite(v[2])
 
 
-@njit
+@njit(helper=True)
 def _perp(x, u):  # type: ignore[no-untyped-def]
     """Component of ``x`` perpendicular to the unit ``u``: ``x - u (x . u)``."""
     k = vdot(x, u)
     return (x[0] - u[0] * k, x[1] - u[1] * k, x[2] - u[2] * k)
 
 
-@njit
+@njit(helper=True)
 def _perp_unit(x, u, ref):  # type: ignore[no-untyped-def]
     """``(unit(x - u (x . u)), True)`` when that perpendicular part is longer than ``BEND_PERP_RTOL * ref``,
     else ``((0, 0, 0), False)``.
@@ -219,7 +219,7 @@ def _perp_unit(x, u, ref):  # type: ignore[no-untyped-def]
     return (p[0] / n, p[1] / n, p[2] / n), True
 
 
-@njit
+@njit(helper=True)
 def reach_distance(d, lo, hi, soft):  # type: ignore[no-untyped-def]
     """Shoulder-to-end distance actually used for a target at distance ``d``.
 
@@ -280,13 +280,13 @@ def _arm_lengths(pa, pb, pc, margin):  # type: ignore[no-untyped-def]
     return OK, a, b, abs(a - b) + m, length - m
 
 
-@njit
+@njit(helper=True)
 def _angle(x, y):  # type: ignore[no-untyped-def]
     """Radians between two vectors (atan2 form: accurate for tiny angles)."""
     return math.atan2(vnorm(vcross(x, y)), vdot(x, y))
 
 
-@njit
+@njit(helper=True)
 def _smooth_aim(u, p, h, u_prev, choice, pole_line):  # type: ignore[no-untyped-def]
     """``(aim, choice)``: the unit line (perpendicular to ``u``) the bend direction heads for this frame.
 
@@ -338,7 +338,7 @@ def _smooth_aim(u, p, h, u_prev, choice, pole_line):  # type: ignore[no-untyped-
     return aim, choice
 
 
-@njit
+@njit(helper=True)
 def _smooth_bend(u, w, h, hist, sin_beta, bend_step, pole_line):  # type: ignore[no-untyped-def]
     """``(v, p, turn, choice)``: the rate-limited bend direction of ``SMOOTH`` history mode (``p`` the unit
     shoulder-to-pole direction).
@@ -382,7 +382,7 @@ def _smooth_bend(u, w, h, hist, sin_beta, bend_step, pole_line):  # type: ignore
     return v, p, turn, choice
 
 
-@njit
+@njit(helper=True)
 def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft, hist, bend_step):  # type: ignore[no-untyped-def]
     """Where the elbow and the end go, from the shoulder, elbow and end world positions ``pa, pb, pc``.
 
@@ -480,14 +480,14 @@ def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft, hist, 
     return v, elbow, end, (u[0], u[1], u[2], p_dir[0], p_dir[1], p_dir[2], turn, choice)
 
 
-@njit
+@njit(helper=True)
 def _in_range(x, lo, hi):  # type: ignore[no-untyped-def]
     """``x + 2 pi k`` for the ``k`` that puts it in ``[lo, hi]`` (a range within [-pi, pi]), and whether one does."""
     y = lo + (x - lo) % (2.0 * math.pi)
     return y, y <= hi + HINGE_SLACK
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _hinge_arm(pa, rot_a, s_a, t_l, s_l, t_e, q_l, params, base_rot, lo, hi, tgt, pole, hint, flags, soft, pb,
                pc, a, b, hist, bend_step):  # type: ignore[no-untyped-def]
     """A plain arm whose lower joint is a hinge: ``(upper local, lower local, bend direction, hit, history
@@ -576,7 +576,7 @@ def _hinge_arm(pa, rot_a, s_a, t_l, s_l, t_e, q_l, params, base_rot, lo, hi, tgt
     return qnormalize(qmul(qconj(base_rot), q_upper)), q_lower, v, hit, hrow
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _rest_twist(k, rest, dir_world, base_rot, joints, i, r, rot):  # type: ignore[no-untyped-def]
     """``twist="rest"`` for chain joint ``k``: its local rotation keeps its swing and takes its twist about
     the bone (``dir_world``, the world direction from the joint to the next named one) from ``rest``
@@ -593,7 +593,7 @@ def _rest_twist(k, rest, dir_world, base_rot, joints, i, r, rot):  # type: ignor
         rot[k, c] = qn[c]
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _solve_item(i, chain, pose, item, params, flags, scratch, start):  # type: ignore[no-untyped-def]
     """Solve batch item ``i`` in place; returns ``(status, error, reached, bend_direction, limit_hit,
     history row)``.
@@ -745,7 +745,7 @@ def _solve_item(i, chain, pose, item, params, flags, scratch, start):  # type: i
     return OK, err, err <= REACH_RTOL * length, v, hit, hrow
 
 
-@njit
+@njit(helper=True)
 def _solve_range(lo, hi, args):  # type: ignore[no-untyped-def]
     """Solve items ``lo .. hi-1`` with one scratch set.
 
@@ -826,7 +826,7 @@ def _solve_range(lo, hi, args):  # type: ignore[no-untyped-def]
                 hist_out[i, c] = res[5][c]
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _input_status(args):  # type: ignore[no-untyped-def]
     """The drivers' check of every input before anything is solved (codes in :mod:`.constants`)."""
     plan, params, t, r, s, target, pole, hint, erot, hist, weight, soft, margin = args[:13]
@@ -839,7 +839,7 @@ def _input_status(args):  # type: ignore[no-untyped-def]
     return OK
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _result_status(args):  # type: ignore[no-untyped-def]
     """:func:`~kinema._kernels.chain.output_status` once every item was solved (an item that could not be
     solved reports its own status and leaves NaN in ``err``)."""
@@ -873,7 +873,7 @@ def drivers_for(flags: int) -> Drivers:
 
 
 # ------------------------------------------------------------------------ 2D
-@njit
+@njit(helper=True)
 def _solve_2d_item(rx, ry, tx, ty, l1, l2, bend, margin, soft):  # type: ignore[no-untyped-def]
     """``(status, elbow_x, elbow_y, end_x, end_y, angle1, angle2, error)`` for one 2D arm."""
     nan = math.nan
@@ -907,7 +907,7 @@ def _solve_2d_item(rx, ry, tx, ty, l1, l2, bend, margin, soft):  # type: ignore[
     return OK, ex, ey, cx, cy, a1, a2, err
 
 
-@njit
+@njit(helper=True)
 def _solve_2d_range(lo, hi, args):  # type: ignore[no-untyped-def]
     """2D arms ``lo .. hi-1``: ``args = (root, target, l1, l2, bend, margin, soft, elbow, end, angles, err,
     status)``, inputs with 1 or ``N`` rows; outputs ``elbow, end (N,2)``, ``angles (N,2)``, ``err, status (N,)``."""
@@ -934,7 +934,7 @@ def _solve_2d_range(lo, hi, args):  # type: ignore[no-untyped-def]
         err[i] = res[7]
 
 
-@njit(borrows=True)
+@njit(borrows=True, helper=True)
 def _ok_2d(args):  # type: ignore[no-untyped-def]
     """The 2D drivers' checks: OK (each item reports its own status)."""
     return OK

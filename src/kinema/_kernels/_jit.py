@@ -102,11 +102,13 @@ def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False,
         saved = _config.CACHE_DIR
         _config.CACHE_DIR = _CACHE_DIR
         try:
-            options: dict[str, Any] = {"_nrt": False} if borrows else {}
+            options: dict[str, Any] = {"parallel": parallel, "nogil": True,
+                                       "inline": "always" if inline else "never"}
+            if borrows:
+                options["_nrt"] = False
             if helper and not _config.DISABLE_JIT:
-                return cast(F, _helper_dispatcher(f, parallel, inline, options))
-            return cast(F, numba.njit(cache=True, parallel=parallel, nogil=True,
-                                      inline="always" if inline else "never", **options)(f))
+                return cast(F, _helper_dispatcher(f, options))
+            return cast(F, numba.njit(cache=True, **options)(f))
         finally:
             _config.CACHE_DIR = saved
 
@@ -132,13 +134,12 @@ class _HelperDispatcher(numba.core.registry.CPUDispatcher):  # type: ignore[misc
                                  "(njit(helper=True)): call it from a kernel, or with NUMBA_DISABLE_JIT=1")
 
 
-def _helper_dispatcher(f: Callable[..., Any], parallel: bool, inline: bool, options: dict[str, Any]) -> Any:
-    """What ``numba.njit(cache=True, ...)(f)`` builds (``numba.core.decorators._jit``), as a
+def _helper_dispatcher(f: Callable[..., Any], options: dict[str, Any]) -> Any:
+    """What ``numba.njit(cache=True, **options)(f)`` builds (``numba.core.decorators._jit``), as a
     :class:`_HelperDispatcher` compiled without the CPython and cfunc wrappers (numba's
     ``no_cpython_wrapper`` and ``no_cfunc_wrapper`` options, the ones its ``overload`` helpers get)."""
     disp = _HelperDispatcher(py_func=f, locals={}, targetoptions={
-        "nopython": True, "parallel": parallel, "nogil": True, "inline": "always" if inline else "never",
-        "no_cpython_wrapper": True, "no_cfunc_wrapper": True, **options})
+        "nopython": True, **options, "no_cpython_wrapper": True, "no_cfunc_wrapper": True})
     disp.enable_caching()
     return disp
 
@@ -152,7 +153,7 @@ def njit_like(kernel: Any, func: F) -> F:
     """
     opts = getattr(kernel, "targetoptions", {})
     return cast(F, njit(func, parallel=bool(opts.get("parallel", False)), inline=opts.get("inline") == "always",
-                        borrows=opts.get("_nrt") is False, helper=isinstance(kernel, _HelperDispatcher)))
+                        borrows=opts.get("_nrt") is False, helper=opts.get("no_cpython_wrapper") is True))
 
 
 def num_threads() -> int:

@@ -306,6 +306,29 @@ def test_finite_extremes_solve_or_raise_never_nan() -> None:
             assert np.all(np.isfinite(res.error))
 
 
+
+@pytest.mark.parametrize("n", [3, PARALLEL_MIN_ITEMS + 5])
+def test_two_bone_checks_the_rows_it_solves_serial_and_parallel(n: int) -> None:
+    """Two-bone reads one pose row when every item starts from the same pose, all rows otherwise, and checks each
+    item's output on the item's own thread: a NaN in the last row of a per-item pose is refused, and one
+    overflowing target among finite ones raises the overflow error (serial and parallel drivers)."""
+    sk = make_rig()
+    tg = targets_for(sk, n, "c3")
+    per_item = kinema.Pose(*(np.broadcast_to(a, (n,) + a.shape).copy() for a in
+                             (sk.rest_pose().translations, sk.rest_pose().rotations, sk.rest_pose().scales)))
+    per_item.rotations[-1, 2, 3] = np.nan
+    with pytest.raises(kinema.SolverInputError, match=r"rotations \(first at index \(" + str(n - 1)):
+        kinema.solve_two_bone(sk, per_item, ARM, tg)
+    big = tg.copy()
+    big[n - 2] = [1e155, 0.0, 0.0]  # the error |end - target| overflows: 1e155 squared
+    for pose in (sk.rest_pose(), kinema.Pose(*(np.nan_to_num(a, nan=1.0) for a in
+                                               (per_item.translations, per_item.rotations, per_item.scales)))):
+        with pytest.raises(kinema.SolverInputError, match="overflowed float64"):
+            kinema.solve_two_bone(sk, pose, ARM, big)
+        res = kinema.solve_two_bone(sk, pose, ARM, tg)  # the same batch without it solves
+        assert np.all(np.isfinite(res.error)) and np.all(np.isfinite(res.pose.rotations))
+
+
 # ------------------------------------------------------------------ weight, out, moved
 def test_weight_zero_keeps_the_input_and_weight_blends() -> None:
     sk = make_rig()

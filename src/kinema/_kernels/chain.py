@@ -135,6 +135,20 @@ def output_status(t, r, err):  # type: ignore[no-untyped-def]
 
 
 @njit(borrows=True, helper=True)
+def item_finite(r, i, joints, err):  # type: ignore[no-untyped-def]
+    """Whether item ``i``'s rotations of ``joints`` and its error ``err`` are finite: what one item's solve
+    wrote (the per-item form of :func:`output_status`, for a solver that writes nothing else)."""
+    if not math.isfinite(err):
+        return False
+    for k in range(joints.shape[0]):
+        j = joints[k]
+        for c in range(4):
+            if not math.isfinite(r[i, j, c]):
+                return False
+    return True
+
+
+@njit(borrows=True, helper=True)
 def input_status(t, r, s, target, pole, scale_joints):  # type: ignore[no-untyped-def]
     """Every chain driver's input check, before anything is solved (codes in :mod:`.constants`).
 

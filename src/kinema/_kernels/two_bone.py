@@ -29,13 +29,13 @@ from .chain import (
     all_finite,
     chain_world,
     input_status,
-    output_status,
+    item_finite,
     parent_world_rot,
     path_world,
     rotate_world,
     set_world_rot,
 )
-from .constants import NONFINITE_INPUT, OK, ZERO_QUAT_EPS
+from .constants import NONFINITE_INPUT, NONFINITE_RESULT, OK, ZERO_QUAT_EPS
 from .drivers import Drivers, make_drivers, specialise
 from .quat import (
     qconj,
@@ -815,7 +815,9 @@ def _solve_range(lo, hi, args):  # type: ignore[no-untyped-def]
                  hist[ihs, 6], hist[ihs, 7]))
         res = _solve_item(i, chain, pose, item, params, flags, scratch, start)
         hits[i] = 1 if res[4] else 0
-        status[i] = res[0]
+        # The output check, per item (here, on the item's own thread): the item wrote its chain's rotations
+        # and its error, nothing else.  Finite inputs of absurd size can overflow them.
+        status[i] = NONFINITE_RESULT if res[0] == OK and not item_finite(r, i, joints, res[1]) else res[0]
         err[i] = res[1]
         reached[i] = res[2]
         bend[i, 0] = res[3][0]
@@ -830,7 +832,10 @@ def _solve_range(lo, hi, args):  # type: ignore[no-untyped-def]
 def _input_status(args):  # type: ignore[no-untyped-def]
     """The drivers' check of every input before anything is solved (codes in :mod:`.constants`)."""
     plan, params, t, r, s, target, pole, hint, erot, hist, weight, soft, margin = args[:13]
-    status = input_status(t, r, s, target, pole, plan[2:])
+    # Shared: every row of the pose arrays is a copy of the first (kinema._solve.prepare broadcast one input
+    # pose), so the first is the input.
+    rows = 1 if params[P_SHARED] != 0.0 else r.shape[0]
+    status = input_status(t[:rows], r[:rows], s[:rows], target, pole, plan[2:])
     if status != OK:
         return status
     if not (all_finite(hint) and all_finite(erot) and all_finite(hist) and all_finite(weight) and all_finite(soft)
@@ -841,14 +846,15 @@ def _input_status(args):  # type: ignore[no-untyped-def]
 
 @njit(borrows=True, helper=True)
 def _result_status(args):  # type: ignore[no-untyped-def]
-    """:func:`~kinema._kernels.chain.output_status` once every item was solved (an item that could not be
-    solved reports its own status and leaves NaN in ``err``)."""
-    t, r = args[2], args[3]
-    err, status = args[13], args[16]
+    """The drivers' output check once every item was solved: each item checked its own output
+    (:func:`~kinema._kernels.chain.item_finite`); the first item that could not be solved tells,
+    :data:`~kinema._kernels.constants.NONFINITE_RESULT` when it overflowed (raised for the whole call),
+    else OK (the caller raises that item's own status)."""
+    status = args[16]
     for i in range(status.shape[0]):
         if status[i] != OK:
-            return OK
-    return output_status(t, r, err)
+            return NONFINITE_RESULT if status[i] == NONFINITE_RESULT else OK
+    return OK
 
 
 #: ``solve_serial(n, args)`` and ``solve_parallel(n_chunks, n, args)`` (:mod:`.drivers`, ``args`` as

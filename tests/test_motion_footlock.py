@@ -222,6 +222,26 @@ def test_a_straight_leg_with_a_drop_does_not_swing_its_knee() -> None:
     assert np.all(w1 <= MAX_SPEED_RATIO * w0 + np.radians(2.0)), np.degrees(w1)
 
 
+def test_a_short_gap_is_solved_on_every_frame() -> None:
+    """Across a gap shorter than two ramps the target cross-fades from one lock's offset to the next's, and
+    the two ramps' weights meet at 0 in the middle; that middle frame is solved like the rest of the gap (the
+    landed code left it as animated: the foot jumped off its cross-faded path for one frame, its acceleration
+    there up to 61 mm/frame^2 above the animation's).  On the shuffling capture, at every such frame, the
+    foot's acceleration is at most the animation's plus 1 mm/frame^2."""
+    sk, clip = fl.load_capture(BY_NAME["bvhtools-test2"])
+    res = mocap.footlock(sk, clip, list(BY_NAME["bvhtools-test2"].feet))
+    w_in, w_out = _world(sk, clip), _world(sk, res.clip)
+    middles = 0
+    for k, foot in enumerate(res.contacts.feet):
+        w = res.weights[:, k]
+        mid = np.flatnonzero((w[1:-1] == 0.0) & (w[:-2] > 0.0) & (w[2:] > 0.0)) + 1
+        middles += mid.size
+        acc_in, acc_out = (np.linalg.norm(p[mid - 1, foot] + p[mid + 1, foot] - 2.0 * p[mid, foot], axis=-1)
+                           for p in (w_in, w_out))
+        assert np.all(acc_out <= acc_in + 0.1), (sk.names[foot], mid[np.argmax(acc_out - acc_in)])  # 0.1 cm = 1 mm
+    assert middles >= 10
+
+
 def test_ramps_have_lengths_of_their_own() -> None:
     """Kernel: each side of each contact eases over its own length, still taking at most half of a gap."""
     from kinema._kernels import contact

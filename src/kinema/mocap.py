@@ -972,7 +972,7 @@ def footlock(
        frames are held.
 
     Only the root's up translation and the hip, knee and foot rotations of
-    each leg change, and only on frames with ``w > 0`` or a hips drop.
+    each leg change, and only on frames with ``w > 0``, a hips drop or a cross-faded short gap.
     """
     from ._two_bone import solve_two_bone
 
@@ -1060,7 +1060,9 @@ def footlock(
         straight = np.zeros((n, k), dtype=bool)  # near straight, solved and animated: STRAIGHT_FRACTION
         for i, (hip, knee, foot) in enumerate(legs):
             d_leg = drops[_root_of(sub, hip)]
-            solved = (weights[:, i] > 0.0) | (d_leg > 0.0)
+            # Solved where the target is not the animated foot (the weight's ramps, and the whole of a
+            # cross-faded gap, whose middle frame has weight 0 but an offset) or the hips moved.
+            solved = (weights[:, i] > 0.0) | (d_leg > 0.0) | np.any(targets[:, i] != pos[:, foot], axis=1)
             dropped = np.setdiff1d(solved_frames[i], np.flatnonzero(solved), assume_unique=True)
             for j_sub in (hip, knee, foot):  # solved last pass, not now: back to the input
                 r_sub[dropped, j_sub] = r_sub_in[dropped, j_sub]

@@ -761,7 +761,8 @@ def _solve_range(lo, hi, args):  # type: ignore[no-untyped-def]
       first three, ``erot (1|N, 4)``, ``hist (1|N, HIST_SIZE)``, ``(1|N,)`` each for the last three
       (margin < 0: the default);
     * ``outputs = err, reached, bend, status, hits, hist_out``: ``err, reached (N,)``, ``bend (N, 3)``,
-      ``status (N,)`` (per item: 0, or why it could not be solved), ``hits (N,)``, and with ``SMOOTH``
+      ``status (N,)`` (per item: 0, why it could not be solved, or ``NONFINITE_RESULT`` when what it wrote
+      overflowed), ``hits (N,)``, and with ``SMOOTH``
       ``hist_out (N, HIST_SIZE)``, each item's history row for its next frame.
     """
     plan, params, t, r, s, target, pole, hint, erot, hist, weight, soft, margin = args[:13]

@@ -306,7 +306,6 @@ def test_finite_extremes_solve_or_raise_never_nan() -> None:
             assert np.all(np.isfinite(res.error))
 
 
-
 @pytest.mark.parametrize("n", [3, PARALLEL_MIN_ITEMS + 5])
 def test_two_bone_checks_the_rows_it_solves_serial_and_parallel(n: int) -> None:
     """Two-bone reads one pose row when every item starts from the same pose, all rows otherwise, and checks each

@@ -127,8 +127,9 @@ def first_nonuniform(s, scale_joints, rtol):  # type: ignore[no-untyped-def]
 
 @njit(borrows=True, helper=True)
 def output_status(t, r, err):  # type: ignore[no-untyped-def]
-    """Every driver's check of what it wrote: :data:`NONFINITE_RESULT` when a rotation, a translation or an
-    error overflowed (finite inputs of absurd size), else :data:`OK`; the caller then returns nothing."""
+    """The drivers' check of what they wrote (CCD and FABRIK; two-bone checks each item as it is solved,
+    :func:`item_finite`): :data:`NONFINITE_RESULT` when a rotation, a translation or an error overflowed
+    (finite inputs of absurd size), else :data:`OK`; the caller then returns nothing."""
     if all_finite(t) and all_finite(r) and all_finite(err):
         return OK
     return NONFINITE_RESULT

@@ -15,6 +15,12 @@ from __future__ import annotations
 #: error of treating them as uniform is below 1e-5 of a bone's length.
 UNIFORM_SCALE_RTOL = 1e-5
 
+#: Two-bone's default reach margin as a fraction of the shorter bone: the
+#: shoulder-to-end distance stays in ``[|a-b| + m, a+b - m]`` so the arm never
+#: sits exactly straight or exactly folded (both singular: the bend plane is
+#: undefined).  Foot lock keeps its targets just inside it (``mocap``).
+DEFAULT_MARGIN_FRACTION = 1e-4
+
 #: A quaternion shorter than this carries no orientation (a zero rotation in a
 #: skeleton, a file or an ``end_rotation``): refused rather than normalised.
 ZERO_QUAT_EPS = 1e-8

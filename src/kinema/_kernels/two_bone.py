@@ -35,7 +35,7 @@ from .chain import (
     rotate_world,
     set_world_rot,
 )
-from .constants import NONFINITE_INPUT, NONFINITE_RESULT, OK, ZERO_QUAT_EPS
+from .constants import DEFAULT_MARGIN_FRACTION, NONFINITE_INPUT, NONFINITE_RESULT, OK, ZERO_QUAT_EPS
 from .drivers import Drivers, make_drivers, specialise
 from .quat import (
     qconj,
@@ -55,11 +55,6 @@ from .quat import (
 )
 
 # ----------------------------------------------------------------- constants
-#: Default reach margin as a fraction of the shorter bone: the shoulder-to-end
-#: distance stays in ``[|a-b| + m, a+b - m]`` so the arm never sits exactly
-#: straight or exactly folded (both singular: the bend plane is undefined).
-DEFAULT_MARGIN_FRACTION = 1e-4
-
 #: A bone shorter than this fraction of ``a + b`` is degenerate (the chain
 #: cannot bend); the solve reports it instead of dividing by ~0.
 DEGENERATE_BONE_RTOL = 1e-12

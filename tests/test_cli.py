@@ -80,6 +80,25 @@ def test_info(capsys: pytest.CaptureFixture[str], capture_path: Path) -> None:
 
 
 # ----------------------------------------------------------------- footlock
+def test_footlock_keep_length_flag_reaches_the_library(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``--keep-length`` is ``keep_length=True``: the written walk is the library's result (to the file's 6
+    decimals), and its near-straight legs keep their length instead of the hips sinking (3.5 cm without it)."""
+    sk = kinema.samples.humanoid()
+    walk = kinema.samples.clip("walk")
+    figures = {}
+    for flag in ((), ("--keep-length",)):
+        out_path = tmp_path / f"walk{len(flag)}.bvh"
+        code, out, _ = run(capsys, "footlock", "--sample", "walk", "-o", out_path, "--json", *flag)
+        assert code == 0
+        figures[flag] = json.loads(out)["hips_drop_max_units"]
+    want = mocap.footlock(sk, walk, keep_length=True)
+    assert figures[()] == pytest.approx(mocap.footlock(sk, walk).metrics["hips_drop_max"], rel=1e-12)
+    assert figures[("--keep-length",)] == pytest.approx(want.metrics["hips_drop_max"], abs=1e-12)
+    assert figures[("--keep-length",)] < 1e-3 * figures[()]
+    _, written = load_bvh(tmp_path / "walk1.bvh")
+    np.testing.assert_allclose(world(sk, written), world(sk, want.clip), atol=2e-5)
+
+
 def test_footlock_output_loads_back_and_skates_less(capsys: pytest.CaptureFixture[str], capture_path: Path,
                                                     tmp_path: Path) -> None:
     out_path = tmp_path / "locked.bvh"

@@ -233,6 +233,40 @@ def test_locked_feet_hold_one_position_per_contact(capture: tuple[Skeleton, Clip
             assert dev < 1e-9 * 87.0, (sk.names[foot], s, e, dev)
 
 
+def test_kept_length_locks_hold_across_the_ground(capture: tuple[Skeleton, Clip]) -> None:
+    """With ``keep_length``, across the ground a held foot is at its lock exactly; its height is between the
+    lock's and the one that keeps a near-straight leg at its animated length (``_keep_leg_length``, from the
+    animated hip)."""
+    from kinema._kernels.constants import DEFAULT_MARGIN_FRACTION
+
+    sk, clip = capture
+    locked = mocap.footlock(sk, clip, keep_length=True)
+    p = _world(sk, locked.clip)
+    p_in = _world(sk, clip)
+    tol = 1e-9 * 87.0
+    flat = [0, 2]  # horizontal axes (kinema is Y-up)
+    moved = 0
+    for k, foot in enumerate(locked.contacts.feet):
+        knee = int(sk.parents[foot])
+        hip = int(sk.parents[knee])
+        a = np.linalg.norm(p_in[:, knee] - p_in[:, hip], axis=-1)
+        b = np.linalg.norm(p_in[:, foot] - p_in[:, knee], axis=-1)
+        r = np.minimum(np.linalg.norm(p_in[:, foot] - p_in[:, hip], axis=-1),
+                       a + b - mocap.LENGTH_MARGIN_FACTOR * DEFAULT_MARGIN_FRACTION * np.minimum(a, b))
+        starts, ends = locked.contacts.runs(k)
+        assert len(starts) == len(locked.locks[k]) > 0
+        for c, (s, e) in enumerate(zip(starts, ends, strict=True)):
+            lock = locked.locks[k][c]
+            dev = np.linalg.norm(p[s:e, foot][:, flat] - lock[flat], axis=-1).max()
+            assert dev < tol, (sk.names[foot], s, e, dev)
+            h2 = np.sum((lock[flat] - p_in[s:e, hip][:, flat]) ** 2, axis=-1)
+            y_keep = np.where(r[s:e] ** 2 > h2, p_in[s:e, hip, 1] - np.sqrt(np.maximum(r[s:e] ** 2 - h2, 0.0)), lock[1])
+            y = p[s:e, foot, 1]
+            moved += int(np.sum(np.abs(y - lock[1]) > 1e-3))  # cm: the height really follows the leg somewhere
+            assert np.all(y >= np.minimum(lock[1], y_keep) - tol) and np.all(y <= np.maximum(lock[1], y_keep) + tol)
+    assert moved > 0
+
+
 def test_bone_lengths_kept(capture: tuple[Skeleton, Clip], locked: mocap.FootlockResult) -> None:
     sk, clip = capture
     b0 = sk.bone_lengths(clip.pose)

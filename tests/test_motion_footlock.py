@@ -113,6 +113,84 @@ def test_one_lock_per_stance_on_the_shared_capture(measured: dict[str, dict[str,
     assert measured["test_mocapbank"]["stance drift"] <= MAX_DRIFT_MM
 
 
+@pytest.fixture(scope="module")
+def measured_keep() -> dict[str, dict[str, object]]:
+    return {c.name: fl.measure(c, keep_length=True) for c in fl.CAPTURES}
+
+
+@pytest.mark.parametrize("capture", [c.name for c in fl.CAPTURES])
+def test_kept_length_meets_every_figure_on_every_capture(measured_keep: dict[str, dict[str, object]],
+                                                         capture: str) -> None:
+    """With ``keep_length`` no stance drifts on any capture, not only the shared one (bvhtools-test3 drifts
+    15.3 mm without it: its locks are let go early to keep the knees from snapping), no leg joint is faster
+    than 1.1 times the input's fastest, and the own rule's skate falls by half."""
+    figures = measured_keep[capture]
+    assert float(figures["stance drift"]) <= MAX_DRIFT_MM  # type: ignore[arg-type]
+    assert float(figures["leg angular speed ratio"]) <= MAX_SPEED_RATIO  # type: ignore[arg-type]
+    if capture in {c.name for c in REAL}:
+        assert float(figures["skate cut, own rule"]) >= MIN_SKATE_CUT  # type: ignore[arg-type]
+        assert float(figures["skate cut, own strict rule"]) >= MIN_SKATE_CUT  # type: ignore[arg-type]
+        assert float(figures["skate cut, built-in rule"]) >= 1.0 - 1e-9  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("capture", ["bvhtools-test3", "test_mocapbank"])
+def test_a_held_straight_leg_keeps_its_animated_length_and_knee(capture: str) -> None:
+    """With ``keep_length``, on held frames whose animated leg is near straight over the whole ease window (and
+    the hips not lowered), the solved hip-to-foot distance is the animated one (capped just inside two-bone's margin) to
+    1e-9 of the leg, and the knee keeps its animated rotation to within 1 degree: the leg is the animated one
+    turned at the hip (before, the lock's millimetres bent or straightened the knee)."""
+    from kinema._kernels.constants import DEFAULT_MARGIN_FRACTION
+
+    sk, clip = fl.load_capture(BY_NAME[capture])
+    res = mocap.footlock(sk, clip, BY_NAME[capture].feet, keep_length=True)
+    w_in, w_out = _world(sk, clip), _world(sk, res.clip)
+    window = 2 * int(round(mocap.DEFAULT_EASE_S * clip.fps)) + 1
+    checked = 0
+    for k, foot in enumerate(res.contacts.feet):
+        knee = int(sk.parents[foot])
+        hip = int(sk.parents[knee])
+        a = np.linalg.norm(w_in[:, knee] - w_in[:, hip], axis=-1)
+        b = np.linalg.norm(w_in[:, foot] - w_in[:, knee], axis=-1)
+        d_in = np.linalg.norm(w_in[:, foot] - w_in[:, hip], axis=-1)
+        d_out = np.linalg.norm(w_out[:, foot] - w_out[:, hip], axis=-1)
+        straight = d_in / (a + b) >= 1.0 - mocap.STRAIGHT_FRACTION
+        around = np.convolve(straight, np.ones(window), "same") >= window
+        frames = np.flatnonzero(res.held[:, k] & around & (res.hips_drop == 0.0))
+        want = np.minimum(d_in, a + b - mocap.LENGTH_MARGIN_FACTOR * DEFAULT_MARGIN_FRACTION * np.minimum(a, b))
+        assert np.max(np.abs(d_out - want)[frames] / (a + b)[frames]) <= 1e-9
+        knee_turn = kinema.rotation.angle_between(clip.pose.rotations[frames, knee],
+                                                  res.clip.pose.rotations[frames, knee])
+        assert np.degrees(knee_turn.max()) <= 1.0
+        checked += frames.size
+    assert checked >= 100
+
+
+def test_keep_leg_length_leaves_what_it_cannot_or_need_not_change() -> None:
+    """``_keep_leg_length``'s degenerate branches: a target that is the animated foot, or one farther from the
+    hip horizontally than the leg's length, is left as it is with strength 0; a bent animated leg has strength
+    0; a lock under a straight leg gets the animated distance back."""
+    n = 5
+    pos = np.zeros((n, 3, 3))
+    pos[:, 1] = [0.0, -0.5, 0.01]  # knee (slightly forward: the leg is near straight)
+    pos[:, 2] = [0.0, -0.9999, 0.0]  # foot
+    target = pos[:, 2].copy()
+    target[1] = [0.02, -0.99, 0.0]  # a lock near the foot: gets the animated distance back
+    target[2] = [2.0, -0.99, 0.0]  # out of reach horizontally: left alone
+    # frame 0, 3, 4: the target is the animated foot
+    out, strength = mocap._keep_leg_length(pos, (0, 1, 2), target, 1, 1.1e-4)
+    for f in (0, 2, 3, 4):
+        np.testing.assert_array_equal(out[f], target[f])
+        assert strength[f] == 0.0
+    assert strength[1] == 1.0
+    np.testing.assert_array_equal(out[1, [0, 2]], target[1, [0, 2]])  # the lock does not move horizontally
+    assert abs(np.linalg.norm(out[1]) - np.linalg.norm(pos[1, 2])) <= 1e-12
+    bent = pos.copy()
+    bent[:, 1] = [0.0, -0.45, 0.2]  # the same foot, the knee well forward: d / L = 0.93
+    out, strength = mocap._keep_leg_length(bent, (0, 1, 2), target, 1, 1.1e-4)
+    assert not strength.any()
+    np.testing.assert_array_equal(out, target)
+
+
 def test_a_stance_broken_by_speed_alone_is_one_contact() -> None:
     """Kernel: a gap spent low whose foot comes back down within ``step`` is filled; a lifted or moved one is not."""
     from kinema._kernels import contact
@@ -318,7 +396,8 @@ def test_every_lock_still_blends_in_and_out() -> None:
 
 def test_figures_have_the_keys_bench_motion_prints() -> None:
     rows = fl.figures()
-    assert len(rows) == 6 * len(fl.CAPTURES)
+    assert len(rows) == 2 * 6 * len(fl.CAPTURES)  # the defaults, then keep_length=True
+    assert sum(row["name"].endswith(", keep_length") for row in rows) == 6 * len(fl.CAPTURES)
     for row in rows:
         assert set(row) == {"name", "landed", "now", "threshold", "unit"}
         assert row["name"].startswith("footlock ") and np.isfinite(row["now"])

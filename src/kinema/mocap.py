@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import rotation as rot
+from ._kernels.constants import DEFAULT_MARGIN_FRACTION
 from ._validate import resolve_joint
 from .errors import ShapeError, SkeletonError, SolverInputError
 from .fk import forward_kinematics
@@ -147,6 +148,11 @@ STRAIGHT_FRACTION = 0.02
 #: The hips never drop by more than this fraction of the shortest leg: a lock
 #: that is out of reach horizontally cannot be fixed by crouching.
 MAX_DROP_FRACTION = 0.25
+#: A near-straight leg's target keeps the animated hip-to-foot distance (see
+#: :func:`_keep_leg_length`), but never closer to full extension than this many
+#: times two-bone's default margin (``DEFAULT_MARGIN_FRACTION`` of the shorter
+#: bone): the solve still reaches it exactly.
+LENGTH_MARGIN_FACTOR = 1.1
 
 #: Knee poles (see :func:`_knee_poles`): the knee's forward direction is
 #: learned from the frames whose knee is off the hip-foot line by at least
@@ -419,7 +425,8 @@ def _knee_offset(pos: FloatArray, hip: int, knee: int, foot: int) -> tuple[Float
 
 
 def _knee_poles(pos: FloatArray, forward: FloatArray | None, offset: tuple[FloatArray, float], knee: int, foot: int,
-                hip_out: FloatArray, target: FloatArray, solved: BoolArray) -> FloatArray:
+                hip_out: FloatArray, target: FloatArray, solved: BoolArray,
+                carry: tuple[FloatArray, FloatArray] | None = None) -> FloatArray:
     """World pole points ``(F, 3)`` for one leg's two-bone solve: the knee never swings round.
 
     ``pos (F, J, 3)``: the animated positions; ``forward``: the leg's
@@ -476,6 +483,14 @@ def _knee_poles(pos: FloatArray, forward: FloatArray | None, offset: tuple[Float
         swivel = np.interp(np.arange(pos.shape[0]), frames, angle)
     else:  # the knee is never telling: straight ahead all along
         swivel = np.zeros(pos.shape[0])
+    if carry is not None:
+        # Where the target keeps the animated hip-to-foot distance, the solve is the animated leg turned
+        # at the hip: the animated knee, carried by the turn from the animated line onto the solve's axis,
+        # is the pole (its swivel blended in by the strength), so the knee keeps its animated bend.
+        strength, anim_line = carry
+        carried = rot.rotate(rot.from_two_vectors(anim_line, axis), off)
+        turn = np.arctan2(np.sum(carried * e2, axis=-1), np.sum(carried * e1, axis=-1)) - swivel
+        swivel = swivel + strength * (np.remainder(turn + np.pi, 2.0 * np.pi) - np.pi)
     direction = np.cos(swivel)[:, None] * e1 + np.sin(swivel)[:, None] * e2
     return hip_out + along[:, None] * axis + (thigh + shin) * direction
 
@@ -864,6 +879,43 @@ def _hips_drops(sub: Skeleton, pos: FloatArray, legs: Sequence[tuple[int, ...]],
     return drops
 
 
+def _keep_leg_length(pos: FloatArray, leg: tuple[int, ...], target: FloatArray, ease_frames: int,
+                     margin: float) -> tuple[FloatArray, FloatArray]:
+    """``(target (F, 3), strength (F,))``: a near-straight leg's foot target moved up or down so the leg keeps its
+    animated length.
+
+    ``pos (F, J, 3)`` the animated positions, ``leg = (hip, knee, foot)``, ``target (F, 3)`` the foot's
+    target (the lock, its ramps and gaps), ``margin`` two-bone's margin as a fraction of the shorter bone.
+
+    Near full extension the knee angle goes as ``acos(d / L)`` of the hip-to-foot distance ``d``: the few
+    millimetres between a lock and the animated foot snap a straight knee straight or bend it, and its
+    angular speed jumps (in the input the knee straightens as the body passes over the foot).  So where the
+    animated leg is near straight, the target's height is set so that its distance from the animated hip
+    is the animated one, ``r = min(|p_foot - p_hip|, a + b - margin min(a, b))`` (per frame: bone lengths
+    may vary), ``y = y_hip - sqrt(r^2 - h^2)`` for the horizontal offset ``h``; the horizontal position (the
+    lock) does not move.  The strength is a smoothstep of the animated ``d / L`` from
+    ``1 - 2 STRAIGHT_FRACTION`` (0) to ``1 - STRAIGHT_FRACTION`` (1), moving max then moving mean over the
+    ease window (a leg that straightens is caught up before it does), and 0 where the target is the
+    animated foot (nothing to keep) or ``h >= r`` (no height gives that distance).
+    """
+    hip, knee, foot = leg
+    thigh = np.linalg.norm(pos[:, knee] - pos[:, hip], axis=-1)
+    shin = np.linalg.norm(pos[:, foot] - pos[:, knee], axis=-1)
+    length = thigh + shin
+    r_anim = np.linalg.norm(pos[:, foot] - pos[:, hip], axis=-1)
+    r = np.minimum(r_anim, length - margin * np.minimum(thigh, shin))
+    x = np.clip((r_anim / np.maximum(length, np.finfo(float).tiny) - (1.0 - 2.0 * STRAIGHT_FRACTION))
+                / STRAIGHT_FRACTION, 0.0, 1.0)
+    strength = _moving(_moving(x * x * (3.0 - 2.0 * x), ease_frames, "max"), ease_frames, "mean")
+    off = target - pos[:, hip]
+    h2 = np.sum(off * off, axis=-1) - off[:, UP_AXIS] ** 2
+    strength = np.where((r * r > h2) & np.any(target != pos[:, foot], axis=1), strength, 0.0)
+    out = target.copy()
+    y = pos[:, hip, UP_AXIS] - np.sqrt(np.maximum(r * r - h2, 0.0))
+    out[:, UP_AXIS] += strength * (y - target[:, UP_AXIS])
+    return out, strength
+
+
 def _lengthen_fast_ramps(speed: FloatArray, cap: FloatArray, runs: Sequence[tuple[IntArray, IntArray]],
                          detected: Sequence[tuple[IntArray, IntArray]], owners: IntArray, straight: BoolArray,
                          before: list[IntArray], after: list[IntArray], max_ramp: int, edge: int,
@@ -916,6 +968,7 @@ def footlock(
     contacts: Contacts | None = None,
     ease: float = DEFAULT_EASE_S,
     lower_hips: bool = True,
+    keep_length: bool = False,
     **detect_options: Any,
 ) -> FootlockResult:
     """Remove foot skate: lock each foot contact at one ground position with two-bone IK.
@@ -945,6 +998,11 @@ def footlock(
        (:func:`_unease_harsh_ramps`).  The motion is continuous and untouched
        where ``w = 0``; across a gap shorter than two ramps one lock's offset
        fades straight into the next one's (:func:`_crossfade_short_gaps`);
+       with ``keep_length``, where the animated leg is near straight, the target's height (only
+       its height: the lock stays put across the ground) is set so that the
+       leg keeps its animated length (:func:`_keep_leg_length`): a lock a few
+       millimetres off the animated foot would otherwise snap a straight knee
+       straight or bend it as the body passes over the foot;
     4. with ``lower_hips``, where a target is farther from its hip than
        ``(1 - REACH_SLACK)`` of the leg (and farther than the animated foot
        was), the root is lowered straight down by the least amount that
@@ -955,7 +1013,9 @@ def footlock(
     5. each leg is solved with :func:`kinema.solve_two_bone`: pole from
        :func:`_knee_poles` (the animated knee's bend plane where it tells
        one, turned continuously in between, so the knee never swings round
-       near full extension), foot world orientation = the animated one;
+       near full extension; with ``keep_length``, where the leg keeps its animated length, the
+       animated knee carried along, so the knee keeps its animated bend), foot
+       world orientation = the animated one;
     6. no leg joint turns faster than the input ever turns it: where one does
        (hip, knee or foot, against its own largest angular speed in the
        input), the legs are solved again, up to ``SPEED_PASSES`` times, with
@@ -1014,6 +1074,7 @@ def footlock(
     leg_joints = np.array([j for leg in legs for j in leg], dtype=np.int64)
     speed_cap = _joint_max_speed(clip, np.array([j for leg in legs_full for j in leg], dtype=np.int64))[0]
     max_ramp = int(np.ceil(MAX_EASE_FACTOR * ease_frames))
+    length_margin = LENGTH_MARGIN_FACTOR * DEFAULT_MARGIN_FRACTION
     t_in, r_in = t_out, r_out
     offsets = [_knee_offset(pos, hip, knee, foot) for hip, knee, foot in legs]
     forwards = [_knee_forward(pos, wrot, hip, knee, offsets[i]) for i, (hip, knee, _) in enumerate(legs)]
@@ -1037,6 +1098,7 @@ def footlock(
         targets = np.empty((n, k, 3))
         owners = np.empty((n, k), dtype=np.int64)
         locks: list[FloatArray] = []
+        strengths: list[FloatArray] = []  # _keep_leg_length's, per leg
         for i, (_, _, foot) in enumerate(legs):
             starts, ends = runs[i]
             # Lock = mean position over the contact: cumulative sums give every run's mean at once.
@@ -1052,6 +1114,9 @@ def footlock(
                 if not _unease_harsh_ramps(targets[:, i], accel_cap[i], starts, ends, owners[:, i], eased_b[i],
                                            eased_a[i]):
                     break
+            if keep_length:
+                targets[:, i], strength = _keep_leg_length(pos, legs[i], targets[:, i], ease_frames, length_margin)
+                strengths.append(strength)
         drops = _hips_drops(sub, pos, legs, targets, weights, ease_frames, lower_hips)
         for r, d in drops.items():
             t_sub[:, r, UP_AXIS] = t_sub_in[:, r, UP_AXIS] - d
@@ -1071,7 +1136,8 @@ def footlock(
             if frames.size == 0:
                 continue
             hip_out = pos[:, hip] - d_leg[:, None] * up
-            pole = _knee_poles(pos, forwards[i], offsets[i], knee, foot, hip_out, targets[:, i], solved)
+            pole = _knee_poles(pos, forwards[i], offsets[i], knee, foot, hip_out, targets[:, i], solved,
+                               (strengths[i], pos[:, foot] - pos[:, hip]) if keep_length else None)
             inputs = np.concatenate((targets[:, i], pole, d_leg[:, None]), axis=1)  # (F, 7): what a solve reads
             prev = last_in[i]
             todo = frames if prev is None else frames[np.any(inputs[frames] != prev[frames], axis=1)]

@@ -289,6 +289,9 @@ def add_footlock_options(p: argparse.ArgumentParser) -> None:
     s.add_argument("--ease", type=_non_negative, default=mocap.DEFAULT_EASE_S, metavar="S",
                    help="seconds to ease the IK in and out around each contact (default %(default)s)")
     s.add_argument("--no-hips", action="store_true", help="never lower the hips (feet may fall short instead)")
+    s.add_argument("--keep-length", action="store_true",
+                   help="near-straight legs keep their animated length: a held foot's height follows the leg, "
+                        "it stays put across the ground")
     _tolerance(s, "a foot")
 
 
@@ -315,7 +318,8 @@ def footlock_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip
     if m.clip.n_frames == 0:
         raise CliError(f"{m.source}: the clip has no frames; there is nothing to foot-lock")
     res = mocap.footlock(
-        m.skeleton, m.clip, args.feet, ease=args.ease, lower_hips=not args.no_hips, height=args.height,
+        m.skeleton, m.clip, args.feet, ease=args.ease, lower_hips=not args.no_hips,
+        keep_length=bool(getattr(args, "keep_length", False)), height=args.height,
         speed=args.speed, ground=args.ground, hysteresis=args.hysteresis, min_duration=args.min_contact,
     )
     r = res.metrics

@@ -81,7 +81,8 @@ COMMAND_EXAMPLES = {
     "batch": (
         "arguments passed on:\n"
         "  Every option after INPUT_DIR that batch does not know goes to COMMAND, for every file:\n"
-        "  footlock: --feet --height --speed --ground --hysteresis --min-contact --ease --no-hips --tolerance --clip\n"
+        "  footlock: --feet --height --speed --ground --hysteresis --min-contact --ease --no-hips --keep-length "
+        "--tolerance --clip\n"
         "  reach:    --effector --target --frames --blend --chain --free-orientation --tolerance --clip\n"
         "  convert:  --scale --fps --mesh --clip\n"
         "  (see kinema COMMAND --help).  batch sets IN, -o and --force of each file itself.\n"

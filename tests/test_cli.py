@@ -81,22 +81,26 @@ def test_info(capsys: pytest.CaptureFixture[str], capture_path: Path) -> None:
 
 # ----------------------------------------------------------------- footlock
 def test_footlock_keep_length_flag_reaches_the_library(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """``--keep-length`` is ``keep_length=True``: the written walk is the library's result (to the file's 6
-    decimals), and its near-straight legs keep their length instead of the hips sinking (3.5 cm without it)."""
+    """``--keep-length`` (the default) is ``keep_length=True``, ``--no-keep-length`` is False: the written walk is
+    the library's result (to the file's 6 decimals); with it the near-straight legs keep their length instead
+    of the hips sinking (3.5 cm without it)."""
     sk = kinema.samples.humanoid()
     walk = kinema.samples.clip("walk")
     figures = {}
-    for flag in ((), ("--keep-length",)):
-        out_path = tmp_path / f"walk{len(flag)}.bvh"
+    names = {(): "default", ("--keep-length",): "kept", ("--no-keep-length",): "fixed"}
+    for flag, name in names.items():
+        out_path = tmp_path / f"walk_{name}.bvh"
         code, out, _ = run(capsys, "footlock", "--sample", "walk", "-o", out_path, "--json", *flag)
         assert code == 0
         figures[flag] = json.loads(out)["hips_drop_max_units"]
-    want = mocap.footlock(sk, walk, keep_length=True)
-    assert figures[()] == pytest.approx(mocap.footlock(sk, walk).metrics["hips_drop_max"], rel=1e-12)
-    assert figures[("--keep-length",)] == pytest.approx(want.metrics["hips_drop_max"], abs=1e-12)
-    assert figures[("--keep-length",)] < 1e-3 * figures[()]
-    _, written = load_bvh(tmp_path / "walk1.bvh")
-    np.testing.assert_allclose(world(sk, written), world(sk, want.clip), atol=2e-5)
+    kept = mocap.footlock(sk, walk, keep_length=True)
+    fixed = mocap.footlock(sk, walk, keep_length=False)
+    assert figures[("--no-keep-length",)] == pytest.approx(fixed.metrics["hips_drop_max"], rel=1e-12)
+    assert figures[()] == figures[("--keep-length",)] == pytest.approx(kept.metrics["hips_drop_max"], abs=1e-12)
+    assert figures[()] < 1e-3 * figures[("--no-keep-length",)]
+    for flag, want in (((), kept), (("--no-keep-length",), fixed)):
+        _, written = load_bvh(tmp_path / f"walk_{names[flag]}.bvh")
+        np.testing.assert_allclose(world(sk, written), world(sk, want.clip), atol=2e-5)
 
 
 def test_footlock_output_loads_back_and_skates_less(capsys: pytest.CaptureFixture[str], capture_path: Path,

@@ -119,7 +119,7 @@ def test_batch_reports_missed_files_with_the_distance(capsys: pytest.CaptureFixt
     save_bvh(src / "run.bvh", sk, kinema.samples.clip("run"))
     # Without the hips the walk's feet fall 3.1 cm short, the run's 0.26 cm: a 1 cm tolerance splits them.
     code, out, _ = run(capsys, "batch", "footlock", src, "-o", tmp_path / "out", "--workers", "1", "--no-hips",
-                       "--tolerance", "0.01")
+                       "--no-keep-length", "--tolerance", "0.01")
     assert code == 3
     rows = _rows(out)
     assert rows["walk.bvh"][1] == "missed" and rows["run.bvh"][1] == "ok"
@@ -130,17 +130,18 @@ def test_batch_reports_missed_files_with_the_distance(capsys: pytest.CaptureFixt
     # a failure outranks a miss
     (src / "broken.bvh").write_text("HIERARCHY\n")
     code, out, _ = run(capsys, "batch", "footlock", src, "-o", tmp_path / "out", "--workers", "1", "--no-hips",
-                       "--tolerance", "0.01", "--force")
+                       "--no-keep-length", "--tolerance", "0.01", "--force")
     assert code == 1 and "1 ok, 1 missed, 1 failed, 0 skipped" in out
 
 
 def test_single_footlock_miss_exits_3(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, out, err = run(capsys, "footlock", "--sample", "walk", "-o", tmp_path / "x.bvh", "--no-hips")
+    code, out, err = run(capsys, "footlock", "--sample", "walk", "-o", tmp_path / "x.bvh", "--no-hips",
+                         "--no-keep-length")
     assert code == 3
     assert "missed: a foot ends 0.03097 m from its target" in out
     assert err.startswith("kinema footlock: missed: a foot ends 0.03097 m") and "exit status 3" in err
-    code, _, _ = run(capsys, "footlock", "--sample", "walk", "-o", tmp_path / "x.bvh", "--no-hips", "--force",
-                     "--tolerance", "0.05")
+    code, _, _ = run(capsys, "footlock", "--sample", "walk", "-o", tmp_path / "x.bvh", "--no-hips",
+                     "--no-keep-length", "--force", "--tolerance", "0.05")
     assert code == 0
 
 

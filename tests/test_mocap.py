@@ -221,9 +221,10 @@ def test_footlock_reduces_skate_by_80_percent(capture: tuple[Skeleton, Clip], lo
     assert locked.metrics["skate_after"] == pytest.approx(after, rel=1e-6, abs=1e-12)
 
 
-def test_locked_feet_hold_one_position_per_contact(capture: tuple[Skeleton, Clip],
-                                                   locked: mocap.FootlockResult) -> None:
-    sk, _ = capture
+def test_locked_feet_hold_one_position_per_contact(capture: tuple[Skeleton, Clip]) -> None:
+    """With ``keep_length=False`` a held foot is at its lock in 3-D."""
+    sk, clip = capture
+    locked = mocap.footlock(sk, clip, keep_length=False)
     p = _world(sk, locked.clip)
     for k, foot in enumerate(locked.contacts.feet):
         starts, ends = locked.contacts.runs(k)
@@ -240,7 +241,7 @@ def test_kept_length_locks_hold_across_the_ground(capture: tuple[Skeleton, Clip]
     from kinema._kernels.constants import DEFAULT_MARGIN_FRACTION
 
     sk, clip = capture
-    locked = mocap.footlock(sk, clip, keep_length=True)
+    locked = mocap.footlock(sk, clip)  # keep_length=True: the default
     p = _world(sk, locked.clip)
     p_in = _world(sk, clip)
     tol = 1e-9 * 87.0

@@ -968,7 +968,7 @@ def footlock(
     contacts: Contacts | None = None,
     ease: float = DEFAULT_EASE_S,
     lower_hips: bool = True,
-    keep_length: bool = False,
+    keep_length: bool = True,
     **detect_options: Any,
 ) -> FootlockResult:
     """Remove foot skate: lock each foot contact at one ground position with two-bone IK.
@@ -998,7 +998,7 @@ def footlock(
        (:func:`_unease_harsh_ramps`).  The motion is continuous and untouched
        where ``w = 0``; across a gap shorter than two ramps one lock's offset
        fades straight into the next one's (:func:`_crossfade_short_gaps`);
-       with ``keep_length``, where the animated leg is near straight, the target's height (only
+       with ``keep_length`` (the default), where the animated leg is near straight, the target's height (only
        its height: the lock stays put across the ground) is set so that the
        leg keeps its animated length (:func:`_keep_leg_length`): a lock a few
        millimetres off the animated foot would otherwise snap a straight knee
@@ -1030,6 +1030,10 @@ def footlock(
        go at toe-off where holding it would snap the knee straight
        (:func:`_lengthen_fast_ramps`); the result's ``held`` says which
        frames are held.
+
+    ``keep_length=False`` holds each held foot at its lock in 3-D (releases
+    before it had no other way); on straight-legged captures its locks may
+    then be let go early (step 6), and the foot slides for those frames.
 
     Only the root's up translation and the hip, knee and foot rotations of
     each leg change, and only on frames with ``w > 0``, a hips drop or a cross-faded short gap.

@@ -289,9 +289,10 @@ def add_footlock_options(p: argparse.ArgumentParser) -> None:
     s.add_argument("--ease", type=_non_negative, default=mocap.DEFAULT_EASE_S, metavar="S",
                    help="seconds to ease the IK in and out around each contact (default %(default)s)")
     s.add_argument("--no-hips", action="store_true", help="never lower the hips (feet may fall short instead)")
-    s.add_argument("--keep-length", action="store_true",
+    s.add_argument("--keep-length", action=argparse.BooleanOptionalAction, default=True,
                    help="near-straight legs keep their animated length: a held foot's height follows the leg, "
-                        "it stays put across the ground")
+                        "it stays put across the ground (default: on; --no-keep-length holds the foot's "
+                        "height at the lock too)")
     _tolerance(s, "a foot")
 
 
@@ -319,7 +320,7 @@ def footlock_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip
         raise CliError(f"{m.source}: the clip has no frames; there is nothing to foot-lock")
     res = mocap.footlock(
         m.skeleton, m.clip, args.feet, ease=args.ease, lower_hips=not args.no_hips,
-        keep_length=bool(getattr(args, "keep_length", False)), height=args.height,
+        keep_length=bool(getattr(args, "keep_length", True)), height=args.height,
         speed=args.speed, ground=args.ground, hysteresis=args.hysteresis, min_duration=args.min_contact,
     )
     r = res.metrics

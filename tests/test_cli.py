@@ -98,6 +98,10 @@ def test_footlock_keep_length_flag_reaches_the_library(capsys: pytest.CaptureFix
     assert figures[("--no-keep-length",)] == pytest.approx(fixed.metrics["hips_drop_max"], rel=1e-12)
     assert figures[()] == figures[("--keep-length",)] == pytest.approx(kept.metrics["hips_drop_max"], abs=1e-12)
     assert figures[()] < 1e-3 * figures[("--no-keep-length",)]
+    assert kept.metrics["hips_drop_max"] == 0.0  # not ~1e-16: a need below DROP_RTOL of the leg is rounding
+    for flag, line in (((), "hips lowered  no"), (("--no-keep-length",), "hips lowered  up to 0.03503 m")):
+        code, out, _ = run(capsys, "footlock", "--sample", "walk", "-o", tmp_path / "text.bvh", "--force", *flag)
+        assert code == 0 and line in out and ("(and the hips' height)" in out) == bool(flag)
     for flag, want in (((), kept), (("--no-keep-length",), fixed)):
         _, written = load_bvh(tmp_path / f"walk_{names[flag]}.bvh")
         np.testing.assert_allclose(world(sk, written), world(sk, want.clip), atol=2e-5)

@@ -148,6 +148,10 @@ STRAIGHT_FRACTION = 0.02
 #: The hips never drop by more than this fraction of the shortest leg: a lock
 #: that is out of reach horizontally cannot be fixed by crouching.
 MAX_DROP_FRACTION = 0.25
+#: ... and a drop smaller than this fraction of the leg is rounding, not a
+#: need: a target kept at exactly the animated hip-to-foot distance
+#: (:func:`_keep_leg_length`) computes a need of about 1e-16 of the leg.
+DROP_RTOL = 1e-12
 #: A near-straight leg's target keeps the animated hip-to-foot distance (see
 #: :func:`_keep_leg_length`), but never closer to full extension than this many
 #: times two-bone's default margin (``DEFAULT_MARGIN_FRACTION`` of the shorter
@@ -871,6 +875,7 @@ def _hips_drops(sub: Skeleton, pos: FloatArray, legs: Sequence[tuple[int, ...]],
         h = np.linalg.norm(off[:, _HORIZONTAL], axis=-1)
         need = v - np.sqrt(np.maximum(r_t * r_t - h * h, 0.0))
         need = np.clip(need, 0.0, MAX_DROP_FRACTION * (a + b))
+        need[need < DROP_RTOL * (a + b)] = 0.0
         need[weights[:, i] == 0.0] = 0.0  # target == animation there: nothing to reach
         drops[root_of_leg[i]] = np.maximum(drops[root_of_leg[i]], need)
     for r, d in drops.items():
@@ -908,7 +913,7 @@ def _keep_leg_length(pos: FloatArray, leg: tuple[int, ...], target: FloatArray, 
                 / STRAIGHT_FRACTION, 0.0, 1.0)
     strength = _moving(_moving(x * x * (3.0 - 2.0 * x), ease_frames, "max"), ease_frames, "mean")
     off = target - pos[:, hip]
-    h2 = np.sum(off * off, axis=-1) - off[:, UP_AXIS] ** 2
+    h2 = np.sum(off[:, _HORIZONTAL] ** 2, axis=-1)
     strength = np.where((r * r > h2) & np.any(target != pos[:, foot], axis=1), strength, 0.0)
     out = target.copy()
     y = pos[:, hip, UP_AXIS] - np.sqrt(np.maximum(r * r - h2, 0.0))

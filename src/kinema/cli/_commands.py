@@ -365,8 +365,9 @@ def report_footlock(ui: UI, src: str, out: str, f: dict[str, Any]) -> None:
         ("contacts", f"{per_foot} (of {f['frames']} frames)"),
         ("foot skate", f"{s0:.4g} -> {s1:.4g} {u}/s mean horizontal foot speed in contacts{red}"),
         ("joint speed", _speeds(f)),
-        ("changed", f"{', '.join(f['changed_joints'])} (and the hips' height)"),
-        ("hips lowered", f"up to {f['hips_drop_max_units']:.4g} {u}"),
+        ("changed", ", ".join(f["changed_joints"]) + (" (and the hips' height)" if f["hips_drop_max_units"] > 0
+                                                          else "")),
+        ("hips lowered", f"up to {f['hips_drop_max_units']:.4g} {u}" if f["hips_drop_max_units"] > 0 else "no"),
         ("result", _status_text(f)),
         ("wrote", out),
     ]

@@ -231,7 +231,7 @@ def speed_ratio(before: kinema.Clip, after: kinema.Clip, joints: list[int]) -> t
 
 def measure(capture: Capture, **options: Any) -> dict[str, Any]:
     """Every figure for one capture with kinema's defaults, or with ``options`` for :func:`kinema.mocap.footlock`
-    (``keep_length=True``): a dict (lengths in mm, speeds in deg/s)."""
+    (``keep_length=False``): a dict (lengths in mm, speeds in deg/s)."""
     skeleton, clip = load_capture(capture)
     feet = [skeleton.index(n) for n in capture.feet]
     res = mocap.footlock(skeleton, clip, feet, **options)
@@ -276,10 +276,11 @@ def figures() -> list[dict[str, Any]]:
     """One dict per capture and figure: ``name``, ``landed``, ``now``, ``threshold``, ``unit``.
 
     ``landed`` is from :data:`LANDED` (None where it was not measured).  Every figure twice: with the
-    defaults, and with ``keep_length=True`` (the name ends in ", keep_length").
+    defaults, and with ``keep_length=False`` (the fixed lock of earlier releases; the name ends in
+    ", keep_length=False").
     """
     rows = []
-    for suffix, options in (("", {}), (", keep_length", {"keep_length": True})):
+    for suffix, options in (("", {}), (", keep_length=False", {"keep_length": False})):
         for capture, now in measure_all(**options).items():
             for figure, threshold, unit, bigger_is_better in _THRESHOLDS:
                 # bench_motion's convention: a unit starting with ">=" means the figure must reach the threshold.

@@ -1003,11 +1003,12 @@ def footlock(
        (:func:`_unease_harsh_ramps`).  The motion is continuous and untouched
        where ``w = 0``; across a gap shorter than two ramps one lock's offset
        fades straight into the next one's (:func:`_crossfade_short_gaps`);
-       with ``keep_length`` (the default), where the animated leg is near straight, the target's height (only
-       its height: the lock stays put across the ground) is set so that the
-       leg keeps its animated length (:func:`_keep_leg_length`): a lock a few
-       millimetres off the animated foot would otherwise snap a straight knee
-       straight or bend it as the body passes over the foot;
+       with ``keep_length`` (the default), where the animated leg is near
+       straight, the target's height (only its height: the lock stays put
+       across the ground) is set so that the leg keeps its animated length
+       (:func:`_keep_leg_length`): a lock a few millimetres off the animated
+       foot would otherwise snap a straight knee straight or bend it as the
+       body passes over the foot;
     4. with ``lower_hips``, where a target is farther from its hip than
        ``(1 - REACH_SLACK)`` of the leg (and farther than the animated foot
        was), the root is lowered straight down by the least amount that
@@ -1018,9 +1019,9 @@ def footlock(
     5. each leg is solved with :func:`kinema.solve_two_bone`: pole from
        :func:`_knee_poles` (the animated knee's bend plane where it tells
        one, turned continuously in between, so the knee never swings round
-       near full extension; with ``keep_length``, where the leg keeps its animated length, the
-       animated knee carried along, so the knee keeps its animated bend), foot
-       world orientation = the animated one;
+       near full extension; with ``keep_length``, where the leg keeps its
+       animated length, the animated knee carried along, so the knee keeps
+       its animated bend), foot world orientation = the animated one;
     6. no leg joint turns faster than the input ever turns it: where one does
        (hip, knee or foot, against its own largest angular speed in the
        input), the legs are solved again, up to ``SPEED_PASSES`` times, with

@@ -320,7 +320,7 @@ def footlock_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip
         raise CliError(f"{m.source}: the clip has no frames; there is nothing to foot-lock")
     res = mocap.footlock(
         m.skeleton, m.clip, args.feet, ease=args.ease, lower_hips=not args.no_hips,
-        keep_length=bool(getattr(args, "keep_length", True)), height=args.height,
+        keep_length=args.keep_length, height=args.height,
         speed=args.speed, ground=args.ground, hysteresis=args.hysteresis, min_duration=args.min_contact,
     )
     r = res.metrics

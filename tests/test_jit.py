@@ -44,7 +44,36 @@ def test_borrows_turns_off_reference_counting_only_where_asked() -> None:
         assert callable(_row_sums)
         return
     assert opts.get("_nrt") is False
-    assert "_nrt" not in _many_calls.targetoptions
+    # Set, not left out: numba lets a kernel without the option inherit its caller's (see below).
+    assert _many_calls.targetoptions["_nrt"] is True
+
+
+@njit(borrows=True)
+def _borrowing_caller(a, out):  # type: ignore[no-untyped-def]
+    return _allocating_callee(a, out)
+
+
+@njit
+def _allocating_callee(a, out):  # type: ignore[no-untyped-def]
+    scratch = np.empty(a.shape[1])  # needs reference counting: refused if it inherited the caller's _nrt=False
+    for i in range(a.shape[0]):
+        scratch[:] = a[i]
+        out[i] = scratch.sum()
+    return a.shape[0]
+
+
+def test_a_borrowing_caller_may_call_a_kernel_that_allocates() -> None:
+    """Every solver's serial driver borrows (its Python entry then unboxes its arrays without reference-counted
+    headers) and calls a range function that allocates scratch: the callee keeps its own reference counting.
+    (Compiled in this order, the callee first met from the borrowing caller, numba refuses ``np.empty`` if the
+    callee inherits ``_nrt=False``.)"""
+    _borrowing_caller(np.ones((2, 3)), np.zeros(2))  # compiles (numba's compile may hold its arguments)
+    a = np.arange(12.0).reshape(4, 3)
+    out = np.zeros(4)
+    before = (sys.getrefcount(a), sys.getrefcount(out))
+    assert _borrowing_caller(a, out) == 4
+    np.testing.assert_array_equal(out, a.sum(axis=1))
+    assert (sys.getrefcount(a), sys.getrefcount(out)) == before
 
 
 def _fresh_python(code: str, **env: str) -> str:

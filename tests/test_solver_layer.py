@@ -601,6 +601,8 @@ def test_every_solver_runs_the_one_driver_template() -> None:
             py = getattr(compiled, "py_func", compiled)
             assert py.__code__ is template.__code__
             assert py.__globals__["solve_range"] is solve_range
+        if hasattr(pair.serial, "targetoptions"):  # the single solve's entry borrows its arrays (not under NO JIT)
+            assert pair.serial.targetoptions["_nrt"] is False and pair.parallel.targetoptions["_nrt"] is True
 
 
 def test_kernel_helpers_compile_without_python_wrappers_and_refuse_python_calls() -> None:

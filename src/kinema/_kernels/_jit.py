@@ -102,10 +102,10 @@ def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False,
         saved = _config.CACHE_DIR
         _config.CACHE_DIR = _CACHE_DIR
         try:
+            # ``_nrt`` is always set: numba lets a kernel that leaves it unset inherit its caller's, and a
+            # borrowing caller would then compile an allocating callee without reference counting (refused).
             options: dict[str, Any] = {"parallel": parallel, "nogil": True,
-                                       "inline": "always" if inline else "never"}
-            if borrows:
-                options["_nrt"] = False
+                                       "inline": "always" if inline else "never", "_nrt": not borrows}
             if helper and not _config.DISABLE_JIT:
                 return cast(F, _helper_dispatcher(f, options))
             return cast(F, numba.njit(cache=True, **options)(f))

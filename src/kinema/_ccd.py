@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._solve import (
     SOLVERS,
+    OneItemOutputs,
     Solver,
     ancestors_root_first,
     as_target,
@@ -52,16 +52,8 @@ _kernels = kernel_loader("ccd")
 _NO_POLE = np.zeros((1, 3))
 
 
-class _OneItemOutputs(threading.local):
-    """An unbatched solve's outputs, ``err (1,)`` and ``counts (3, 1)``, which its result reads back as numpy
-    scalars: one set per thread, so the per-frame call allocates neither (nothing returned aliases them; each
-    thread has its own, since the kernels release the GIL; the drivers write every item's outputs)."""
-
-    def __init__(self) -> None:
-        self.outputs = (np.empty(1), np.zeros((3, 1), dtype=np.int64))
-
-
-_ONE_ITEM = _OneItemOutputs()
+#: An unbatched solve's outputs: ``err (1,)`` and ``counts (3, 1)`` (sweeps, limit hits, changed).
+_ONE_ITEM = OneItemOutputs(lambda: (np.empty(1), np.zeros((3, 1), dtype=np.int64)))
 
 
 def _chain_weights(skeleton: Skeleton, joints: IntArray, listed: NDArray[np.bool_], weights: Any) -> FloatArray:

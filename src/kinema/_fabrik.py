@@ -9,7 +9,6 @@ wrappers over them.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._solve import (
     SOLVERS,
+    OneItemOutputs,
     Solver,
     as_target,
     blend_rotations,
@@ -55,16 +55,8 @@ _NO_POLE = np.zeros((1, 3))
 _kernels = kernel_loader("fabrik")
 
 
-class _OneItemOutputs(threading.local):
-    """An unbatched chain solve's outputs, ``gerr (1, 1)``, ``counts (2, 1)`` and ``moved (1,)``, which
-    :meth:`FABRIK.solve` reads back as numpy scalars: one set per thread, so the per-frame call allocates
-    none of them (nothing returned aliases them; the drivers write every item's outputs)."""
-
-    def __init__(self) -> None:
-        self.outputs = (np.empty((1, 1)), np.zeros((2, 1), dtype=np.int64), np.zeros(1, dtype=np.bool_))
-
-
-_ONE_ITEM = _OneItemOutputs()
+#: An unbatched chain solve's outputs: ``gerr (1, 1)``, ``counts (2, 1)`` and ``moved (1,)``.
+_ONE_ITEM = OneItemOutputs(lambda: (np.empty((1, 1)), np.zeros((2, 1), dtype=np.int64), np.zeros(1, dtype=np.bool_)))
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ Flat arrays handed to the kernels:
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -320,6 +321,18 @@ def prepare_one(pose: Pose, extras: Sequence[tuple[FloatArray, tuple[int, ...]]]
         t2, r2, s2 = _own_copy(pt), _own_copy(pr), _own_copy(ps)
     return Prepared((), 1, t2[None], r2[None], s2[None], Pose._trusted(t2, r2, s2),
                     [a[None].copy() if a.dtype is _F64 else _own_row(a) for a, _ in extras], True)
+
+
+class OneItemOutputs(threading.local):
+    """A solver's output arrays for an unbatched solve, made by ``make()`` once per thread.
+
+    The per-frame call allocates none of them: its result reads them back as numpy scalars, so nothing
+    returned aliases them; each thread has its own (the kernels release the GIL); the drivers write every
+    item's outputs, so nothing needs resetting.  ``outputs`` is ``make()``'s tuple.
+    """
+
+    def __init__(self, make: Callable[[], tuple[NDArray[Any], ...]]) -> None:
+        self.outputs = make()
 
 
 # ---------------------------------------------------------------- options

@@ -18,7 +18,6 @@ The maths (all in world space, so any parent transform and any bone axis works):
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -27,6 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._solve import (
     SOLVERS,
+    OneItemOutputs,
     Solver,
     _rows,
     ancestors_root_first,
@@ -410,20 +410,9 @@ class TwoBone(Solver):
         raise SolverInputError(msg)
 
 
-class _OneItemOutputs(threading.local):
-    """An unbatched solve's outputs that its result reads back as numpy scalars (``err``, ``reached``, ``status``,
-    ``hits``, each ``(1,)``), one set per thread, so the per-frame call allocates none of them.
-
-    Nothing returned aliases them (the result holds scalars read out of them); each thread has its own, since
-    the kernels release the GIL; the drivers write every item's outputs, so nothing needs resetting.
-    """
-
-    def __init__(self) -> None:
-        self.outputs = (np.empty(1), np.empty(1, dtype=np.bool_), np.zeros(1, dtype=np.int64),
-                        np.zeros(1, dtype=np.int64))
-
-
-_ONE_ITEM = _OneItemOutputs()
+#: An unbatched solve's outputs: ``err``, ``reached``, ``status`` and ``hits``, each ``(1,)``.
+_ONE_ITEM = OneItemOutputs(lambda: (np.empty(1), np.empty(1, dtype=np.bool_), np.zeros(1, dtype=np.int64),
+                                    np.zeros(1, dtype=np.int64)))
 
 
 def _hinge_row(skeleton: Skeleton, joints: IntArray, kl: int, limits: Mapping[Any, Limit] | None) -> FloatArray | None:

@@ -89,27 +89,6 @@ def vnorm(a: tuple) -> float:  # type: ignore[type-arg]
 
 
 @njit(helper=True)
-def vadd(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
-    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
-
-
-@njit(helper=True)
-def vsub(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
-    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
-
-
-@njit(helper=True)
-def vscale(a: tuple, s: float) -> tuple:  # type: ignore[type-arg]
-    return (a[0] * s, a[1] * s, a[2] * s)
-
-
-@njit(helper=True)
-def vmul(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
-    """Component-wise product."""
-    return (a[0] * b[0], a[1] * b[1], a[2] * b[2])
-
-
-@njit(helper=True)
 def vnormalized(a: tuple) -> tuple:  # type: ignore[type-arg]
     """Unit vector along ``a``; the zero vector when ``|a| <= VEC_NORM_EPS``."""
     n = vnorm(a)

@@ -153,10 +153,6 @@ def _up_guess(skeleton: Skeleton) -> str:
     return "XYZ"[int(np.argmax(bones))]
 
 
-def _deg(x: float) -> str:
-    return f"{math.degrees(x):.1f} deg/s"
-
-
 # ===================================================================== info
 def joint_positions(m: Motion, frame: int) -> np.ndarray:
     """``(J, 3)`` world position of every joint at ``frame`` (0-based), in the file's units."""

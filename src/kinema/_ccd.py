@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._solve import (
+    ABSENT_ROW3,
     SOLVERS,
     OneItemOutputs,
     Solver,
@@ -32,6 +33,7 @@ from ._solve import (
     result_one,
     run_driver,
 )
+from ._types import FloatArray, IntArray
 from ._validate import as_float_array, as_float_scalar, broadcast_batch, resolve_joint
 from .errors import SolverInputError
 from .limits import Limit, pack_limits
@@ -42,14 +44,9 @@ from .skeleton import Skeleton
 
 __all__ = ["CCD", "solve_ccd", "Goal", "solve_chains"]
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 #: The kernel module, imported on first use (``import kinema`` must not import numba).
 _kernels = kernel_loader("ccd")
-
-#: The pole argument when there is none (the kernel reads no row of it).
-_NO_POLE = np.zeros((1, 3))
 
 
 #: An unbatched solve's outputs: ``err (1,)`` and ``counts (3, 1)`` (sweeps, limit hits, changed).
@@ -168,7 +165,7 @@ class CCD(Solver):
         prep = prepare(self.skeleton, pose, extras, out, checked=True, unbatched=one or None)
         n = prep.n
         tgt_f = prep.extras[0]
-        pol_f = prep.extras[1] if pol is not None else _NO_POLE
+        pol_f = prep.extras[1] if pol is not None else ABSENT_ROW3
         if prep.batch:
             err = np.empty(n)
             counts = np.empty((3, n), dtype=np.int64)  # sweeps, limit hits, changed

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from ._solve import check_uniform_scale, kernel_loader, prepare, run_driver
+from ._types import FloatArray, IntArray
 from ._validate import positive_number, require_finite
 from .errors import ShapeError, SolverInputError
 from .goals import (
@@ -35,8 +35,6 @@ from .skeleton import Skeleton
 
 __all__ = ["DLS", "solve_dls"]
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 #: Default most iterations (steps tried); a reachable goal set usually converges in under 20.
 DEFAULT_ITERATIONS = 100
@@ -56,8 +54,6 @@ _AFFECTS_SELF = 1
 _AFFECTS_ANCESTOR = 2
 _O_ITERATIONS, _O_TOLERANCE, _O_DAMPING, _O_WEIGHT, _O_SIZE = 0, 1, 2, 3, 4
 _D_STATUS, _D_ERROR, _D_ITERATIONS, _D_LIMITS_HIT, _D_POSE_ERROR, _D_HEADER = 0, 1, 2, 3, 4, 5
-
-
 
 
 def _iterations(x: Any) -> int:

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._solve import (
+    ABSENT_ROW3,
     SOLVERS,
     OneItemOutputs,
     Solver,
@@ -36,6 +37,7 @@ from ._solve import (
     result_one,
     run_driver,
 )
+from ._types import FloatArray, IntArray
 from ._validate import as_float_array, as_float_scalar, resolve_joint
 from .errors import SolverInputError
 from .limits import PackedLimits, pack_limits
@@ -45,11 +47,6 @@ from .skeleton import Skeleton
 
 __all__ = ["FABRIK", "FABRIKTree", "solve_fabrik", "solve_fabrik_tree"]
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-
-#: The pole argument when there is none (the kernel reads no row of it).
-_NO_POLE = np.zeros((1, 3))
 
 #: The kernel module, imported on first use (``import kinema`` must not import numba).
 _kernels = kernel_loader("fabrik")
@@ -238,7 +235,7 @@ class _FabrikSolver(Solver):
         n = prep.n
         plan, packed = self._plan, self._packed
         tg = prep.extras[0][:, None] if g == 1 else np.ascontiguousarray(np.stack(prep.extras[:g], axis=1))  # (N, G, 3)
-        poles = prep.extras[g] if pole is not None else _NO_POLE
+        poles = prep.extras[g] if pole is not None else ABSENT_ROW3
         if prep.batch or not plan.is_chain:
             gerr = np.empty((n, g))
             counts = np.empty((2, n), dtype=np.int64)  # iterations, limit hits

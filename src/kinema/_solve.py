@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._kernels.constants import NONFINITE_INPUT, NONFINITE_RESULT, NONUNIFORM_SCALE, OK
+from ._types import FloatArray, IntArray
 from ._validate import (
     as_float_array,
     broadcast_batch,
@@ -42,9 +43,6 @@ from .limits import Limit
 from .pose import Pose
 from .result import SolveResult
 from .skeleton import Skeleton
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 
 def kernel_loader(name: str) -> Callable[[], Any]:
@@ -236,6 +234,10 @@ def _own_copy(a: FloatArray) -> FloatArray:
 
 
 _F64 = np.dtype(np.float64)
+
+#: The stand-in for an absent per-item ``(1|N, 3)`` input (no pole, no bend hint): a kernel reads no row of it
+#: (its options say the input is absent).  Never written.
+ABSENT_ROW3 = np.zeros((1, 3))
 
 
 def prepare(

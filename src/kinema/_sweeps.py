@@ -25,8 +25,9 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from ._types import FloatArray
 from .fk import forward_kinematics
 from .pose import Pose
 from .rotation import from_axis_angle
@@ -36,7 +37,6 @@ __all__ = ["ARM_JOINTS", "PoleAxisScene", "bone_directions", "closed_loop", "fol
            "pole_axis_path", "pole_axis_scene", "pole_plane_offset_deg", "step_angles", "two_bone_arm", "unit_frame",
            "warm_loop"]
 
-FloatArray = NDArray[np.float64]
 
 #: The joints of :func:`two_bone_arm` a two-bone solver moves (upper, lower, end).
 ARM_JOINTS = ("shoulder", "elbow", "wrist")

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._solve import (
+    ABSENT_ROW3,
     SOLVERS,
     OneItemOutputs,
     Solver,
@@ -42,6 +43,7 @@ from ._solve import (
     result,
     run_driver,
 )
+from ._types import FloatArray, IntArray
 from ._validate import as_float_array, broadcast_batch, positive_number, require_finite, resolve_joint
 from .errors import ShapeError, SolverInputError
 from .limits import Hinge, Limit
@@ -51,12 +53,8 @@ from .skeleton import Skeleton
 
 __all__ = ["TwoBone", "solve_two_bone", "solve_two_bone_2d", "TwoBoneIK", "TwoBone2D"]
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
-
-_Z3_ROW = np.zeros((1, 3))  # stand-ins for absent per-item inputs (never read)
-_Z4_ROW = np.zeros((1, 4))
+_Z4_ROW = np.zeros((1, 4))  # the stand-in for an absent end rotation (never read)
 _ONES = np.ones(1)
 _ZEROS = np.zeros(1)
 _NO_MARGIN = np.full(1, -1.0)  # margin < 0: the kernel's default
@@ -368,8 +366,8 @@ class TwoBone(Solver):
             opts[_P_FLAGS] = flags
             opts[_P_SHARED] = shared
             opts[_P_SPREAD] = self._twist_spread
-        args = (self._plan, opts, prep.t, prep.r, prep.s, ex[0], _Z3_ROW if po_r is None else po_r,
-                _Z3_ROW if hi_r is None else hi_r, _Z4_ROW if er_r is None else er_r, hist_in,
+        args = (self._plan, opts, prep.t, prep.r, prep.s, ex[0], ABSENT_ROW3 if po_r is None else po_r,
+                ABSENT_ROW3 if hi_r is None else hi_r, _Z4_ROW if er_r is None else er_r, hist_in,
                 w if w is _ONES else _flat(w, batch, n), so if so is self._soft_row else _flat(so, batch, n),
                 m if m is self._margin_row else _flat(m, batch, n),
                 err, reached, bend, status, hits, hist_out)

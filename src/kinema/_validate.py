@@ -9,12 +9,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._kernels.constants import UNIFORM_SCALE_RTOL
+from ._types import FloatArray
 from .errors import BoneNotFoundError, ShapeError, SolverInputError
 
 if TYPE_CHECKING:
     from .skeleton import Skeleton
 
-FloatArray = NDArray[np.float64]
 
 JointRef = "int | str"
 

@@ -24,18 +24,15 @@ import math
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from . import rotation as rot
+from ._types import FloatArray
 from ._validate import positive_number
 from .errors import ShapeError, SolverInputError
 from .goals import as_input_array, unit_quaternions
 
 __all__ = ["CriticallyDampedSpring", "OneEuroFilter", "AngularSpeedLimiter", "limit_angular_speed"]
-
-FloatArray = NDArray[np.float64]
-
-
 
 
 def _value(x: Any, what: str, shape: tuple[int, ...] | None) -> FloatArray:

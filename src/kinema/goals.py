@@ -26,14 +26,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from ._types import FloatArray
 from ._validate import as_float_array, require_finite, resolve_joint
 from .errors import SolverInputError
 
 __all__ = ["PositionGoal", "OrientationGoal", "LookAtGoal", "PoseGoal", "AnyGoal"]
 
-FloatArray = NDArray[np.float64]
 
 #: A quaternion shorter than this has no rotation: refused as a target.
 ZERO_QUAT_NORM = 1e-12

@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import rotation as rot
+from ._types import FloatArray
 from ._validate import as_float_array, broadcast_batch, positive_number, require_finite, resolve_joint
 from .errors import ShapeError, SkeletonError, SolverInputError
 from .fk import forward_kinematics
@@ -55,7 +56,6 @@ __all__ = [
     "GRIP_TOLERANCE",
 ]
 
-FloatArray = NDArray[np.float64]
 
 #: A target palm basis counts as a rotation matrix when ``|B^T B - I|`` and ``|det B - 1|`` are within this.
 BASIS_ORTHONORMAL_TOL = 1e-6

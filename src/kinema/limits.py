@@ -74,6 +74,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._types import FloatArray
 from ._validate import as_float_array, broadcast_batch
 from .errors import SolverInputError
 
@@ -95,7 +96,6 @@ __all__ = [
     "LIMIT_SLACK",
 ]
 
-FloatArray = NDArray[np.float64]
 
 # Mirrors of the kernel constants (kept here so ``import kinema.limits`` needs no numba);
 # tests check they agree with kinema._kernels.limits.

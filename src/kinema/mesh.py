@@ -20,16 +20,14 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from . import rotation
+from ._types import FloatArray, IntArray
 from .pose import Pose
 from .skeleton import Skeleton
 
 __all__ = ["SkinnedMesh", "linear_blend_skinning", "bone_mesh", "BONE_MIN_LENGTH_RATIO"]
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 #: Bones shorter than this fraction of the skeleton's extent get no capsule in
 #: :func:`bone_mesh` (a joint sitting on its parent has no direction).

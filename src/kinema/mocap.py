@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from . import rotation as rot
 from ._kernels.constants import DEFAULT_MARGIN_FRACTION
+from ._types import BoolArray, FloatArray, IntArray
 from ._validate import resolve_joint
 from .errors import ShapeError, SkeletonError, SolverInputError
 from .fk import forward_kinematics
@@ -59,9 +60,6 @@ __all__ = [
     "frame_times",
 ]
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
 
 #: Index of the world up axis (kinema's world is Y-up); the other two are horizontal.
 UP_AXIS = 1

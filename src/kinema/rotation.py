@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._types import FloatArray
 from ._validate import as_float_array, broadcast_batch
 from .errors import ShapeError
 
@@ -49,7 +50,6 @@ __all__ = [
     "EULER_SEQUENCES",
 ]
 
-FloatArray = NDArray[np.float64]
 
 #: The 12 intrinsic Euler sequences (their lower-case forms are extrinsic).
 EULER_SEQUENCES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "XYX", "XZX", "YXY", "YZY", "ZXZ", "ZYZ")

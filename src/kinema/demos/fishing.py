@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from numpy.typing import NDArray
 
 from .. import hands
 from .. import rotation as rot
 from .._two_bone import TwoBone
+from .._types import FloatArray
 from .._validate import as_float_scalar, positive_number
 from ..errors import SolverInputError
 from ..fk import forward_kinematics
@@ -40,7 +40,6 @@ from ._draw import Drawing
 
 __all__ = ["FishingSession", "FishingOptions", "STATES", "DEMO"]
 
-FloatArray = NDArray[np.float64]
 
 # ----------------------------------------------------------------------------------------- the scene
 #: Height of the water surface below the deck top (m).

@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from .. import FABRIK, Skeleton, TwoBone2D, solve_two_bone_2d
+from .._types import FloatArray
 from ..filters import CriticallyDampedSpring
 from ..fk import forward_kinematics
 from ._draw import Drawing
@@ -28,7 +29,6 @@ from ._draw import Drawing
 __all__ = ["DEMO", "FollowSession", "make", "UPPER_LENGTH", "LOWER_LENGTH", "SHOULDER", "TENTACLE_ROOT",
            "TENTACLE_LINKS", "TENTACLE_LINK_LENGTH", "SMOOTHING_OMEGA", "pointer_path"]
 
-FloatArray = NDArray[np.float64]
 
 #: The arm's bone lengths, world units (the article's 110 and 90 pixels, divided by 100).
 UPPER_LENGTH, LOWER_LENGTH = 1.1, 0.9

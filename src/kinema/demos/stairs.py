@@ -18,16 +18,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numpy.typing import NDArray
 
 from .. import TwoBone, samples
+from .._types import FloatArray
 from ..fk import forward_kinematics
 from ._draw import Drawing
 
 __all__ = ["DEMO", "StairsSession", "make", "TREAD", "RISE", "STEPS", "ANKLE_HEIGHT", "tread_height",
            "tread_center", "LEGS"]
 
-FloatArray = NDArray[np.float64]
 
 #: The flight: tread depth and rise (metres) and the number of steps; treads before the first step
 #: and after the last are flat floor and landing.

@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numpy.typing import NDArray
 
 from .. import CCD, Skeleton, rotation
+from .._types import FloatArray
 from ..filters import CriticallyDampedSpring
 from ..fk import forward_kinematics
 from ..limits import SwingTwist
@@ -26,7 +26,6 @@ from ._draw import Drawing
 
 __all__ = ["DEMO", "TentaclesSession", "make", "TENTACLES", "LINKS", "LINK_LENGTH", "LINK_LIMIT", "BODY_RADIUS"]
 
-FloatArray = NDArray[np.float64]
 
 #: Tentacles around the body, links per tentacle and their length (world units).
 TENTACLES, LINKS, LINK_LENGTH = 6, 8, 0.16

@@ -47,6 +47,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import rotation as rot
+from .._types import FloatArray
 from ..errors import FileFormatError, ShapeError, SkeletonError, SolverInputError
 from ..pose import Clip, Pose
 from ..skeleton import Skeleton
@@ -56,7 +57,6 @@ from ._read import read_regular
 __all__ = ["load_bvh", "save_bvh"]
 
 PathLike = str | os.PathLike[str]
-FloatArray = NDArray[np.float64]
 
 #: A saved channel may be dropped (the file's layout kept) only when the value it
 #: would carry differs from the implied one (OFFSET component, zero angle) by less

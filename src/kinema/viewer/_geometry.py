@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import rotation as rot
+from .._types import FloatArray
 from ..limits import EulerRange, Hinge, Limit, SwingTwist
 from ..pose import Pose
 from ..skeleton import Skeleton
@@ -26,7 +27,6 @@ __all__ = [
     "xyzw_to_wxyz",
 ]
 
-FloatArray = NDArray[np.float64]
 
 #: Bones shorter than this (world units) are not drawn (a joint sitting on its parent has no direction).
 MIN_BONE_LENGTH = 1e-9

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._types import FloatArray
 from ..errors import KinemaError, SolverInputError
 from ..fk import forward_kinematics
 from ..limits import Limit
@@ -51,7 +52,6 @@ __all__ = [
     "load_any",
 ]
 
-FloatArray = NDArray[np.float64]
 
 #: Solver labels shown in the GUI and the public kinema function each one calls.
 #: Only those that exist in the installed kinema are offered (:func:`available_solvers`).

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ... import rotation
+from ..._types import FloatArray, IntArray
 from ...errors import SkeletonError, SolverInputError
 from ...mesh import SkinnedMesh
 from ...pose import Clip, Pose
@@ -25,9 +26,6 @@ from ...skeleton import ZERO_QUAT_EPS, Skeleton
 from .._read import read_regular
 from .reader import FLOAT, UBYTE, UINT, USHORT, CheckedDoc, parse_container, short_repr
 from .scene import fold, fold_hierarchy, node_parents, unique_names
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 __all__ = ["GltfAsset", "load_gltf", "TIME_EPS"]
 
@@ -75,7 +73,6 @@ class GltfAsset:
     path: str
     notes: tuple[str, ...]
     document: dict[str, Any]
-
 
 
 def _sample(times: FloatArray, values: FloatArray, interp: str, query: FloatArray, is_rotation: bool) -> FloatArray:

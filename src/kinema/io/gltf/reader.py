@@ -30,10 +30,9 @@ from typing import Any, Literal, NoReturn
 import numpy as np
 from numpy.typing import NDArray
 
+from ..._types import FloatArray
 from ...errors import FileFormatError
 from .._read import read_regular
-
-FloatArray = NDArray[np.float64]
 
 __all__ = [
     "CheckedDoc", "parse_container", "short_repr", "ceil4", "COMPONENTS", "N_COMPONENTS", "FLOAT", "UBYTE",

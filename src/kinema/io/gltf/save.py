@@ -21,9 +21,6 @@ from ...pose import Clip
 from ...skeleton import ZERO_QUAT_EPS, Skeleton
 from .reader import ARRAY_BUFFER, COMPONENTS, ELEMENT_ARRAY_BUFFER, FLOAT, UBYTE, UINT, USHORT, ceil4
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-
 __all__ = ["save_gltf"]
 
 class _Blob:

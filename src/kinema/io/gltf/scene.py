@@ -11,13 +11,11 @@ import heapq
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
 from ... import rotation
+from ..._types import FloatArray
 from ...skeleton import ZERO_QUAT_EPS
 from .reader import CheckedDoc
-
-FloatArray = NDArray[np.float64]
 
 __all__ = ["decompose", "trs_matrix", "node_local", "node_parents", "is_similarity", "unique_names", "fold",
            "fold_hierarchy", "FoldedHierarchy", "MATRIX_SHEAR_TOL", "SIMILARITY_RTOL"]
@@ -154,8 +152,6 @@ def fold(prefix_t: FloatArray, prefix_q: FloatArray, prefix_s: FloatArray,
     q2 = rotation.multiply(prefix_q, q)
     s2 = prefix_s[:, None] * s
     return t2, q2, s2
-
-
 
 
 @dataclass(frozen=True)

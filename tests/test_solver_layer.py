@@ -282,6 +282,10 @@ def test_bad_options_and_arguments_raise_kinema_errors() -> None:
         lambda: kinema.CCD(sk, ["c0", "nope"]),
         lambda: kinema.FABRIKTree(sk, []),
         lambda: kinema.FABRIKTree(sk, ["c5", "b0"]).solve(pose, {"c5": tg}),
+        # DLS reads its iteration count through the same check as the chain solvers (bools are not counts)
+        lambda: kinema.DLS(sk, [kinema.PositionGoal("c5", tg)], iterations=True),
+        lambda: kinema.DLS(sk, [kinema.PositionGoal("c5", tg)], iterations=-1),
+        lambda: kinema.solve_dls(sk, pose, [kinema.PositionGoal("c5", tg)], iterations=2.5),
     ]
     for call in bad_calls:
         with pytest.raises(kinema.KinemaError):

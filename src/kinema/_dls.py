@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ._solve import check_uniform_scale, kernel_loader, prepare, run_driver
+from ._solve import check_iterations, check_uniform_scale, kernel_loader, prepare, run_driver
 from ._types import FloatArray, IntArray
 from ._validate import positive_number, require_finite
 from .errors import ShapeError, SolverInputError
@@ -54,12 +54,6 @@ _AFFECTS_SELF = 1
 _AFFECTS_ANCESTOR = 2
 _O_ITERATIONS, _O_TOLERANCE, _O_DAMPING, _O_WEIGHT, _O_SIZE = 0, 1, 2, 3, 4
 _D_STATUS, _D_ERROR, _D_ITERATIONS, _D_LIMITS_HIT, _D_POSE_ERROR, _D_HEADER = 0, 1, 2, 3, 4, 5
-
-
-def _iterations(x: Any) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or int(x) < 0:
-        raise SolverInputError(f"iterations must be an integer >= 0, got {x!r}")
-    return int(x)
 
 
 def _blend_weight(x: Any) -> float:
@@ -122,7 +116,7 @@ class DLS:
         self.skeleton = skeleton
         self.goals: tuple[Any, ...] = tuple(goals)
         self.root_translation = bool(root_translation)
-        self.iterations = _iterations(iterations)
+        self.iterations = check_iterations(iterations)
         self.tolerance = positive_number(tolerance, "tolerance")
         self.damping = positive_number(damping, "damping")
         parents = skeleton.parents

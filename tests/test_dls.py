@@ -417,6 +417,36 @@ def test_batch_equals_loop_of_singles_bit_for_bit(n: int) -> None:
     np.testing.assert_array_equal(free.pose.rotations, batch.pose.rotations[0])
 
 
+@pytest.mark.parametrize("n", [7, 50])  # a serial batch and a parallel one
+def test_a_weight_per_item_blends_each_item_as_its_single_solve(n: int) -> None:
+    """``weight (*batch,)`` as every solver takes it: item i of the batch is the single solve with weight[i],
+    bit for bit; weight 0 gives the input pose back exactly, 1 the plain solve."""
+    sk, solver, pose, targets = _batch_problem(n)
+    weights = np.random.default_rng(4).uniform(0.0, 1.0, n)
+    weights[0], weights[1] = 0.0, 1.0
+    batch = solver.solve(pose, targets, weight=weights)
+    plain = solver.solve(pose, targets)
+    for i in range(n):
+        one = solver.solve(pose[i], [None if a is None else a[i] for a in targets], weight=weights[i])
+        np.testing.assert_array_equal(one.pose.rotations, batch.pose.rotations[i])
+        np.testing.assert_array_equal(one.pose.translations, batch.pose.translations[i])
+        np.testing.assert_array_equal(one.state["goal_errors"], batch.state["goal_errors"][i])
+    # weight 0 is the input as the solver starts from it: every joint as given, but the limited ones (the solve
+    # starts inside the limits); the root where it was
+    limited = [sk.index(name) for name in ("left_elbow", "right_shoulder", "chest")]
+    free = np.setdiff1d(np.arange(sk.n_joints), limited)
+    assert np.all(rot.angle_between(batch.pose.rotations[0, free], pose.rotations[0, free]) < 1e-12)
+    np.testing.assert_array_equal(batch.pose.translations[0], pose.translations[0])
+    np.testing.assert_array_equal(batch.pose.rotations[1], plain.pose.rotations[1])
+    # a weight broadcasts like the targets: one pose and one target set, three weights, three items
+    three = solver.solve(pose[2], [None if a is None else a[2] for a in targets], weight=[0.0, 0.5, 1.0])
+    assert three.pose.rotations.shape == (3,) + pose.rotations.shape[1:] and three.error.shape == (3,)
+    np.testing.assert_array_equal(three.pose.rotations[2], plain.pose.rotations[2])
+    for bad in (1.5, -0.1, [0.5, np.nan], "x", True):
+        with pytest.raises(SolverInputError):
+            solver.solve(pose, targets, weight=bad)
+
+
 def test_serial_and_parallel_drivers_agree_bit_for_bit() -> None:
     from kinema._kernels import dls as kd
 
@@ -429,7 +459,7 @@ def test_serial_and_parallel_drivers_agree_bit_for_bit() -> None:
     t = pose.translations.copy()
     r = pose.rotations.copy()
     diag = np.zeros((64, kd.diag_size(solver._plan_i)))
-    kd.dls_serial(solver._plan_i, solver._plan_f, solver._opts, t, r, pose.scales.copy(), goals, diag)
+    kd.dls_serial(solver._plan_i, solver._plan_f, solver._opts, t, r, pose.scales.copy(), goals, np.ones(1), diag)
     np.testing.assert_array_equal(r, ref.pose.rotations)
     np.testing.assert_array_equal(t, ref.pose.translations)
 
@@ -578,8 +608,8 @@ def test_kernel_constants_mirror_the_python_side() -> None:
                                LookAtGoal: kd.GOAL_LOOK_AT}
     assert (_dls._P_HEADER, _dls._AFFECTS_SELF, _dls._AFFECTS_ANCESTOR) == (kd.P_HEADER, kd.AFFECTS_SELF,
                                                                             kd.AFFECTS_ANCESTOR)
-    assert (_dls._O_ITERATIONS, _dls._O_TOLERANCE, _dls._O_DAMPING, _dls._O_WEIGHT, _dls._O_SIZE) == (
-        kd.O_ITERATIONS, kd.O_TOLERANCE, kd.O_DAMPING, kd.O_WEIGHT, kd.O_SIZE)
+    assert (_dls._O_ITERATIONS, _dls._O_TOLERANCE, _dls._O_DAMPING, _dls._O_SIZE) == (
+        kd.O_ITERATIONS, kd.O_TOLERANCE, kd.O_DAMPING, kd.O_SIZE)
     assert (_dls._D_STATUS, _dls._D_ERROR, _dls._D_ITERATIONS, _dls._D_LIMITS_HIT, _dls._D_POSE_ERROR,
             _dls._D_HEADER) == (kd.D_STATUS, kd.D_ERROR, kd.D_ITERATIONS, kd.D_LIMITS_HIT, kd.D_POSE_ERROR,
                                 kd.D_HEADER)

@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ._solve import check_iterations, check_uniform_scale, kernel_loader, prepare, run_driver
+from ._solve import check_iterations, check_uniform_scale, check_weight, kernel_loader, prepare, run_driver
 from ._types import FloatArray, IntArray
 from ._validate import positive_number, require_finite
 from .errors import ShapeError, SolverInputError
@@ -52,20 +53,12 @@ _GOAL_KIND = {PositionGoal: 0, OrientationGoal: 1, LookAtGoal: 2}
 _P_HEADER = 8
 _AFFECTS_SELF = 1
 _AFFECTS_ANCESTOR = 2
-_O_ITERATIONS, _O_TOLERANCE, _O_DAMPING, _O_WEIGHT, _O_SIZE = 0, 1, 2, 3, 4
+_O_ITERATIONS, _O_TOLERANCE, _O_DAMPING, _O_SIZE = 0, 1, 2, 3
 _D_STATUS, _D_ERROR, _D_ITERATIONS, _D_LIMITS_HIT, _D_POSE_ERROR, _D_HEADER = 0, 1, 2, 3, 4, 5
 
 
-def _blend_weight(x: Any) -> float:
-    if isinstance(x, bool):
-        raise SolverInputError(f"weight must be a number in [0, 1], got {x!r}")
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        raise SolverInputError(f"weight must be a number in [0, 1], got {x!r}") from None
-    if not (0.0 <= v <= 1.0):
-        raise SolverInputError(f"weight must be a number in [0, 1], got {x!r}")
-    return v
+#: The default blend weight (solved pose only), a 0-d array as :func:`~kinema._solve.check_weight` gives.
+_FULL_WEIGHT = np.ones(())
 
 
 class DLS:
@@ -204,7 +197,6 @@ class DLS:
         opts[_O_ITERATIONS] = self.iterations
         opts[_O_TOLERANCE] = self.tolerance
         opts[_O_DAMPING] = self.damping
-        opts[_O_WEIGHT] = 1.0
         self._opts = opts
         self._fk_joints = fk_joints
         self._goal_names = tuple("pose" if isinstance(g, PoseGoal) else skeleton.names[gj[n]]
@@ -264,7 +256,7 @@ class DLS:
                 out.append(as_input_array(x, f"targets[{n}]", (3,)))
         return out
 
-    def solve(self, pose: Pose, targets: Sequence[Any] | None = None, *, weight: float = 1.0,
+    def solve(self, pose: Pose, targets: Sequence[Any] | None = None, *, weight: ArrayLike = 1.0,
               out: Pose | None = None) -> SolveResult:
         """Solve ``pose (*batch, J, ...)`` for the goals; one frame or a batch.
 
@@ -272,8 +264,10 @@ class DLS:
           own targets for this call (None keeps a goal's own; the pose
           goal's entry must be None).  Targets broadcast against the pose's
           batch.
-        * ``weight``: blend of the solved pose with the input (0: input,
-          1: solved), applied to the moving joints (slerp) and the root.
+        * ``weight``: ``(*batch,)`` in [0, 1], each item's blend of the solved
+          pose with the input (0: input, 1: solved), applied to the moving
+          joints (slerp) and the root; it broadcasts with the pose and the
+          targets, as every solver's ``weight``.
         * ``out``: a pose to write the result into (full batch shape,
           C-contiguous); may be ``pose`` itself.
 
@@ -292,24 +286,20 @@ class DLS:
           non-finite pose and the input was kept (not expected).
         """
         self.validate(pose)
-        w = _blend_weight(weight)
+        w = _FULL_WEIGHT if (type(weight) is float or type(weight) is int) and weight == 1 else check_weight(weight)
         tg = self._goal_targets(targets)
-        extras = [(a, (a.shape[-1],)) for a in tg]
+        extras: list[tuple[FloatArray, tuple[int, ...]]] = [(a, (a.shape[-1],)) for a in tg]
+        extras.append((w, ()))
         prep = prepare(self.skeleton, pose, extras, out, rotations_only=not self.root_translation)
         n = prep.n
         n_goals = len(self._order)
         goal_data = np.zeros((n, n_goals, 8))
-        for p, a in enumerate(prep.extras):
+        for p, a in enumerate(prep.extras[:-1]):
             goal_data[:, p, : a.shape[1]] = a
-        if w == 1.0:
-            opts = self._opts
-        else:
-            opts = self._opts.copy()
-            opts[_O_WEIGHT] = w
         k = _kernels()
         diag = np.zeros((n, k.diag_size(self._plan_i)))
-        run_driver(k.DRIVERS, n,
-                   (self._plan_i, self._plan_f, opts, prep.t, prep.r, prep.s, goal_data, diag), own=prep.own)
+        run_driver(k.DRIVERS, n, (self._plan_i, self._plan_f, self._opts, prep.t, prep.r, prep.s, goal_data,
+                                  prep.extras[-1], diag), own=prep.own)
         return self._result(prep.out, prep.batch, diag)
 
     def _result(self, out_pose: Pose, batch: tuple[int, ...], diag: FloatArray) -> SolveResult:
@@ -346,7 +336,8 @@ class DLS:
 def solve_dls(skeleton: Skeleton, pose: Pose, goals: Sequence[Any], *, joints: Sequence[Any] | None = None,
               root_translation: bool = False, iterations: int = DEFAULT_ITERATIONS,
               tolerance: float = DEFAULT_TOLERANCE, damping: float = DEFAULT_DAMPING,
-              limits: Mapping[Any, Limit] | None = None, weight: float = 1.0, out: Pose | None = None) -> SolveResult:
+              limits: Mapping[Any, Limit] | None = None, weight: ArrayLike = 1.0,
+              out: Pose | None = None) -> SolveResult:
     """Full-body IK by damped least squares: :class:`DLS` ``(skeleton, goals, ...).solve(pose, weight=, out=)``.
 
     See :class:`DLS` for the arguments and :meth:`DLS.solve` for the result.

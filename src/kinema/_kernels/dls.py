@@ -16,6 +16,8 @@ single solves bit for bit.
   kernel writes the root's translation in row ``i``;
 * ``goals (N,G,8)``: per-item goal data in plan goal order (position or
   look-at target ``xyz``, or orientation ``xyzw``);
+* ``weights (1|N,)``: each item's blend of the solved pose with the input
+  pose, in [0, 1] (1: solved);
 * ``diag (N,D)``: outputs at the slots ``D_*``, then ``goal_errors (G)``,
   ``goal_reached (G)``, ``at_limit (K)``;
 * ``scratch``: the per-thread work arrays of :func:`make_scratch`.
@@ -89,8 +91,7 @@ P_HEADER = 8
 O_ITERATIONS = 0  # most iterations (steps tried)
 O_TOLERANCE = 1  # a goal is reached within this error (length units or radians)
 O_DAMPING = 2  # smallest damping lambda
-O_WEIGHT = 3  # blend of the solved pose with the input pose (1: solved)
-O_SIZE = 4
+O_SIZE = 3
 
 # diag slots.
 D_STATUS = 0  # 0 ok, STATUS_NONFINITE when the solve gave a non-finite pose (the input is kept)
@@ -785,8 +786,10 @@ def _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch, lam, n_levels, u
 
 
 @njit(helper=True)
-def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, diag, scratch):  # type: ignore[no-untyped-def]
-    """Solve item ``i`` (see the module docs); writes ``r[i]`` (and the root translation) and ``diag[i]``."""
+def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  # type: ignore[no-untyped-def]
+    """Solve item ``i`` (see the module docs); writes ``r[i]`` (and the root translation) and ``diag[i]``.
+
+    ``weights (1|N,)``: each item's blend of the solved pose with the input pose (1: solved)."""
     (pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, world_axis,
      block_n, block_new, gerr, t_io, lvl, mask) = scratch
     lay = layout(plan_i)
@@ -797,7 +800,7 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, diag, scratch):  # type: i
     max_iter = int(opts[O_ITERATIONS])
     tol = opts[O_TOLERANCE]
     lam_min = opts[O_DAMPING]
-    weight = opts[O_WEIGHT]
+    weight = weights[i % weights.shape[0]]
     rt = plan_i[P_ROOT_T]
     jr = plan_i[lay[0] + rt] if rt >= 0 else 0
     # the input pose (the pose goal's target and the blend's start); start inside the limits
@@ -946,11 +949,12 @@ def _ok(args):  # type: ignore[no-untyped-def]
 
 @njit(helper=True)
 def dls_range(c0, c1, args):  # type: ignore[no-untyped-def]
-    """Solve items ``c0 .. c1-1`` with one scratch set; ``args = (plan_i, plan_f, opts, t, r, s, goals, diag)``."""
-    plan_i, plan_f, opts, t, r, s, goals, diag = args
+    """Solve items ``c0 .. c1-1`` with one scratch set; ``args = (plan_i, plan_f, opts, t, r, s, goals, weights,
+    diag)`` (``weights (1|N,)``: each item's blend with the input pose)."""
+    plan_i, plan_f, opts, t, r, s, goals, weights, diag = args
     scratch = make_scratch(plan_i, plan_f, opts)
     for i in range(c0, c1):
-        dls_item(i, plan_i, plan_f, opts, t, r, s, goals, diag, scratch)
+        dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch)
 
 
 #: ``solve_serial(n, args)`` and ``solve_parallel(n_chunks, n, args)`` (:mod:`.drivers`): status 0 = ok.
@@ -959,6 +963,6 @@ solve_serial, solve_parallel = DRIVERS
 
 
 @njit
-def dls_serial(plan_i, plan_f, opts, t, r, s, goals, diag):  # type: ignore[no-untyped-def]
+def dls_serial(plan_i, plan_f, opts, t, r, s, goals, weights, diag):  # type: ignore[no-untyped-def]
     """:func:`solve_serial` with its arguments spread out (items ``0 .. N-1``, ``N = r.shape[0]``)."""
-    return solve_serial(r.shape[0], (plan_i, plan_f, opts, t, r, s, goals, diag))
+    return solve_serial(r.shape[0], (plan_i, plan_f, opts, t, r, s, goals, weights, diag))

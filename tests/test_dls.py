@@ -447,6 +447,24 @@ def test_a_weight_per_item_blends_each_item_as_its_single_solve(n: int) -> None:
             solver.solve(pose, targets, weight=bad)
 
 
+def test_moved_says_whether_the_pose_changed() -> None:
+    """``state["moved"]`` means what it means for every solver: the solve changed the pose (any rotation or
+    translation differs from the input's), per item, also when ``out`` is the input pose itself."""
+    sk, solver, pose, targets = _batch_problem(7)
+    res = solver.solve(pose, targets)
+    expect = np.any(res.pose.rotations != pose.rotations, axis=(-2, -1)) | \
+        np.any(res.pose.translations != pose.translations, axis=(-2, -1))
+    assert res.state["moved"].shape == (7,)
+    np.testing.assert_array_equal(res.state["moved"], expect)
+    in_place = pose.broadcast()  # a copy, written by the solve
+    np.testing.assert_array_equal(solver.solve(in_place, targets, out=in_place).state["moved"], expect)
+    one = samples.clip("walk").pose[3]
+    wrist = positions(sk, one)[sk.index("left_wrist")]
+    assert not solve_dls(sk, one, [PositionGoal("left_wrist", wrist)]).state["moved"]  # already there
+    assert solve_dls(sk, one, [PositionGoal("left_wrist", wrist + 0.05)]).state["moved"]
+    assert not solve_dls(sk, one, [PositionGoal("left_wrist", wrist + 0.05)], weight=0.0).state["moved"]
+
+
 def test_serial_and_parallel_drivers_agree_bit_for_bit() -> None:
     from kinema._kernels import dls as kd
 

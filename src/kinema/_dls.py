@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from ._solve import check_iterations, check_uniform_scale, check_weight, kernel_loader, prepare, run_driver
 from ._types import FloatArray, IntArray
@@ -283,13 +283,19 @@ class DLS:
         * ``"at_limit"`` ``(*batch, K)`` bool: moving joints a limit stopped
           in the last step; ``"joints"``: the moving joints' names;
         * ``"status"`` ``(*batch,)`` int: 0 ok, 1 the solve gave a
-          non-finite pose and the input was kept (not expected).
+          non-finite pose and the input was kept (not expected);
+        * ``"moved"`` ``(*batch,)`` bool: whether the solve changed the pose
+          (any rotation or translation differs from the input's), as for every
+          solver.
         """
         self.validate(pose)
         w = _FULL_WEIGHT if (type(weight) is float or type(weight) is int) and weight == 1 else check_weight(weight)
         tg = self._goal_targets(targets)
         extras: list[tuple[FloatArray, tuple[int, ...]]] = [(a, (a.shape[-1],)) for a in tg]
         extras.append((w, ()))
+        # The input as given, for state["moved"] (kept aside when out=pose overwrites it).
+        r_in, t_in = (pose.rotations, pose.translations) if out is not pose else \
+            (pose.rotations.copy(), pose.translations.copy())
         prep = prepare(self.skeleton, pose, extras, out, rotations_only=not self.root_translation)
         n = prep.n
         n_goals = len(self._order)
@@ -300,7 +306,9 @@ class DLS:
         diag = np.zeros((n, k.diag_size(self._plan_i)))
         run_driver(k.DRIVERS, n, (self._plan_i, self._plan_f, self._opts, prep.t, prep.r, prep.s, goal_data,
                                   prep.extras[-1], diag), own=prep.own)
-        return self._result(prep.out, prep.batch, diag)
+        res = self._result(prep.out, prep.batch, diag)
+        res.state["moved"] = _changed(prep.out.rotations, r_in) | _changed(prep.out.translations, t_in)
+        return res
 
     def _result(self, out_pose: Pose, batch: tuple[int, ...], diag: FloatArray) -> SolveResult:
         n_goals = len(self._order)
@@ -331,6 +339,11 @@ class DLS:
                 "joints": self._joint_names,
                 "status": counts[:, 2].reshape(batch),
             })
+
+
+def _changed(after: FloatArray, before: FloatArray) -> NDArray[np.bool_]:
+    """``(*batch,)`` whether any value of ``after (*batch, J, k)`` differs from ``before`` (broadcast to it)."""
+    return np.any(after != before, axis=(-2, -1))
 
 
 def solve_dls(skeleton: Skeleton, pose: Pose, goals: Sequence[Any], *, joints: Sequence[Any] | None = None,

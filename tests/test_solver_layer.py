@@ -356,6 +356,30 @@ def test_weight_zero_keeps_the_input_and_weight_blends() -> None:
         np.testing.assert_allclose(np.asarray(half.error).reshape(-1), np.linalg.norm(fk - tg, axis=-1), atol=1e-12)
 
 
+@pytest.mark.parametrize("fixed_root", [True, False])
+def test_weight_blends_when_targets_widen_the_pose_batch(fixed_root: bool) -> None:
+    """A pose of batch (2, 1) against targets (2, 3) solves a (2, 3) batch; with a weight the blend reads each
+    item's own input: the same numbers as the pose broadcast to (2, 3) beforehand, bit for bit."""
+    sk = make_rig()
+    rng = np.random.default_rng(5)
+    pose = sk.rest_pose((2, 1))
+    pose.rotations[...] = R.multiply(pose.rotations, R.from_rotvec(rng.normal(size=(2, 1, sk.n_joints, 3)) * 0.2))
+    tg = targets_for(sk, 6, "c5").reshape(2, 3, 3)
+    full = pose.broadcast((2, 3))
+    weight = np.array([0.25, 0.5, 1.0])
+    for solve in (lambda p: kinema.solve_ccd(sk, p, CHAIN, tg, weight=weight, fixed_root=fixed_root),
+                  lambda p: kinema.solve_fabrik(sk, p, CHAIN, tg, weight=weight, fixed_root=fixed_root),
+                  lambda p: kinema.solve_fabrik_tree(sk, p, {"c5": tg}, weight=weight, fixed_root=fixed_root),
+                  lambda p: kinema.Rig(sk, [kinema.Step("a", kinema.CCD(sk, CHAIN), weight=0.5)]).solve(p, {"a": tg})):
+        widened, given = solve(pose), solve(full)
+        assert widened.pose.rotations.shape == (2, 3, sk.n_joints, 4)
+        np.testing.assert_array_equal(widened.pose.rotations, given.pose.rotations)
+        np.testing.assert_array_equal(np.broadcast_to(widened.pose.translations, given.pose.translations.shape),
+                                      given.pose.translations)
+        if isinstance(widened, kinema.SolveResult):  # (a Rig reports per step)
+            np.testing.assert_array_equal(widened.error, given.error)
+
+
 def test_out_is_written_and_moved_means_the_pose_changed() -> None:
     sk = make_rig()
     tg = targets_for(sk, 4, "c5")

@@ -18,6 +18,7 @@ from ._solve import (
     ancestors_root_first,
     as_target,
     blend_rotations,
+    blend_with_input,
     check_iterations,
     check_nonnegative,
     check_pose,
@@ -158,10 +159,8 @@ class CCD(Solver):
         w = None if (type(weight) is float or type(weight) is int) and weight == 1 else check_weight(weight)
         if w is not None:
             extras.append((w, ()))
-        r_in = t_in = None
-        if w is not None:  # the blend reads the input, which out=pose overwrites
-            r_in = pose.rotations.reshape((-1,) + pose.rotations.shape[-2:]).copy()
-            t_in = pose.translations.reshape((-1,) + pose.translations.shape[-2:]).copy()
+        # the blend reads the input, which out=pose overwrites
+        inputs = None if w is None else (pose.rotations.copy(), pose.translations.copy())
         prep = prepare(self.skeleton, pose, extras, out, checked=True, unbatched=one or None)
         n = prep.n
         tgt_f = prep.extras[0]
@@ -180,14 +179,10 @@ class CCD(Solver):
             return result_one(prep.out, err, self.tolerance, counts,
                               {"joints": self.joints, "moved": counts[2, 0] != 0})
         changed = counts[2] != 0
-        if w is not None:
-            assert r_in is not None and t_in is not None
+        if inputs is not None:
             w_f = prep.extras[-1]
-            blend_rotations(prep.r, r_in, self.joints[self.weights > 0.0], w_f)
-            if not self.fixed_root:  # the sliding root's translation blends linearly
-                j0 = int(self.joints[0])
-                t0 = np.broadcast_to(t_in[:, j0], (prep.t.shape[0], 3))
-                prep.t[:, j0] = t0 + np.broadcast_to(w_f, (prep.t.shape[0],))[:, None] * (prep.t[:, j0] - t0)
+            blend_with_input(prep, inputs, self.joints[self.weights > 0.0], None if self.fixed_root else
+                             int(self.joints[0]), w_f)  # the sliding root's translation too
             err = _end_error(self.skeleton, prep.out, int(self.joints[-1]), tgt_f, n)
             changed = changed & (np.broadcast_to(w_f, (n,)) > 0.0)
         return result(prep.out, prep.batch, err, err <= self.tolerance, counts[0], counts[1],

@@ -22,7 +22,7 @@ from ._solve import (
     OneItemOutputs,
     Solver,
     as_target,
-    blend_rotations,
+    blend_with_input,
     check_iterations,
     check_nonnegative,
     check_pose_item,
@@ -227,10 +227,10 @@ class _FabrikSolver(Solver):
         if pole is not None:
             extras.append((pole, (3,)))
         w = None if (type(weight) is float or type(weight) is int) and weight == 1 else check_weight(weight)
+        inputs = None
         if w is not None:
             extras.append((w, ()))
-            r_in = pose.rotations.reshape((-1,) + pose.rotations.shape[-2:]).copy()
-            t_in = pose.translations.reshape((-1,) + pose.translations.shape[-2:]).copy()
+            inputs = (pose.rotations.copy(), pose.translations.copy())  # the blend's; out=pose overwrites them
         prep = prepare(self.skeleton, pose, extras, out, checked=True, unbatched=one or None)
         n = prep.n
         plan, packed = self._plan, self._packed
@@ -247,15 +247,12 @@ class _FabrikSolver(Solver):
                              packed.rest, prep.t, prep.r, prep.s, tg, poles, gerr, counts, moved), own=prep.own)
         if status:
             self._raise(status, pose, targets, pole)
-        if w is not None:
+        if inputs is not None:
             from .fk import forward_kinematics
 
             w_f = prep.extras[-1]
-            blend_rotations(prep.r, r_in, plan.joints[plan.node_j], w_f)
-            if not self.fixed_root:  # the dragged root's translation blends linearly
-                j0 = int(plan.joints[plan.node_j[0]])
-                t0 = np.broadcast_to(t_in[:, j0], (prep.t.shape[0], 3))
-                prep.t[:, j0] = t0 + np.broadcast_to(w_f, (prep.t.shape[0],))[:, None] * (prep.t[:, j0] - t0)
+            blend_with_input(prep, inputs, plan.joints[plan.node_j], None if self.fixed_root else
+                             int(plan.joints[plan.node_j[0]]), w_f)  # the dragged root's translation too
             p = forward_kinematics(self.skeleton, prep.out).positions.reshape(n, -1, 3)
             ends = plan.joints[plan.node_j[plan.goal_node]]
             gerr = np.linalg.norm(p[:, ends] - tg, axis=-1)

@@ -492,6 +492,29 @@ def blend_rotations(r_out: FloatArray, r_in: FloatArray, joints: IntArray, weigh
     r_out[:, joints] = np.where((w <= 0.0)[:, None, None], src, mixed)
 
 
+def blend_with_input(prep: Prepared, inputs: tuple[FloatArray, FloatArray], joints: IntArray, root: int | None,
+                     weight: FloatArray) -> None:
+    """The blend a chain solver's ``weight`` means, in place on ``prep``'s output pose.
+
+    Each of ``joints``' local rotations goes from the input's to the solved one (:func:`blend_rotations`) and a
+    ``root`` whose translation the solve moved (or None) goes linearly, ``t_in + weight (t_solved - t_in)``.
+    ``inputs``: the input pose's rotations and translations as given, ``(*pose_batch, J, k)`` (copies: ``out=pose``
+    overwrites the pose), broadcast here to the solve's batch (which targets or weights may widen);
+    ``weight (1|N,)``.
+    """
+    r_in, t_in = inputs
+    n = prep.n
+    blend_rotations(prep.r, _batch_rows(r_in, prep.batch, n), joints, weight)
+    if root is not None:
+        t0 = _batch_rows(t_in, prep.batch, n)[:, root]
+        prep.t[:, root] = t0 + np.broadcast_to(weight, (n,))[:, None] * (prep.t[:, root] - t0)
+
+
+def _batch_rows(a: FloatArray, batch: tuple[int, ...], n: int) -> FloatArray:
+    """``a (*b, J, k)`` broadcast to ``(*batch, J, k)`` as ``(N, J, k)`` rows."""
+    return np.broadcast_to(a, batch + a.shape[-2:]).reshape((n,) + a.shape[-2:])
+
+
 # ---------------------------------------------------------------- the solvers
 def freeze(x: Any) -> Hashable:
     """A hashable snapshot of a solver argument (chains, weights, limits, options); TypeError if there is none."""

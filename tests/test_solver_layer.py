@@ -301,7 +301,8 @@ def test_finite_extremes_solve_or_raise_never_nan() -> None:
                  (pose, [-1e300, 1e300, 0.0])):
         for call in (lambda p, t: kinema.solve_two_bone(sk, p, ARM, t),
                      lambda p, t: kinema.solve_ccd(sk, p, CHAIN, t), lambda p, t: kinema.solve_fabrik(sk, p, CHAIN, t),
-                     lambda p, t: kinema.solve_fabrik_tree(sk, p, {"c5": t, "b0": t})):
+                     lambda p, t: kinema.solve_fabrik_tree(sk, p, {"c5": t, "b0": t}),
+                     lambda p, t: kinema.solve_dls(sk, p, [kinema.PositionGoal("c5", t), kinema.PoseGoal()])):
             try:
                 res = call(p, t)
             except kinema.KinemaError:

@@ -282,8 +282,9 @@ class DLS:
         * ``"goal_reached"`` ``(*batch, G)`` bool; ``"goals"``: the goal joints' names (``"pose"``);
         * ``"at_limit"`` ``(*batch, K)`` bool: moving joints a limit stopped
           in the last step; ``"joints"``: the moving joints' names;
-        * ``"status"`` ``(*batch,)`` int: 0 ok, 1 the solve gave a
-          non-finite pose and the input was kept (not expected);
+        * ``"status"`` ``(*batch,)`` int: 0 (a solve that overflows float64,
+          with coordinates or scales near 1e150 or beyond, raises
+          :class:`~kinema.SolverInputError` instead);
         * ``"moved"`` ``(*batch,)`` bool: whether the solve changed the pose
           (any rotation or translation differs from the input's), as for every
           solver.
@@ -306,6 +307,11 @@ class DLS:
         diag = np.zeros((n, k.diag_size(self._plan_i)))
         run_driver(k.DRIVERS, n, (self._plan_i, self._plan_f, self._opts, prep.t, prep.r, prep.s, goal_data,
                                   prep.extras[-1], diag), own=prep.own)
+        bad = np.nonzero(diag[:, _D_STATUS] != 0.0)[0]
+        if bad.size:  # an item's solve overflowed (the kernel gave its input back): refused, as every solver does
+            where = f" (batch item {np.unravel_index(int(bad[0]), prep.batch)})" if prep.batch else ""
+            raise SolverInputError(f"solve_dls: the solve overflowed float64{where}: the pose's or the "
+                                   "targets' values are too large (coordinates or scales near 1e150 or beyond)")
         res = self._result(prep.out, prep.batch, diag)
         res.state["moved"] = _changed(prep.out.rotations, r_in) | _changed(prep.out.translations, t_in)
         return res

@@ -292,6 +292,51 @@ def test_bad_options_and_arguments_raise_kinema_errors() -> None:
             call()
 
 
+def test_bad_arguments_of_rigs_goals_limits_and_weights_raise_kinema_errors() -> None:
+    """Each of these once escaped as a bare ValueError, TypeError or AttributeError (or was read as a number it
+    does not hold: a numeric string, a bool)."""
+    sk = kinema.samples.humanoid()
+    arm = ("right_shoulder", "right_elbow", "right_wrist")
+    pose, tg = sk.rest_pose(), [0.1, 0.8, 0.3]
+    step = kinema.Step("a", kinema.CCD(sk, arm))
+    bad_calls = [
+        lambda: kinema.CCD(sk, arm, weights={"right_elbow": "abc"}),
+        lambda: kinema.CCD(sk, arm, weights={"right_elbow": True}),
+        lambda: kinema.CCD(sk, arm, weights=["a", "b", "c"]),
+        lambda: kinema.CCD(sk, arm, weights=["1", "0.5", "1"]),
+        lambda: kinema.CCD(sk, arm, weights=[True, True, True]),
+        lambda: kinema.FABRIKTree(sk, ["right_wrist"], weights=[1.0]),
+        lambda: kinema.Rig(sk, ["abc"]),
+        lambda: kinema.Rig(sk, None),  # type: ignore[arg-type]
+        lambda: kinema.Rig(sk, [kinema.Step("a", kinema.CCD(sk, arm), weight="abc")]),  # type: ignore[arg-type]
+        lambda: kinema.Rig(sk, [kinema.Step("a", kinema.CCD(sk, arm), weight="0.5")]),  # type: ignore[arg-type]
+        lambda: kinema.Rig(sk, [kinema.Step("a", kinema.CCD(sk, arm), joints=5)]),  # type: ignore[arg-type]
+        lambda: kinema.Rig(sk, [kinema.Step("a", object())]),  # type: ignore[arg-type]
+        lambda: kinema.Rig(sk, [step]).solve(pose, {"a": tg}, weights={"a": "x"}),  # type: ignore[dict-item]
+        lambda: kinema.Rig(sk, [step]).solve(pose, None),  # type: ignore[arg-type]
+        lambda: kinema.solve_chains(sk, pose, [kinema.Goal(arm, tg, priority="x")]),  # type: ignore[arg-type]
+        lambda: kinema.solve_chains(sk, pose, [kinema.Goal(arm, tg, priority=None)]),  # type: ignore[arg-type]
+        lambda: kinema.solve_chains(sk, pose, None),  # type: ignore[arg-type]
+        lambda: kinema.solve_ccd(sk, pose, None, tg),
+        lambda: kinema.limits.Hinge("abc", 0, 1),  # type: ignore[arg-type]
+        lambda: kinema.limits.Hinge((1, 0, 0), "0.1", 1),  # type: ignore[arg-type]
+        lambda: kinema.limits.EulerRange("XYZ", 5, (1, 1, 1)),  # type: ignore[arg-type]
+        lambda: kinema.limits.SwingTwist((0, 1, 0), 0.5, reference="xyz"),  # type: ignore[arg-type]
+        lambda: kinema.limits.SwingTwist((1, 0, 0), 0.5).clamp([np.nan, 0, 0, 1]),
+        lambda: kinema.limits.SwingTwist((1, 0, 0), 0.5).violation([np.nan, 0, 0, 1]),
+        lambda: kinema.limits.Hinge((1, 0, 0), 0, 1).clamp([0, 0, 0, 1], rest_rotation=[0, 0, 0, 0]),
+        lambda: kinema.forward_kinematics(sk, None),  # type: ignore[arg-type]
+        lambda: kinema.forward_kinematics(None, pose),  # type: ignore[arg-type]
+        lambda: sk.rest_pose(("a",)),  # type: ignore[arg-type]
+        lambda: sk.rest_pose((-1,)),
+    ]
+    for k, call in enumerate(bad_calls):
+        with pytest.raises(kinema.KinemaError):
+            call()
+            raise AssertionError(f"call {k} was accepted")
+    assert sk.rest_pose(3).rotations.shape == (3, sk.n_joints, 4)  # one batch dimension given as a number
+
+
 def test_finite_extremes_solve_or_raise_never_nan() -> None:
     sk = make_rig()
     pose = sk.rest_pose()

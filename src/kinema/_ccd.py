@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,7 @@ from ._solve import (
 )
 from ._types import FloatArray, IntArray
 from ._validate import as_float_array, as_float_scalar, broadcast_batch, resolve_joint
-from .errors import SolverInputError
+from .errors import ShapeError, SolverInputError
 from .limits import Limit, pack_limits
 from .pose import Pose
 from .result import SolveResult
@@ -67,9 +67,12 @@ def _chain_weights(skeleton: Skeleton, joints: IntArray, listed: NDArray[np.bool
             if idx not in pos:
                 raise SolverInputError(f"weights: joint {skeleton.names[idx]!r} is not in the chain "
                                        f"{[skeleton.names[j] for j in joints]}")
-            w[pos[idx]] = float(val)
+            w[pos[idx]] = as_float_scalar(val, f"weight of joint {skeleton.names[idx]!r}")
     else:
-        a = np.asarray(weights, dtype=np.float64)
+        try:
+            a = as_float_array(weights, "weights", (), batch=True)
+        except ShapeError as exc:
+            raise SolverInputError(str(exc)) from None
         if a.shape != (k,):
             raise SolverInputError(f"weights: expected {k} values (one per chain joint, root first: "
                                    f"{[skeleton.names[j] for j in joints]}), got shape {a.shape}")
@@ -344,16 +347,19 @@ _GOAL_KEYS = set(Goal.__dataclass_fields__)
 
 
 def _as_goal(g: Any, i: int) -> Goal:
-    if isinstance(g, Goal):
-        return g
+    """Goal ``i`` of :func:`solve_chains` (a :class:`Goal` or a dict of its fields), its priority checked."""
     if isinstance(g, Mapping):
         bad = set(g) - _GOAL_KEYS
         if bad:
             raise SolverInputError(f"goal {i}: unknown keys {sorted(bad)}; known: {sorted(_GOAL_KEYS)}")
         if "chain" not in g or "target" not in g:
             raise SolverInputError(f"goal {i}: needs 'chain' and 'target'")
-        return Goal(**g)
-    raise SolverInputError(f"goal {i} must be a kinema.Goal or a dict, got {type(g).__name__}")
+        g = Goal(**g)
+    if not isinstance(g, Goal):
+        raise SolverInputError(f"goal {i} must be a kinema.Goal or a dict, got {type(g).__name__}")
+    if isinstance(g.priority, (bool, np.bool_)) or not isinstance(g.priority, (int, np.integer)):
+        raise SolverInputError(f"goal {i}: priority must be an integer, got {g.priority!r}")
+    return g
 
 
 def _goal_solver(skeleton: Skeleton, g: Goal, weights: Any = None) -> CCD:
@@ -399,6 +405,8 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
     from .fk import forward_kinematics
 
     check_pose(skeleton, pose, "solve_chains")
+    if isinstance(goals, (str, bytes, Mapping)) or not isinstance(goals, Iterable):
+        raise SolverInputError(f"goals must be a sequence of kinema.Goal or dicts, got {type(goals).__name__}")
     gl = [_as_goal(g, i) for i, g in enumerate(goals)]
     if not gl:
         raise SolverInputError("solve_chains needs at least one goal")

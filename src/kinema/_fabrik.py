@@ -331,6 +331,8 @@ class FABRIKTree(_FabrikSolver):
         goal_joints = tuple(resolve_joint(skeleton, j) for j in end_joints)
         if len(set(goal_joints)) != len(goal_joints):
             raise SolverInputError("goals name the same joint twice")
+        if weights is not None and not isinstance(weights, Mapping):
+            raise SolverInputError(f"weights must be a mapping {{end joint: weight}}, got {type(weights).__name__}")
         w_map = {} if weights is None else {resolve_joint(skeleton, j): w for j, w in weights.items()}
         for j in w_map:
             if j not in goal_joints:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -71,6 +71,8 @@ def resolve_chain(skeleton: Skeleton, chain: Any) -> tuple[IntArray, NDArray[np.
     named (for a ``(start, end)`` pair, all of them).  Joints between listed
     ones (twist or helper bones) ride along but are not turned.
     """
+    if chain is None or isinstance(chain, (bytes, Mapping)) or not isinstance(chain, (str, int, np.integer, Iterable)):
+        raise SolverInputError(f"a chain is (start, end) or a list of joints, got {chain!r}")
     items = list(chain) if not isinstance(chain, (str, int, np.integer)) else [chain]
     if len(items) < 2:
         raise SolverInputError(f"a chain needs at least two joints (start and end), got {chain!r}")

@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._validate import as_float_array, broadcast_batch, uniform_scale
-from .errors import ShapeError
+from .errors import ShapeError, SolverInputError
 from .pose import Pose
 from .skeleton import Skeleton
 
@@ -52,6 +52,10 @@ def _batch_view(a: NDArray[np.float64], batch: tuple[int, ...], n: int, tail: tu
 
 
 def _check_pose(skeleton: Skeleton, pose: Pose) -> None:
+    if not isinstance(skeleton, Skeleton):
+        raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+    if not isinstance(pose, Pose):
+        raise SolverInputError(f"pose must be a kinema.Pose, got {type(pose).__name__}")
     if pose.n_joints != skeleton.n_joints:
         raise ShapeError("pose", f"(..., {skeleton.n_joints}, k) for a skeleton of {skeleton.n_joints} joints",
                          f"{pose.n_joints} joints")

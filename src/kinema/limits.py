@@ -75,8 +75,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._types import FloatArray
-from ._validate import as_float_array, broadcast_batch
-from .errors import SolverInputError
+from ._validate import as_float_array, as_float_scalar, broadcast_batch, require_finite
+from .errors import ShapeError, SolverInputError
 
 if TYPE_CHECKING:
     from .skeleton import Skeleton
@@ -112,7 +112,10 @@ AXIS_EPS = 1e-12
 
 
 def _unit(v: ArrayLike, what: str) -> tuple[float, float, float]:
-    a = np.asarray(v, dtype=np.float64)
+    try:
+        a = as_float_array(v, what, (3,), batch=False)
+    except ShapeError:
+        raise SolverInputError(f"{what} must be 3 finite numbers, got {v!r}") from None
     if a.shape != (3,) or not np.all(np.isfinite(a)):
         raise SolverInputError(f"{what} must be 3 finite numbers, got {v!r}")
     n = float(np.linalg.norm(a))
@@ -122,10 +125,7 @@ def _unit(v: ArrayLike, what: str) -> tuple[float, float, float]:
 
 
 def _angle(x: Any, what: str, degrees: bool, lo: float = -math.pi, hi: float = math.pi) -> float:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        raise SolverInputError(f"{what} must be a number, got {x!r}") from None
+    v = as_float_scalar(x, what)  # a real number (not a bool, a numeric string or an array)
     if degrees:
         v = math.radians(v)
     if not math.isfinite(v):
@@ -160,6 +160,10 @@ class Limit(ABC):
         q = as_float_array(rotation_local, "rotation_local", (4,))
         r = np.array([0.0, 0.0, 0.0, 1.0]) if rest_rotation is None else as_float_array(
             rest_rotation, "rest_rotation", (4,))
+        require_finite(q, "rotation_local", SolverInputError)
+        require_finite(r, "rest_rotation", SolverInputError)
+        if np.any(np.linalg.norm(r, axis=-1) <= AXIS_EPS):  # a zero quaternion has no rotation to be relative to
+            raise SolverInputError("rest_rotation contains a zero quaternion")
         batch = broadcast_batch(q.shape[:-1], r.shape[:-1])
         n = int(np.prod(batch)) if batch else 1
         qf = np.ascontiguousarray(np.broadcast_to(q, batch + (4,))).reshape(n, 4)
@@ -337,7 +341,7 @@ class EulerRange(Limit):
             raise SolverInputError(f"EulerRange order: {exc}") from None
         for name in ("mins", "maxs"):
             v = getattr(self, name)
-            if len(v) != 3:
+            if isinstance(v, (str, bytes)) or not isinstance(v, Sequence | np.ndarray) or len(v) != 3:
                 raise SolverInputError(f"EulerRange {name} needs three angles, got {v!r}")
         lo = tuple(_angle(x, f"EulerRange mins[{a}]", self.degrees) for a, x in enumerate(self.mins))
         hi = tuple(_angle(x, f"EulerRange maxs[{a}]", self.degrees) for a, x in enumerate(self.maxs))

@@ -29,14 +29,15 @@ left it, and its :class:`~kinema.KinemaError` is in :attr:`RigResult.errors`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validate import resolve_joint
+from ._solve import check_weight
+from ._validate import as_float_scalar, resolve_joint
 from .errors import KinemaError, SolverInputError
 from .pose import Pose
 from .result import SolveResult
@@ -102,9 +103,14 @@ class Rig:
         if not isinstance(skeleton, Skeleton):
             raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
         self.skeleton = skeleton
+        if isinstance(steps, (str, bytes, Mapping)) or not isinstance(steps, Iterable):
+            raise SolverInputError(f"steps must be a sequence of kinema.Step, got {type(steps).__name__}")
         self.steps = tuple(steps)
         if not self.steps:
             raise SolverInputError("a rig needs at least one step")
+        for step in self.steps:
+            if not isinstance(step, Step):
+                raise SolverInputError(f"rig steps must be kinema.Step objects, got {type(step).__name__}")
         names = [s.name for s in self.steps]
         if len(set(names)) != len(names):
             raise SolverInputError(f"step names must be unique, got {names}")
@@ -112,13 +118,17 @@ class Rig:
         above: dict[int, str] = {}  # ancestors of claimed joints -> the step they would disturb
         self.moved: dict[str, tuple[int, ...]] = {}
         for step in self.steps:
-            if not isinstance(step, Step):
-                raise SolverInputError(f"rig steps must be kinema.Step objects, got {type(step).__name__}")
             if getattr(step.solver, "skeleton", skeleton) is not skeleton:
                 raise SolverInputError(f"step {step.name!r}: its solver was built for another skeleton")
-            w = float(step.weight)
+            w = as_float_scalar(step.weight, f"step {step.name!r}: weight")
             if not 0.0 <= w <= 1.0:
                 raise SolverInputError(f"step {step.name!r}: weight must be in [0, 1], got {step.weight!r}")
+            if step.joints is not None and (isinstance(step.joints, (str, bytes)) or
+                                            not isinstance(step.joints, Iterable)):
+                raise SolverInputError(f"step {step.name!r}: joints must be a sequence of joints, got {step.joints!r}")
+            if step.joints is None and not hasattr(step.solver, "moved_joints"):
+                raise SolverInputError(f"step {step.name!r}: its solver ({type(step.solver).__name__}) does not say "
+                                       "which joints it moves (moved_joints): give the step joints=[...]")
             moved = (tuple(resolve_joint(skeleton, j) for j in step.joints) if step.joints is not None
                      else tuple(int(j) for j in step.solver.moved_joints))
             if not step.layer:
@@ -149,6 +159,11 @@ class Rig:
         """
         if not isinstance(errors, str) or errors not in ERROR_POLICIES:
             raise SolverInputError(f"errors must be one of {ERROR_POLICIES}, got {errors!r}")
+        for name, given in (("targets", targets), ("weights", weights)):
+            if given is not None and not isinstance(given, Mapping):
+                raise SolverInputError(f"{name} must be a mapping {{step name: value}}, got {type(given).__name__}")
+        if targets is None:
+            raise SolverInputError("targets must be a mapping {step name: target}, got None")
         unknown = set(targets) - {s.name for s in self.steps}
         if unknown:
             raise SolverInputError(f"targets name unknown steps {sorted(unknown)}; steps: "
@@ -164,7 +179,7 @@ class Rig:
                 continue
             w: Any = step.weight
             if weights is not None and step.name in weights:
-                w = np.asarray(weights[step.name], dtype=np.float64) * step.weight
+                w = check_weight(weights[step.name]) * step.weight
             try:
                 res = step.solver.solve(cur, targets[step.name], weight=w, **dict(step.options))
             except KinemaError as exc:

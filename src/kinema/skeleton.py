@@ -295,7 +295,14 @@ class Skeleton:
         """The rest pose as a :class:`~kinema.Pose` (copies, broadcast to ``batch_shape``)."""
         from .pose import Pose
 
-        shape = tuple(batch_shape)
+        if isinstance(batch_shape, (int, np.integer)):  # one batch dimension given as a number
+            batch_shape = (int(batch_shape),)
+        try:
+            shape = tuple(int(d) for d in batch_shape)
+        except (TypeError, ValueError):
+            raise ShapeError("batch_shape", "a tuple of non-negative ints", repr(batch_shape)) from None
+        if any(d < 0 for d in shape) or any(isinstance(d, (bool, np.bool_, float)) for d in batch_shape):
+            raise ShapeError("batch_shape", "a tuple of non-negative ints", repr(batch_shape))
         return Pose(
             np.broadcast_to(self._translations, shape + self._translations.shape).copy(),
             np.broadcast_to(self._rotations, shape + self._rotations.shape).copy(),

@@ -130,6 +130,29 @@ def test_twist_rest_keeps_positions_and_takes_rest_twist(kind: str) -> None:
     np.testing.assert_allclose(b.error, a.error, rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("kind", ["ccd", "fabrik"])
+def test_twist_rest_through_helper_joints_keeps_the_listed_joints_and_the_end(kind: str) -> None:
+    """A chain listed with a helper joint between two turned ones (a twist bone, rotated at rest, never turned):
+    ``twist="rest"`` twists the upper joint about its bone to the next turned joint, through the helper, so the
+    listed joints and the end land where ``"input"`` puts them (1e-9); the end stays reached.  (CCD once twisted
+    about the line to the helper and left the end 1.6 cm off.)"""
+    rots = np.array([[0, 0, 0, 1], R.from_rotvec([0.6, 0.0, 0.9]), [0, 0, 0, 1], [0, 0, 0, 1]], dtype=float)
+    sk = kinema.Skeleton(["upper", "helper", "lower", "hand"], [-1, 0, 1, 2],
+                         [[0, 0, 0], [0, 0.15, 0], [0, 0.15, 0], [0, 0.25, 0]], rots, [[1.0] * 3, [1.3] * 3, [1.0] * 3,
+                                                                                        [1.0] * 3])
+    fn = kinema.solve_ccd if kind == "ccd" else kinema.solve_fabrik
+    chain = ["upper", "lower", "hand"]
+    targets = np.array([[0.2, 0.2, 0.15], [-0.1, 0.3, 0.2], [0.05, 0.1, -0.3]])
+    a = fn(sk, sk.rest_pose(), chain, targets, tolerance=1e-4)
+    b = fn(sk, sk.rest_pose(), chain, targets, tolerance=1e-4, twist="rest")
+    listed = [sk.index(n) for n in chain]
+    np.testing.assert_allclose(kinema.forward_kinematics(sk, b.pose).positions[:, listed],
+                               kinema.forward_kinematics(sk, a.pose).positions[:, listed], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(b.error, a.error, rtol=0, atol=1e-9)
+    assert np.all(b.reached)
+    np.testing.assert_array_equal(b.pose.rotations[:, sk.index("helper")], np.broadcast_to(rots[1], (3, 4)))
+
+
 def test_twist_rest_in_solve_chains() -> None:
     """A Goal's ``twist="rest"`` reaches the CCD solve: positions as with "input", rest twists."""
     sk = make_rig()

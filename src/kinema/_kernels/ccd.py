@@ -533,36 +533,47 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             break
     _write_locals(n_k, joints, i, r, rot, aux, base_rot)
     if twist_rest and changed:
-        hits += _rest_twist_pass(i, joints, t, r, rot, weights, kinds, params, rest, base_rot)
+        hits += _rest_twist_pass(i, joints, t, r, s, rot, weights, kinds, params, rest, base_rot)
         chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
         err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
     return err, sweeps, hits, changed
 
 
 @njit(borrows=True, helper=True)
-def _rest_twist_pass(i, joints, t, r, rot, weights, kinds, params, rest, base_rot):  # type: ignore[no-untyped-def]
+def _rest_twist_pass(i, joints, t, r, s, rot, weights, kinds, params, rest, base_rot):  # type: ignore[no-untyped-def]
     """The ``twist="rest"`` policy on a solved chain: every turnable joint's twist about its bone from rest.
 
     Root first, joint ``k`` (weight > 0, ``k <= K-2``) gets the local rotation
     that points its bone where the solve pointed it in world space (``rot[k]``,
     under its parent's new world rotation) with the rest pose's twist:
-    :func:`~kinema._kernels.quat.qrest_twist` about the bone's own direction
-    (its child's local translation), then its joint limit.  The bones'
-    world directions, so every joint position, are kept (unless a limit or a
-    frozen joint below a twisted one moves them); only the twists about the
-    bones change.  Frozen joints and the end keep their local rotations.
+    :func:`~kinema._kernels.quat.qrest_twist` about the bone's own direction,
+    then its joint limit.  The bone runs to the next joint the solve turns
+    (weight > 0), or to the end: the joints between (helper joints riding
+    along, frozen ones) keep their local rotations, so the bone is the vector
+    through them, ``t_{k+1} + s_{k+1} q_{k+1} (t_{k+2} + ...)`` in ``k``'s
+    frame.  So every turned joint's position and the end's are kept (unless
+    a limit moves them); the joints between turn rigidly with the bone.
     ``rot`` must hold the solved world rotations; ``r`` is written.  Returns
     the limit clamps that changed a rotation.
     """
     n_k = joints.shape[0]
     it = i % t.shape[0]
+    i_s = i % s.shape[0]
     pq = base_rot
     hits = 0
     for k in range(n_k - 1):
         j = joints[k]
         if weights[k] > 0.0:
-            jc = joints[k + 1]
-            axis = (t[it, jc, 0], t[it, jc, 1], t[it, jc, 2])
+            m = k + 1
+            while m < n_k - 1 and weights[m] <= 0.0:
+                m += 1
+            jm = joints[m]
+            axis = (t[it, jm, 0], t[it, jm, 1], t[it, jm, 2])
+            for h in range(m - 1, k, -1):  # through the joints between, from m's parent up to k's child
+                jh = joints[h]
+                v = qrotate((r[i, jh, 0], r[i, jh, 1], r[i, jh, 2], r[i, jh, 3]), axis)
+                sh = s[i_s, jh, 0]  # uniform (the solver checks)
+                axis = (t[it, jh, 0] + sh * v[0], t[it, jh, 1] + sh * v[1], t[it, jh, 2] + sh * v[2])
             la = math.sqrt(vdot(axis, axis))
             ql = qnormalize(qmul(qconj(pq), (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])))
             rk = (rest[k, 0], rest[k, 1], rest[k, 2], rest[k, 3])

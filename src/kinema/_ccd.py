@@ -17,6 +17,7 @@ from ._solve import (
     Solver,
     ancestors_root_first,
     as_target,
+    blend_limits,
     blend_rotations,
     blend_with_input,
     check_iterations,
@@ -25,6 +26,7 @@ from ._solve import (
     check_pose_item,
     check_twist,
     check_weight,
+    clamp_blended,
     kernel_loader,
     pose_shapes,
     prepare,
@@ -131,6 +133,8 @@ class CCD(Solver):
         base = ancestors_root_first(skeleton, int(joints[0]))
         self.scale_joints = np.concatenate([base, joints]).astype(np.int64)
         packed = pack_limits(skeleton, joints, limits)
+        #: The limited joints a blend (weight < 1) clamps again.
+        self._blend_limits = blend_limits(joints, packed, self.weights > 0.0)
         #: Packed plan (layout in :mod:`kinema._kernels.ccd`): ``[K, B, base, joints, kinds]`` and
         #: ``[weights, limit params, rest rotations]``.
         self._index = np.concatenate([np.array([joints.size, base.size], dtype=np.int64), base, joints,
@@ -182,13 +186,15 @@ class CCD(Solver):
             return result_one(prep.out, err, self.tolerance, counts,
                               {"joints": self.joints, "moved": counts[2, 0] != 0})
         changed = counts[2] != 0
+        limits_hit = counts[1]
         if inputs is not None:
             w_f = prep.extras[-1]
-            blend_with_input(prep, inputs, self.joints[self.weights > 0.0], None if self.fixed_root else
-                             int(self.joints[0]), w_f)  # the sliding root's translation too
+            limits_hit = limits_hit + blend_with_input(  # the sliding root's translation too
+                prep, inputs, self.joints[self.weights > 0.0], None if self.fixed_root else int(self.joints[0]), w_f,
+                self._blend_limits)
             err = _end_error(self.skeleton, prep.out, int(self.joints[-1]), tgt_f, n)
             changed = changed & (np.broadcast_to(w_f, (n,)) > 0.0)
-        return result(prep.out, prep.batch, err, err <= self.tolerance, counts[0], counts[1],
+        return result(prep.out, prep.batch, err, err <= self.tolerance, counts[0], limits_hit,
                       {"joints": self.joints, "moved": changed.reshape(prep.batch) if prep.batch else changed[0]})
 
 
@@ -460,7 +466,11 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
     if w is not None:
         assert r_in is not None
         turned = np.unique(np.concatenate([np.zeros(0, dtype=np.int64), *moved]))
-        blend_rotations(r_flat, r_in, turned, np.ascontiguousarray(np.broadcast_to(w, batch)).reshape(-1))
+        w_flat = np.ascontiguousarray(np.broadcast_to(w, batch)).reshape(-1)
+        blend_rotations(r_flat, r_in, turned, w_flat)
+        for gi in order:  # each goal's limited joints that the blend moved, clamped again (see blend_with_input)
+            limited = tuple(lim for lim in solvers[gi]._blend_limits if lim[0] in moved[gi])
+            hits[..., gi] += clamp_blended(r_flat, w_flat, limited).reshape(batch)
     fk = forward_kinematics(skeleton, cur)
     err = np.zeros(batch + (n_goals,))
     for gi in range(n_goals):

@@ -22,6 +22,7 @@ from ._solve import (
     OneItemOutputs,
     Solver,
     as_target,
+    blend_limits,
     blend_with_input,
     check_iterations,
     check_nonnegative,
@@ -210,6 +211,8 @@ class _FabrikSolver(Solver):
         self.joints = plan.joints
         self.scale_joints = plan.scale_joints
         self._packed = plan.no_limits if not limits else pack_limits(skeleton, plan.joints[plan.node_j], limits)
+        #: The limited joints a blend (weight < 1) clamps again.
+        self._blend_limits = blend_limits(plan.joints[plan.node_j], self._packed, np.ones(plan.node_j.size, dtype=bool))
         k = _kernels()
         mode = k.MODE_POSITIONS if plan.is_chain and self._packed.count == 0 else k.MODE_ROTATIONS
         #: The kernel's options (slots ``O_*`` in :mod:`kinema._kernels.fabrik`) without and with a pole.
@@ -251,8 +254,10 @@ class _FabrikSolver(Solver):
             from .fk import forward_kinematics
 
             w_f = prep.extras[-1]
-            blend_with_input(prep, inputs, plan.joints[plan.node_j], None if self.fixed_root else
-                             int(plan.joints[plan.node_j[0]]), w_f)  # the dragged root's translation too
+            counts = counts.copy()  # (the one-item outputs are the thread's own)
+            counts[1] += blend_with_input(  # the dragged root's translation too
+                prep, inputs, plan.joints[plan.node_j], None if self.fixed_root else int(plan.joints[plan.node_j[0]]),
+                w_f, self._blend_limits)
             p = forward_kinematics(self.skeleton, prep.out).positions.reshape(n, -1, 3)
             ends = plan.joints[plan.node_j[plan.goal_node]]
             gerr = np.linalg.norm(p[:, ends] - tg, axis=-1)

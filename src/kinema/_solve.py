@@ -39,7 +39,7 @@ from ._validate import (
     uniform_scale,
 )
 from .errors import ShapeError, SolverInputError
-from .limits import Limit
+from .limits import LIMIT_NONE, Limit, PackedLimits
 from .pose import Pose
 from .result import SolveResult
 from .skeleton import Skeleton
@@ -494,15 +494,30 @@ def blend_rotations(r_out: FloatArray, r_in: FloatArray, joints: IntArray, weigh
     r_out[:, joints] = np.where((w <= 0.0)[:, None, None], src, mixed)
 
 
+#: A limited joint a blend clamps: ``(joint, limit kind, parameter row (LIMIT_PARAMS,), rest rotation (1, 4))``
+#: (see :func:`blend_limits`).
+BlendLimit = tuple[int, int, FloatArray, FloatArray]
+
+
+def blend_limits(joints: IntArray, packed: PackedLimits, turned: NDArray[np.bool_]) -> tuple[BlendLimit, ...]:
+    """The limited joints among ``joints (K,)`` (``packed``: their limits) that the solver turns (``turned (K,)``),
+    as :func:`blend_with_input` clamps them."""
+    return tuple((int(j), int(packed.kinds[k]), packed.params[k], packed.rest[k:k + 1])
+                 for k, j in enumerate(joints) if packed.kinds[k] != LIMIT_NONE and turned[k])
+
+
 def blend_with_input(prep: Prepared, inputs: tuple[FloatArray, FloatArray], joints: IntArray, root: int | None,
-                     weight: FloatArray) -> None:
-    """The blend a chain solver's ``weight`` means, in place on ``prep``'s output pose.
+                     weight: FloatArray, limited: tuple[BlendLimit, ...] = ()) -> IntArray:
+    """The blend a chain solver's ``weight`` means, in place on ``prep``'s output pose; returns the limit clamps
+    it made per item ``(N,)``.
 
     Each of ``joints``' local rotations goes from the input's to the solved one (:func:`blend_rotations`) and a
     ``root`` whose translation the solve moved (or None) goes linearly, ``t_in + weight (t_solved - t_in)``.
     ``inputs``: the input pose's rotations and translations as given, ``(*pose_batch, J, k)`` (copies: ``out=pose``
     overwrites the pose), broadcast here to the solve's batch (which targets or weights may widen);
-    ``weight (1|N,)``.
+    ``weight (1|N,)``.  The ``limited`` joints (:func:`blend_limits`) are then clamped into their limits where
+    ``0 < weight < 1``: a rotation part way between two inside a swing cone or an Euler box may lie outside it.
+    (At weight 0 the input comes back as it was; at 1 the solve is inside.)
     """
     r_in, t_in = inputs
     n = prep.n
@@ -510,6 +525,27 @@ def blend_with_input(prep: Prepared, inputs: tuple[FloatArray, FloatArray], join
     if root is not None:
         t0 = _batch_rows(t_in, prep.batch, n)[:, root]
         prep.t[:, root] = t0 + np.broadcast_to(weight, (n,))[:, None] * (prep.t[:, root] - t0)
+    return clamp_blended(prep.r, weight, limited)
+
+
+def clamp_blended(r_out: FloatArray, weight: FloatArray, limited: tuple[BlendLimit, ...]) -> IntArray:
+    """The ``limited`` joints of ``r_out (N, J, 4)`` clamped into their limits (in place) in the items blended part
+    way (``0 < weight < 1``, ``weight (1|N,)``); returns the clamps that changed a rotation, per item ``(N,)``."""
+    n = r_out.shape[0]
+    hits = np.zeros(n, dtype=np.int64)
+    w = np.broadcast_to(weight, (n,))
+    items = np.nonzero((w > 0.0) & (w < 1.0))[0]
+    if items.size and limited:
+        from ._kernels.limits import clamp_many
+
+        for j, kind, params, rest in limited:
+            q = np.ascontiguousarray(r_out[items, j])
+            clamped = np.empty_like(q)
+            hit = np.zeros(items.size, dtype=np.bool_)
+            clamp_many(kind, params, rest, q, clamped, hit)
+            r_out[items, j] = clamped
+            hits[items] += hit
+    return hits
 
 
 def _batch_rows(a: FloatArray, batch: tuple[int, ...], n: int) -> FloatArray:

@@ -909,6 +909,15 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
         for k in range(nk):
             j = plan_i[lay[0] + plan_i[o_mfk + k]]
             q = qslerp((q_in[k, 0], q_in[k, 1], q_in[k, 2], q_in[k, 3]), read_q(r, i, j), weight)
+            kind = plan_i[o_lim + k]
+            if kind != LIMIT_NONE:
+                # part way between two rotations inside a swing cone or an Euler box may be outside it
+                rest = (plan_f[f_lr + 4 * k], plan_f[f_lr + 4 * k + 1], plan_f[f_lr + 4 * k + 2],
+                        plan_f[f_lr + 4 * k + 3])
+                q, hit = apply_limit_local(kind, plan_f[f_lp + LIMIT_PARAMS * k:f_lp + LIMIT_PARAMS * (k + 1)],
+                                           rest, q)
+                if hit:
+                    hits += 1
             write_q(r, i, j, q)
         if rt >= 0:
             for a in range(3):

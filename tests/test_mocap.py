@@ -424,6 +424,14 @@ def test_footlock_bad_input(capture: tuple[Skeleton, Clip]) -> None:
         mocap.footlock(sk, clip, ease=-1.0)
     with pytest.raises(kinema.ShapeError):
         mocap.footlock(kinema.samples.humanoid(), clip)
+    # durations whose frame counts overflow are refused by name (once a bare OverflowError), without warnings
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for option in ("ease", "min_duration", "max_gap", "merge_gap"):
+            with pytest.raises(kinema.SolverInputError, match=option):
+                mocap.footlock(sk, clip, **{option: 1e308})
 
 
 # -------------------------------------------------------------------- reach

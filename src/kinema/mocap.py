@@ -185,6 +185,21 @@ _LEFT_RE = re.compile(r"left|(^|[^a-z])l([^a-z]|$)", re.IGNORECASE)
 
 
 # ============================================================== small helpers
+#: The longest duration option (a contact time, a gap, an ease) in frames: a longer one (1e308 seconds) would
+#: overflow the frame count; 2**31 frames is over two years at 30 fps.
+MAX_DURATION_FRAMES = 2**31
+
+
+def _frames(seconds: float, fps: float, what: str) -> int:
+    """``seconds`` (finite, >= 0) as a whole number of frames at ``fps``; :class:`SolverInputError` beyond
+    :data:`MAX_DURATION_FRAMES`."""
+    f = float(seconds) * float(fps)  # Python floats: an overflow is inf, without a numpy warning
+    if not f <= MAX_DURATION_FRAMES:
+        raise SolverInputError(f"{what} = {seconds!r} s is {f:.3g} frames at {fps:g} fps, longer than any clip "
+                               f"(at most {MAX_DURATION_FRAMES} frames)")
+    return int(round(f))
+
+
 def frame_times(clip: Clip) -> FloatArray:
     """Frame times in seconds ``(F,)``: ``clip.times`` or ``k / fps``."""
     if clip.times is not None:
@@ -755,10 +770,10 @@ def detect_contacts(
         height_off=hysteresis * h_on,
         speed_on=v_on,
         speed_off=hysteresis * v_on,
-        min_frames=max(1, int(round(min_duration * fps))),
-        max_gap=int(round(max_gap * fps)),
+        min_frames=max(1, _frames(min_duration, fps, "min_duration")),
+        max_gap=_frames(max_gap, fps, "max_gap"),
         step=np.full(k, step_given) if step_given is not None else STEP_FRACTION * leg_length,
-        merge_gap=int(round(merge_gap * fps)),
+        merge_gap=_frames(merge_gap, fps, "merge_gap"),
     )
     mask = np.empty((n, k), dtype=bool)
     above = np.ascontiguousarray(hgt - th.ground)
@@ -1067,7 +1082,7 @@ def footlock(
         raise SolverInputError("contacts were detected for other feet or another clip")
     t = frame_times(clip)
     fps = (n - 1) / (t[-1] - t[0]) if n >= 2 else float(clip.fps)
-    ease_frames = int(round(ease * fps))
+    ease_frames = _frames(ease, fps, "ease")
 
     detected = [contacts.runs(i) for i in range(k)]
     runs = [(s_c.copy(), e_c.copy()) for s_c, e_c in detected]

@@ -15,9 +15,11 @@ workers read the input file and leave the output in a private temporary
 folder, so only small messages cross the pool's pipes.  This process writes
 each output atomically as its task finishes; an existing output is skipped
 unless ``--force`` (an interrupted batch resumes where it stopped), a failed
-file (bad input, or an output that cannot be written: a folder or a symlink
-in its place, a read-only folder, a full disk) is reported and the rest go
-on, and a summary table ends the run.
+file (bad input, a FIFO or a device included, or an output that cannot be
+written: a folder or a symlink in its place, a read-only folder, a full
+disk, any job's input) is reported and the rest go on (a pool worker that
+dies fails its files and the pool is started afresh), and a summary table
+ends the run.
 
 SIGINT (Ctrl-C) and SIGTERM stop the workers and remove the batch's
 temporary folder; workers also stop by themselves when this process dies
@@ -36,10 +38,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import KinemaError
 from ..io._atomic import atomic_write, same_file
+from ..io._read import read_regular
 from ._commands import command_argv
 from ._files import FORMATS, CliError, Interrupted, make_folders, remove_empty_folders
 from ._parser import build_parser
@@ -124,12 +129,9 @@ class _Pool:
     ships_bytes = False
 
     def __init__(self, workers: int, work_root: str | None) -> None:
-        import multiprocessing
-
         self.name = f"local pool, {workers} workers"
-        # spawn: workers start clean (no inherited threads or numba state), the same on every OS.
-        self._ex = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=worker_init, initargs=(os.getpid(), work_root))
+        self._workers, self._work_root = workers, work_root
+        self._ex = self._new_pool()
         # Ctrl-C and SIGTERM only set a flag while the pool runs; wait_first raises at a safe point.
         # (Raised inside concurrent.futures' wait, it can leave a future's lock held, and the pool's
         # shutdown then waits forever: a batch hung on Ctrl-C once in CI.)
@@ -139,11 +141,25 @@ class _Pool:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self._old_handlers[sig] = signal.signal(sig, self._on_signal)
 
+    def _new_pool(self) -> ProcessPoolExecutor:
+        import multiprocessing
+
+        # spawn: workers start clean (no inherited threads or numba state), the same on every OS.
+        return ProcessPoolExecutor(max_workers=self._workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=worker_init, initargs=(os.getpid(), self._work_root))
+
     def _on_signal(self, signum: int, frame: Any) -> None:
         self._interrupted = signum
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        return self._ex.submit(fn, *args)
+        try:
+            return self._ex.submit(fn, *args)
+        except BrokenProcessPool:
+            # A worker died (killed, out of memory): the files in flight have failed ("worker failed");
+            # the rest go to a fresh pool.  The broken pool has already stopped its other workers.
+            self._ex.shutdown(wait=True)
+            self._ex = self._new_pool()
+            return self._ex.submit(fn, *args)
 
     def wait_first(self, futures: list[Any]) -> Iterable[Any]:
         while self._interrupted is None:
@@ -265,6 +281,20 @@ def _remove_dir(path: str) -> None:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
+def _identity(path: str) -> object:
+    """What tells files apart: device and inode when ``path`` exists (links included), else its real path."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return os.path.realpath(path)
+    return st.st_dev, st.st_ino
+
+
+def _fail(rows: dict[str, tuple[str, str, str, str, str]], ui: UI, job: Job, error: str, seconds: str) -> None:
+    rows[job.name] = (job.name, "FAILED", "", error, seconds)
+    ui.note(f"kinema batch: {job.name}: {error}")
+
+
 def _check_options(command: str, extra: list[str]) -> None:
     """Validate the command's options once, before any work (one-line error on a bad one)."""
     for bad in ("-o", "--output", "--sample", "--force", "--json"):
@@ -312,8 +342,12 @@ def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
 
     rows: dict[str, tuple[str, str, str, str, str]] = {}
     todo: list[Job] = []
+    inputs = {_identity(j.src): j for j in jobs}
     for j in jobs:
-        if os.path.lexists(j.dst) and not args.force:
+        src_job = inputs.get(_identity(j.dst))
+        if src_job is not None:  # never overwrite an input, even with --force (an output folder above the input's)
+            _fail(rows, ui, j, f"refusing to overwrite {j.dst}: it is the input {src_job.name}", "")
+        elif os.path.lexists(j.dst) and not args.force:
             rows[j.name] = (j.name, "skipped", "", "output exists (--force redoes it)", "")
         else:
             todo.append(j)
@@ -367,18 +401,36 @@ def _run_jobs(command: str, extra: list[str], todo: list[Job], dask: _Dask | Non
         pending: dict[Any, Job] = {}
         queue = iter(todo)
         with ui.progress(len(todo), f"{command} ({engine.name})") as bar:
+            def finish(job: Job, res: dict[str, Any]) -> None:
+                if res["ok"]:
+                    try:
+                        _install(res, job)
+                    except (OSError, CliError) as e:  # this output cannot be written: the others go on
+                        res = {"ok": False, "error": f"cannot write the output: {one_line(e)}",
+                               "seconds": res["seconds"]}
+                if res["ok"]:
+                    frames, result = _describe(command, res)
+                    status = "missed" if res["metrics"].get("status") == "missed" else "ok"
+                    rows[job.name] = (job.name, status, frames, result, f"{res['seconds']:.2f}")
+                else:
+                    _fail(rows, ui, job, res["error"], f"{res['seconds']:.2f}")
+                bar.advance()
+
             def fill() -> None:
                 while len(pending) < window:
                     job = next(queue, None)
                     if job is None:
                         return
                     ext = os.path.splitext(job.dst)[1]
+                    data: bytes | None = None
+                    path: str | None = os.path.abspath(job.src)
                     if engine.ships_bytes:
-                        with open(job.src, "rb") as f:
-                            data: bytes | None = f.read()
-                        path = None
-                    else:
-                        data, path = None, os.path.abspath(job.src)
+                        try:  # regular files only, as the loaders read them (a FIFO would hang, /dev/zero never ends)
+                            data, path = read_regular(job.src), None
+                        except (OSError, KinemaError) as e:
+                            finish(job, {"ok": False, "error": one_line(e).replace(job.src, job.name),
+                                         "seconds": 0.0})
+                            continue
                     pending[engine.submit(process_file, command, extra, job.name, data, ext, path,
                                           work_root)] = job
 
@@ -390,20 +442,7 @@ def _run_jobs(command: str, extra: list[str], todo: list[Job], dask: _Dask | Non
                         res = engine.result(fut)
                     except Exception as e:  # the worker itself died (e.g. out of memory)
                         res = {"ok": False, "error": f"worker failed: {one_line(e)}", "seconds": 0.0}
-                    if res["ok"]:
-                        try:
-                            _install(res, job)
-                        except (OSError, CliError) as e:  # this output cannot be written: the others go on
-                            res = {"ok": False, "error": f"cannot write the output: {one_line(e)}",
-                                   "seconds": res["seconds"]}
-                    if res["ok"]:
-                        frames, result = _describe(command, res)
-                        status = "missed" if res["metrics"].get("status") == "missed" else "ok"
-                        rows[job.name] = (job.name, status, frames, result, f"{res['seconds']:.2f}")
-                    else:
-                        rows[job.name] = (job.name, "FAILED", "", res["error"], f"{res['seconds']:.2f}")
-                        ui.note(f"kinema batch: {job.name}: {res['error']}")
-                    bar.advance()
+                    finish(job, res)
                 fill()
     except BaseException:
         if engine is not None:

@@ -141,8 +141,10 @@ def process_file(command: str, argv: list[str], name: str, data: bytes | None, o
       folder the parent owns and removes when the batch ends however it ends,
       so a result lost to Ctrl-C cannot leave its folder behind.
 
-    The input is copied into the temporary folder under its own name and
-    processed by the same code as the single-file command.  Returns
+    The input is processed by the same code as the single-file command: the
+    local pool reads it in place (so a FIFO or a device is refused before it
+    is opened, and a .gltf finds its external buffers beside it); Dask's bytes
+    are written into the temporary folder under the input's own name.  Returns
     ``{"ok": True, "metrics": {...}, "seconds": s, ...}`` or
     ``{"ok": False, "error": "one line", "seconds": s}``.
     """
@@ -156,11 +158,11 @@ def process_file(command: str, argv: list[str], name: str, data: bytes | None, o
         if data is None:
             if path is None:
                 raise ValueError("process_file needs data or path")
-            shutil.copyfile(path, os.path.join(tmp, os.path.basename(name)))
+            src = path
         else:
-            with open(os.path.join(tmp, os.path.basename(name)), "wb") as f:
+            src = os.path.join(tmp, os.path.basename(name))
+            with open(src, "wb") as f:
                 f.write(data)
-        src = os.path.join(tmp, os.path.basename(name))
         out = os.path.join(tmp, "out" + out_ext)
         args = build_parser().parse_args(command_argv(command, src, out, argv))
         m = load_motion(src, clip_name=args.clip, fps=getattr(args, "fps", None), even_frames=format_of(out) == "bvh")

@@ -1,0 +1,219 @@
+"""``kinema batch`` and its inputs: special files, external buffers, outputs that are inputs, a dead worker.
+
+* a FIFO or a device among the inputs fails that file at once with the single
+  commands' one-line error (local pool and Dask); the other files go on;
+* a .gltf whose buffer is a file beside it converts as ``kinema convert`` does;
+* an output that is any job's input is refused, even with ``--force``;
+* a pool worker killed mid-batch fails its files ("worker failed"); the rest
+  run on a fresh pool and the summary table prints.
+
+Processes are found through ``/proc`` (Linux), no psutil.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import kinema
+from kinema.cli import main
+from kinema.cli._bench import long_walk
+from kinema.io import load_bvh, save_bvh, save_gltf
+
+CLI = [sys.executable, "-m", "kinema.cli"]
+
+#: Largest file a batch run by these tests may write: a batch that streams /dev/zero into a file fails fast.
+FILE_SIZE_LIMIT = 256 << 20
+
+linux_only = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc (Linux)")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _rows(out: str) -> dict[str, list[str]]:
+    """The batch table's rows by file name (the first column)."""
+    return {ln.split()[0]: ln.split() for ln in out.splitlines()
+            if ln.split() and ln.split()[0].endswith((".bvh", ".gltf"))}
+
+
+def _limit_file_size() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
+
+
+def _kinema_temps(work: Path) -> list[Path]:
+    return [p for p in work.iterdir() if p.name.startswith("kinema-")]
+
+
+def _batch(argv: list[object], work: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, "batch", *[str(a) for a in argv]], capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, TMPDIR=str(work)), preexec_fn=_limit_file_size)
+
+
+# ----------------------------------------------------------- special files
+@pytest.fixture
+def special_inputs(tmp_path: Path) -> Path:
+    """a.bvh (a walk), f.bvh (a FIFO) and z.bvh (a symlink to /dev/zero)."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    save_bvh(folder / "a.bvh", kinema.samples.humanoid(), kinema.samples.clip("walk"))
+    os.mkfifo(folder / "f.bvh")
+    (folder / "z.bvh").symlink_to("/dev/zero")
+    return folder
+
+
+def _assert_special_files_refused(res: subprocess.CompletedProcess[str], out_dir: Path, work: Path) -> None:
+    assert res.returncode == 1, res.stderr
+    rows = _rows(res.stdout)
+    assert rows["a.bvh"][1] == "ok"
+    assert rows["f.bvh"][1] == "FAILED" and "f.bvh: 'f.bvh' is a FIFO; only regular files are read" in res.stdout
+    assert rows["z.bvh"][1] == "FAILED"
+    assert "z.bvh: 'z.bvh' is a character device; only regular files are read" in res.stdout
+    assert "1 ok, 0 missed, 2 failed, 0 skipped" in res.stdout
+    assert "kinema batch: f.bvh: " in res.stderr and "kinema batch: z.bvh: " in res.stderr
+    assert sorted(p.name for p in out_dir.iterdir()) == ["a.glb"]
+    assert _kinema_temps(work) == []
+
+
+@linux_only
+def test_pool_batch_refuses_a_fifo_and_a_device(special_inputs: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    res = _batch(["convert", special_inputs, "-o", tmp_path / "out", "--to", "glb", "--workers", "2"], work, 120)
+    assert "local pool, 2 workers" in res.stdout
+    _assert_special_files_refused(res, tmp_path / "out", work)
+
+
+@linux_only
+def test_dask_batch_refuses_a_fifo_and_a_device(special_inputs: Path, tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    work = tmp_path / "work"
+    work.mkdir()
+    res = _batch(["convert", special_inputs, "-o", tmp_path / "out", "--to", "glb", "--dask", "local"], work, 300)
+    assert "dask LocalCluster, 2 workers" in res.stdout
+    _assert_special_files_refused(res, tmp_path / "out", work)
+
+
+# -------------------------------------------------------- external buffers
+def test_batch_reads_a_gltf_with_an_external_buffer_as_convert_does(capsys: pytest.CaptureFixture[str],
+                                                                    tmp_path: Path) -> None:
+    folder = tmp_path / "in2"
+    folder.mkdir()
+    gltf = folder / "ext_ok.gltf"
+    save_gltf(gltf, kinema.samples.humanoid(), {"walk": kinema.samples.clip("walk")}, mesh=False)
+    doc = json.loads(gltf.read_text())
+    uri = doc["buffers"][0]["uri"]
+    (folder / "ok.bin").write_bytes(base64.b64decode(uri.split(",", 1)[1]))
+    doc["buffers"][0]["uri"] = "ok.bin"
+    gltf.write_text(json.dumps(doc))
+    code, out, err = run(capsys, "batch", "convert", folder, "-o", tmp_path / "out2", "--to", "glb", "--workers", "1")
+    assert code == 0, err
+    assert "1 ok, 0 missed, 0 failed, 0 skipped" in out
+    code, _, err = run(capsys, "convert", gltf, tmp_path / "single.glb")
+    assert code == 0, err
+    assert (tmp_path / "out2" / "ext_ok.glb").read_bytes() == (tmp_path / "single.glb").read_bytes()
+
+
+# ------------------------------------------------------ outputs and inputs
+def test_batch_never_overwrites_another_jobs_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cap = tmp_path / "cap"
+    (cap / "x" / "x").mkdir(parents=True)
+    save_bvh(cap / "x" / "a.bvh", kinema.samples.humanoid(), kinema.samples.clip("walk"))
+    code, _, err = run(capsys, "convert", cap / "x" / "a.bvh", cap / "x" / "x" / "a.bvh", "--scale", "0.5")
+    assert code == 0, err
+    before = (cap / "x" / "a.bvh").read_bytes()
+    # the output folder is above the input folder: x/a.bvh's output is cap/x/a.bvh, the input of a.bvh
+    code, out, err = run(capsys, "batch", "convert", cap / "x", "-o", cap, "--recursive", "--force", "--workers", "1")
+    assert code == 1
+    assert (cap / "x" / "a.bvh").read_bytes() == before
+    rows = _rows(out)
+    assert rows[os.path.join("x", "a.bvh")][1] == "FAILED" and rows["a.bvh"][1] == "ok"
+    assert f"refusing to overwrite {cap / 'x' / 'a.bvh'}: it is the input a.bvh" in err
+    assert "1 ok, 0 missed, 1 failed, 0 skipped" in out
+    assert load_bvh(cap / "a.bvh")[1].n_frames == 39
+
+
+# -------------------------------------------------------------- dead worker
+def _stat(pid: int) -> list[str] | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2:].split()  # fields after "pid (comm)": state, ppid, ...
+
+
+def _alive(pid: int) -> bool:
+    st = _stat(pid)
+    return st is not None and st[0] not in ("Z", "X")
+
+
+def _pool_workers(pid: int) -> list[int]:
+    """The spawned pool workers among ``pid``'s children (not multiprocessing's resource tracker)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (_stat(int(entry)) or ["", ""])[1] == str(pid):
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"spawn_main" in cmdline and b"resource_tracker" not in cmdline:
+                found.append(int(entry))
+    return found
+
+
+@linux_only
+def test_a_killed_pool_worker_fails_its_files_and_the_batch_goes_on(tmp_path: Path) -> None:
+    folder = tmp_path / "walks"
+    folder.mkdir()
+    sk, clip = long_walk(20_000)
+    save_bvh(folder / "take0.bvh", sk, clip)
+    for i in range(1, 6):
+        os.link(folder / "take0.bvh", folder / f"take{i}.bvh")
+    out_dir, work = tmp_path / "out", tmp_path / "work"
+    work.mkdir()
+    proc = subprocess.Popen([*CLI, "batch", "footlock", str(folder), "-o", str(out_dir), "--workers", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, TMPDIR=str(work)))
+    try:
+        t0 = time.monotonic()
+        while True:  # both workers have a file: mid-batch
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() - t0 < 300, "the batch did not start"
+            roots = [p for p in work.iterdir() if p.name.startswith("kinema-batch-") and p.is_dir()]
+            workers = _pool_workers(proc.pid)
+            if len(workers) == 2 and sum(len(list(r.iterdir())) for r in roots) >= 2:
+                break
+            time.sleep(0.01)
+        os.kill(workers[0], signal.SIGKILL)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, err
+    summary = re.search(r"(\d+) ok, 0 missed, (\d+) failed, 0 skipped", out)
+    assert summary is not None, out + err
+    ok, failed = int(summary.group(1)), int(summary.group(2))
+    assert ok >= 1 and failed >= 1 and ok + failed == 6, out
+    assert "worker failed: " in out and "kinema batch: take" in err
+    rows = _rows(out)
+    done = sorted(name for name, row in rows.items() if row[1] == "ok")
+    assert sorted(p.name for p in out_dir.iterdir()) == done
+    for name in done:
+        assert load_bvh(out_dir / name)[1].n_frames == 20_000
+    assert _kinema_temps(work) == []
+    assert not [p for p in workers if _alive(p)]

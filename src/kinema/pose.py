@@ -123,7 +123,9 @@ class Clip:
 
     @property
     def duration(self) -> float:
-        """Seconds from the first to the last frame."""
+        """Seconds from the first to the last frame (0.0 for a clip of 0 or 1 frames)."""
+        if self.n_frames < 2:
+            return 0.0
         if self.times is not None:
             return float(self.times[-1] - self.times[0])
         return (self.n_frames - 1) / float(self.fps)

@@ -22,7 +22,8 @@ Channel semantics (those of Biovision, Blender and bvhio):
 
 The file's layout goes into ``skeleton.meta`` so that saving writes it back:
 ``meta["bvh_channels"]`` (per joint, the channel names as spelt in the file)
-and ``meta["bvh_end_site"]`` (per joint, True for End Sites).
+and ``meta["bvh_end_site"]`` (per joint, True for End Sites); ``meta["source"]``
+is the path read, which :func:`save_bvh` (like ``save_gltf``) never overwrites.
 
 Units and axes: ``scale`` multiplies every length on load (``scale=0.01``
 reads a centimetre file in metres) and divides on save.  kinema's world is
@@ -32,7 +33,9 @@ applied to every joint (``t' = C t``, ``q' = C q C^-1``), so rest rotations
 stay identity and world positions become ``C p``.
 
 Errors: anything wrong with a file raises :class:`kinema.FileFormatError`
-naming the file and the 1-based line.
+naming the file and the 1-based line; so does, before the clip is allocated, a
+``Frames:`` count whose pose arrays (frames x joints) exceed the decoding budget
+glTF files have (``DECODE_BUDGET_FLOOR`` plus ``DECODE_BUDGET_FACTOR`` per file byte).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from ..pose import Clip, Pose
 from ..skeleton import Skeleton
 from ._atomic import atomic_write
 from ._read import read_regular
+from .gltf.reader import DECODE_BUDGET_FACTOR, DECODE_BUDGET_FLOOR
 
 __all__ = ["load_bvh", "save_bvh"]
 
@@ -77,6 +81,10 @@ _SLOW_TOKEN_SLOTS = 256
 #: Fixed-point values below this (2**53) are printed from exact integers by the
 #: kernel; larger ones fall back to Python's formatting.
 MAX_EXACT_DIGITS = float(2**53)
+
+#: The writer indents a joint by its depth in tabs, at most this many: indentation means nothing
+#: to a reader, and without a cap a deep chain's file would grow with the square of its depth.
+MAX_INDENT = 32
 
 _AXES = "XYZ"
 _CHANNEL_KINDS = {"position", "rotation"}
@@ -392,7 +400,7 @@ def load_bvh(path: PathLike, *, scale: float = 1.0, up: str = "y") -> tuple[Skel
     The clip holds full arrays: ``clip.pose.translations`` ``(F, J, 3)``,
     ``clip.pose.rotations`` ``(F, J, 4)`` xyzw; ``clip.fps = 1 / Frame Time``.
     End Sites are leaf joints (``skeleton.meta["bvh_end_site"]``); the channel
-    layout is ``skeleton.meta["bvh_channels"]``.
+    layout is ``skeleton.meta["bvh_channels"]``; ``skeleton.meta["source"]`` is ``path``.
 
     Raises :class:`kinema.FileFormatError` (file and line) for any malformed
     file or one that is not a regular file (a FIFO, a device);
@@ -414,6 +422,7 @@ def _parse(data: bytes, path: PathLike | None, scale: float, up: str) -> tuple[S
     if not m or not _COUNT_RE.fullmatch(m.group(1)):
         raise lines.error(f"expected 'Frames: <count>' (digits 0-9, at most {_MAX_COUNT_DIGITS}), got {_clip(line)!r}")
     n_frames = int(m.group(1))
+    frames_line = lines.number
     line = lines.next("'Frame Time:'")
     m = _FRAME_TIME_RE.match(line)
     if not m:
@@ -428,10 +437,19 @@ def _parse(data: bytes, path: PathLike | None, scale: float, up: str) -> tuple[S
     start = len(text[: lines.end].encode("utf-8")) + (3 if data.startswith(codecs.BOM_UTF8) else 0)
     n_ch = sum(len(c) for c in h.channels)
     values = _scan(data, start, n_frames, n_ch, lines.number + 1, path)
-    return _build(h, values, frame_time, scale, up)
+    # The clip holds (frames, joints, 3 + 4) float64 whatever the channel count: budget it as
+    # glTF does, so that a small file of many channel-less joints cannot ask for gigabytes.
+    need = n_frames * len(h.names) * 7 * 8
+    budget = DECODE_BUDGET_FLOOR + DECODE_BUDGET_FACTOR * len(data)
+    if need > budget:
+        raise FileFormatError(path, frames_line, f"{n_frames} frames of {len(h.names)} joints need {need:,} bytes "
+                                                 f"of pose arrays, more than this file may decode ({budget:,} bytes: "
+                                                 f"{DECODE_BUDGET_FLOOR:,} plus {DECODE_BUDGET_FACTOR} per file byte)")
+    return _build(h, values, frame_time, scale, up, path)
 
 
-def _build(h: _Hierarchy, values: FloatArray, frame_time: float, scale: float, up: str) -> tuple[Skeleton, Clip]:
+def _build(h: _Hierarchy, values: FloatArray, frame_time: float, scale: float, up: str,
+           path: PathLike | None) -> tuple[Skeleton, Clip]:
     n_joints = len(h.names)
     n_frames = values.shape[0]
     offsets = np.array(h.offsets, dtype=np.float64).reshape(n_joints, 3)
@@ -479,7 +497,9 @@ def _build(h: _Hierarchy, values: FloatArray, frame_time: float, scale: float, u
     if up == "z":
         t, r = _change_basis(_Z_TO_Y, t, r)
         offsets = rot.rotate(_Z_TO_Y, offsets)
-    meta = {"bvh_channels": tuple(h.channels), "bvh_end_site": tuple(h.end_site)}
+    meta: dict[str, object] = {"bvh_channels": tuple(h.channels), "bvh_end_site": tuple(h.end_site)}
+    if path is not None:
+        meta["source"] = os.fspath(path)
     skeleton = Skeleton(h.names, h.parents, offsets, rest_r, meta=meta)
     return skeleton, Clip(Pose(t, r), fps=1.0 / frame_time)
 
@@ -552,8 +572,11 @@ def save_bvh(
 
     BVH has no scale: a skeleton or clip with non-unit scales raises
     :class:`kinema.SkeletonError`; a clip whose pose is not ``(F, J, k)``
-    raises :class:`kinema.ShapeError`.  ``overwrite=False`` refuses an
-    existing file (:class:`FileExistsError`).
+    raises :class:`kinema.ShapeError`; a joint name BVH cannot hold (line
+    breaks, braces, leading or trailing spaces, lone surrogates) raises
+    :class:`kinema.SkeletonError`.  ``overwrite=False`` refuses an existing
+    file, and the file the skeleton was read from (``skeleton.meta["source"]``)
+    is always refused (:class:`FileExistsError`).
     """
     scale = _check_scale(scale)
     up = _check_up(up)
@@ -569,9 +592,14 @@ def save_bvh(
     if len(pose.batch_shape) != 1:
         raise ShapeError("clip pose", "(frames, J, k) with one time dimension", str(pose.batch_shape + (n, "k")))
     for name in skeleton.names:
-        if any(c in name for c in "\r\n") or name != name.strip():
+        if any(c in name for c in "\r\n{}") or name != name.strip():
             raise SkeletonError(f"joint {name!r} cannot be written to BVH: names may not hold line breaks "
-                                "or start or end with spaces")
+                                "or braces, or start or end with spaces")
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise SkeletonError(f"joint {name!r} cannot be written to BVH: it is not valid Unicode text "
+                                f"({exc.reason} at character {exc.start})") from None
     if np.any(np.abs(skeleton.scales - 1.0) > UNIT_SCALE_TOL):
         j = int(np.nonzero(np.any(np.abs(skeleton.scales - 1.0) > UNIT_SCALE_TOL, axis=1))[0][0])
         raise SkeletonError(f"BVH has no scale: joint {skeleton.names[j]!r} has rest scale {tuple(skeleton.scales[j])}")
@@ -641,7 +669,8 @@ def save_bvh(
     fps = float(clip.fps)
     header += f"MOTION\nFrames: {n_frames}\nFrame Time: {1.0 / fps:.9g}\n"
     motion = _motion_bytes(values, precision)
-    with atomic_write(path, mode="wb", overwrite=overwrite) as f:
+    inputs = [skeleton.meta["source"]] if isinstance(skeleton.meta.get("source"), str) else []
+    with atomic_write(path, mode="wb", overwrite=overwrite, inputs=inputs) as f:
         f.write(header.encode("utf-8"))
         f.write(motion)
 
@@ -675,14 +704,14 @@ def _hierarchy_text(skeleton: Skeleton, order: list[int], channels: list[list[st
     def close_to(level: int) -> None:
         while len(open_stack) > level:
             open_stack.pop()
-            out.append("\t" * len(open_stack) + "}\n")
+            out.append("\t" * min(len(open_stack), MAX_INDENT) + "}\n")
 
     for j in order:
         p = int(skeleton.parents[j])
         d = 0 if p < 0 else depth[p] + 1
         depth[j] = d
         close_to(d)
-        ind = "\t" * d
+        ind = "\t" * min(d, MAX_INDENT)
         if ends[j]:
             out.append(f"{ind}End Site\n")
         else:

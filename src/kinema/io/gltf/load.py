@@ -7,7 +7,6 @@ hierarchy folding are in :mod:`kinema.io.gltf.scene`.
 
 from __future__ import annotations
 
-import copy
 import math
 import numbers
 import os
@@ -42,6 +41,9 @@ TIME_EPS = 1e-9
 #: World rest matrices with ``|det|`` below this are singular in float64 (a scale
 #: product underflowed): their inverse bind matrices cannot be formed.
 _MIN_DET = 1e-290
+
+#: Deepest JSON nesting of a material (its ``extras`` included) that is read; deeper fails.
+MAX_MATERIAL_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -252,12 +254,18 @@ def _load(r: CheckedDoc, skin: int | str | None, fps: float | None) -> GltfAsset
                      skin=skin_index, path=r.path, notes=tuple(notes), document=r.doc)
 
 
-def _strip_textures(obj: Any) -> Any:
-    """A material without texture references (a re-saved file carries no images)."""
+def _strip_textures(r: CheckedDoc, obj: Any, where: str, depth: int = 0) -> Any:
+    """A copy of material ``obj`` without texture references (a re-saved file carries no images).
+
+    Values nested deeper than :data:`MAX_MATERIAL_DEPTH` (in ``extras``, say) fail at their JSON path.
+    """
+    if depth > MAX_MATERIAL_DEPTH:
+        r.fail(where, f"nested deeper than {MAX_MATERIAL_DEPTH} levels (a material kept for saving may not be)")
     if isinstance(obj, dict):
-        return {k: _strip_textures(v) for k, v in obj.items() if not k.endswith("Texture") and k != "extensions"}
+        return {k: _strip_textures(r, v, f"{where}.{k}", depth + 1) for k, v in obj.items()
+                if not k.endswith("Texture") and k != "extensions"}
     if isinstance(obj, list):
-        return [_strip_textures(v) for v in obj]
+        return [_strip_textures(r, v, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]
     return obj
 
 
@@ -364,7 +372,7 @@ def _read_mesh(r: CheckedDoc, skin_index: int, n_skin_joints: int, new_of_old: I
             if material is None and "material" in prim:
                 mat_i = r.ref(prim, "material", w, "materials")
                 assert mat_i is not None
-                material = _strip_textures(copy.deepcopy(r.item("materials", mat_i)))
+                material = _strip_textures(r, r.item("materials", mat_i), f"materials[{mat_i}]")
     if not pos_l:
         return None
     kmax = max(j.shape[1] for j in jnt_l)

@@ -23,6 +23,23 @@ from .reader import ARRAY_BUFFER, COMPONENTS, ELEMENT_ARRAY_BUFFER, FLOAT, UBYTE
 
 __all__ = ["save_gltf"]
 
+#: Largest magnitude a glTF float (float32) holds.
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _check_f32(arr: NDArray[Any], what: str, names: tuple[str, ...] | None = None) -> None:
+    """SolverInputError unless every value of ``arr`` is finite and within float32 range.
+
+    With ``names`` (one per row of ``arr``) the message names the first bad row's joint.
+    """
+    ok = np.abs(np.asarray(arr, dtype=np.float64)) <= _F32_MAX
+    if not np.all(ok):
+        if names is not None:
+            what += f" of joint {names[int(np.argmin(np.all(ok.reshape(len(names), -1), axis=1)))]!r}"
+        raise SolverInputError(f"{what}: values NaN, infinite or beyond float32 range (|x| > {_F32_MAX:.4g}); "
+                               "glTF stores float32")
+
+
 class _Blob:
     """Binary buffer under construction: one bufferView per accessor, 4-byte aligned."""
 
@@ -34,8 +51,11 @@ class _Blob:
         self.views: list[Any] = []
         self.accessors: list[Any] = []
 
-    def add(self, arr: NDArray[Any], ct: int, typ: str, *, target: int | None = None,
+    def add(self, arr: NDArray[Any], ct: int, typ: str, *, what: str, target: int | None = None,
             minmax: bool = False, normalized: bool = False) -> int:
+        """Append ``arr`` as an accessor of component type ``ct``; ``what`` names it in errors."""
+        if ct == FLOAT:
+            _check_f32(arr, what)
         dt, _ = COMPONENTS[ct]
         a = np.ascontiguousarray(arr, dtype=dt)
         count = a.shape[0]
@@ -88,7 +108,8 @@ def save_gltf(
     * ``clips``: ``{name: Clip}`` (a single Clip is named ``"clip"``); each
       becomes one animation, LINEAR, with one key per frame at ``clip.times``
       or ``k / clip.fps``.  Channels whose values equal the rest pose on every
-      frame are left out (the rest pose is the node's TRS).
+      frame are left out (the rest pose is the node's TRS).  A clip of zero
+      frames writes no animation (glTF has no empty animation).
     * ``mesh``: a :class:`kinema.mesh.SkinnedMesh` (e.g. ``asset.mesh`` of
       :func:`load_gltf`) writes that mesh; ``"bones"`` writes :func:`bone_mesh`
       (capsules along the bones, so a BVH clip opens in any glTF viewer);
@@ -121,6 +142,8 @@ def save_gltf(
         if clip.pose.n_joints != nj:
             raise ShapeError(f"clip {name!r}", f"(frames, {nj}, k) for a skeleton of {nj} joints",
                              f"{clip.pose.n_joints} joints")
+    for what, rest in (("translations", skeleton.translations), ("scales", skeleton.scales)):
+        _check_f32(rest, f"skeleton rest {what}", skeleton.names)
     the_mesh: SkinnedMesh | None
     if mesh is None or mesh is True:
         src = skeleton.meta.get("gltf_mesh")
@@ -159,12 +182,13 @@ def save_gltf(
         m = the_mesh
         v = m.n_vertices
         attrs: dict[str, int] = {}
-        attrs["POSITION"] = blob.add(m.positions, FLOAT, "VEC3", target=ARRAY_BUFFER, minmax=True)
+        attrs["POSITION"] = blob.add(m.positions, FLOAT, "VEC3", what="mesh positions", target=ARRAY_BUFFER,
+                                     minmax=True)
         if m.normals is not None:
             nrm = m.normals / np.maximum(np.linalg.norm(m.normals, axis=1, keepdims=True), ZERO_QUAT_EPS)
-            attrs["NORMAL"] = blob.add(nrm, FLOAT, "VEC3", target=ARRAY_BUFFER)
+            attrs["NORMAL"] = blob.add(nrm, FLOAT, "VEC3", what="mesh normals", target=ARRAY_BUFFER)
         if m.uvs is not None:
-            attrs["TEXCOORD_0"] = blob.add(m.uvs, FLOAT, "VEC2", target=ARRAY_BUFFER)
+            attrs["TEXCOORD_0"] = blob.add(m.uvs, FLOAT, "VEC2", what="mesh uvs", target=ARRAY_BUFFER)
         k = ceil4(m.joints.shape[1]) or 4
         jn = np.zeros((v, k), dtype=np.int64)
         wt = np.zeros((v, k))
@@ -174,13 +198,14 @@ def save_gltf(
         jct = UBYTE if nj <= 256 else USHORT
         for set_i in range(k // 4):
             sl = slice(4 * set_i, 4 * set_i + 4)
-            attrs[f"JOINTS_{set_i}"] = blob.add(jn[:, sl], jct, "VEC4", target=ARRAY_BUFFER)
-            attrs[f"WEIGHTS_{set_i}"] = blob.add(wt[:, sl], FLOAT, "VEC4", target=ARRAY_BUFFER)
+            attrs[f"JOINTS_{set_i}"] = blob.add(jn[:, sl], jct, "VEC4", what="mesh joints", target=ARRAY_BUFFER)
+            attrs[f"WEIGHTS_{set_i}"] = blob.add(wt[:, sl], FLOAT, "VEC4", what="mesh weights", target=ARRAY_BUFFER)
         ict = USHORT if v < 65535 else UINT
         # glTF primitives need at least one index; a mesh with no triangles has none to write.
         if m.indices.shape[0] == 0:
             raise ShapeError("mesh indices", "(T, 3) with T >= 1", tuple(m.indices.shape))
-        ind = blob.add(m.indices.reshape(-1, 1), ict, "SCALAR", target=ELEMENT_ARRAY_BUFFER, minmax=True)
+        ind = blob.add(m.indices.reshape(-1, 1), ict, "SCALAR", what="mesh indices",
+                       target=ELEMENT_ARRAY_BUFFER, minmax=True)
         materials.append(g.Material.from_dict(m.material) if m.material is not None else g.Material(
             name="kinema", pbrMetallicRoughness=g.PbrMetallicRoughness(
                 baseColorFactor=[0.8, 0.8, 0.8, 1.0], metallicFactor=0.0, roughnessFactor=0.8)))
@@ -203,12 +228,15 @@ def save_gltf(
             assert world is not None
             ibm = np.asarray(np.linalg.inv(world), dtype=np.float64)
     ibm_cols = np.ascontiguousarray(np.transpose(ibm, (0, 2, 1))).reshape(nj, 16)
-    ibm_acc = blob.add(ibm_cols, FLOAT, "MAT4")
+    ibm_acc = blob.add(ibm_cols, FLOAT, "MAT4", what="inverse bind matrices")
     skins.append(g.Skin(name="skin", joints=list(range(nj)), inverseBindMatrices=ibm_acc,
                         skeleton=roots[0] if len(roots) == 1 else None))
 
-    animations = []
-    for ai, (name, clip) in enumerate(clip_map.items()):
+    animations: list[Any] = []
+    for name, clip in clip_map.items():
+        if clip.n_frames == 0:
+            continue  # an animation needs a channel with >= 1 key: the skeleton alone is written
+        ai = len(animations)
         full = clip.pose.broadcast()
         t = full.translations
         q_raw = full.rotations
@@ -220,6 +248,7 @@ def save_gltf(
             raise FileFormatError(spath, f"animations[{ai}]", f"clip {name!r} has zero or negative scales")
         nf = clip.n_frames
         times = clip.times if clip.times is not None else np.arange(nf) / float(clip.fps)
+        _check_f32(times, f"clip {name!r} frame times")
         t32 = times.astype(np.float32)
         if np.any(np.diff(t32) <= 0.0):
             raise FileFormatError(spath, f"animations[{ai}]",
@@ -229,7 +258,7 @@ def save_gltf(
         for fr in range(1, nf):
             flip = np.sum(q[fr] * q[fr - 1], axis=-1) < 0.0
             q[fr, flip] *= -1.0
-        inp = blob.add(t32.reshape(-1, 1), FLOAT, "SCALAR", minmax=True)
+        inp = blob.add(t32.reshape(-1, 1), FLOAT, "SCALAR", what=f"clip {name!r} frame times", minmax=True)
         samplers: list[Any] = []
         channels: list[Any] = []
         for j in range(nj):
@@ -242,13 +271,13 @@ def save_gltf(
                     same |= np.all(raw[:, j] == -rest[j], axis=-1)
                 if bool(np.all(same)):
                     continue
-                out = blob.add(arr[:, j], FLOAT, typ)
+                out = blob.add(arr[:, j], FLOAT, typ, what=f"clip {name!r} {path_name} of joint {skeleton.names[j]!r}")
                 samplers.append(g.AnimationSampler(input=inp, output=out, interpolation="LINEAR"))
                 channels.append(g.AnimationChannel(sampler=len(samplers) - 1,
                                                    target=g.AnimationChannelTarget(node=j, path=path_name)))
         if not channels:
             # A clip equal to the rest pose still needs one channel (animations need >= 1).
-            out = blob.add(q[:, roots[0]], FLOAT, "VEC4")
+            out = blob.add(q[:, roots[0]], FLOAT, "VEC4", what=f"clip {name!r} rotation")
             samplers.append(g.AnimationSampler(input=inp, output=out, interpolation="LINEAR"))
             channels.append(g.AnimationChannel(sampler=0, target=g.AnimationChannelTarget(node=roots[0],
                                                                                           path="rotation")))

@@ -1,0 +1,144 @@
+"""Writers refuse what they cannot write, never write what their reader refuses and never overwrite
+their input; readers refuse, before allocating, what a small file cannot honestly ask for."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from _io_mutate import GOOD_BVH
+from kinema import Clip, FileFormatError, Pose, Skeleton, SkeletonError, SolverInputError
+from kinema.io import load_bvh, load_gltf, save_bvh, save_gltf
+from kinema.io._bvh import MAX_INDENT
+from kinema.io.gltf.load import MAX_MATERIAL_DEPTH
+
+#: GOOD_BVH with no frames.
+ZERO_FRAMES_BVH = GOOD_BVH.split("Frames:")[0] + "Frames: 0\nFrame Time: 0.04\n"
+
+
+def _two_joints(name: str) -> tuple[Skeleton, Clip]:
+    sk = Skeleton(["root", name], [-1, 0], np.array([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0]]))
+    t = np.broadcast_to(sk.translations, (2, 2, 3)).copy()
+    r = np.zeros((2, 2, 4))
+    r[..., 3] = 1.0
+    return sk, Clip(Pose(t, r), fps=30.0)
+
+
+def test_zero_frame_clip_has_zero_duration(tmp_path: Path) -> None:
+    (tmp_path / "z.bvh").write_text(ZERO_FRAMES_BVH)
+    _, clip = load_bvh(tmp_path / "z.bvh")
+    assert clip.n_frames == 0
+    assert clip.duration == 0.0
+    empty = Clip(Pose(np.zeros((0, 1, 3)), np.zeros((0, 1, 4))), fps=30.0, times=np.zeros(0))
+    assert empty.duration == 0.0
+
+
+@pytest.mark.parametrize("ext", [".glb", ".gltf"])
+def test_zero_frame_bvh_to_gltf_writes_the_skeleton(tmp_path: Path, ext: str) -> None:
+    (tmp_path / "z.bvh").write_text(ZERO_FRAMES_BVH)
+    sk, clip = load_bvh(tmp_path / "z.bvh")
+    save_gltf(tmp_path / f"z{ext}", sk, clip)
+    asset = load_gltf(tmp_path / f"z{ext}")
+    assert asset.skeleton.names == sk.names
+    np.testing.assert_allclose(asset.skeleton.translations, sk.translations)
+    assert asset.clips == {}
+
+
+@pytest.mark.parametrize("name", ["a{", "x {", "{", "a}b"])
+def test_save_bvh_refuses_names_with_braces(tmp_path: Path, name: str) -> None:
+    sk, clip = _two_joints(name)
+    with pytest.raises(SkeletonError, match="braces") as info:
+        save_bvh(tmp_path / "x.bvh", sk, clip)
+    assert repr(name) in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+    sk, clip = _two_joints("left upper\tarm")  # inner spaces: the reader takes the rest of the line
+    save_bvh(tmp_path / "x.bvh", sk, clip)
+    assert load_bvh(tmp_path / "x.bvh")[0].names == sk.names
+
+
+def test_save_bvh_refuses_lone_surrogate_names(tmp_path: Path) -> None:
+    sk, clip = _two_joints("\ud800Bone")
+    with pytest.raises(SkeletonError, match="Bone"):
+        save_bvh(tmp_path / "x.bvh", sk, clip)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_save_gltf_refuses_values_beyond_float32(tmp_path: Path) -> None:
+    big = Skeleton(["root", "far"], [-1, 0], np.array([[0.0, 0.0, 0.0], [0.0, 1e308, 0.0]]))
+    with pytest.raises(SolverInputError, match="float32") as info:
+        save_gltf(tmp_path / "big.glb", big, None)
+    assert "'far'" in str(info.value)
+    sk, clip = _two_joints("b")
+    t = clip.pose.translations.copy()
+    t[1, 1, 0] = 1e39
+    with pytest.raises(SolverInputError, match="float32") as info:
+        save_gltf(tmp_path / "big.gltf", sk, Clip(Pose(t, clip.pose.rotations), fps=30.0))
+    assert "'b'" in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bvh_joints_times_frames_budget_refused_before_allocating(tmp_path: Path) -> None:
+    """300 channel-less joints, one channel, 6000 frames: a 24 KB file asking for 100 MB of pose arrays."""
+    joints = "".join(f"JOINT j{k}\n{{\nOFFSET 0 0 0\n}}\n" for k in range(300))
+    text = ("HIERARCHY\nROOT r\n{\nOFFSET 0 0 0\nCHANNELS 1 Xposition\n" + joints + "}\nMOTION\n"
+            "Frames: 6000\nFrame Time: 0.04\n" + "0\n" * 6000)
+    path = tmp_path / "wide.bvh"
+    path.write_text(text)
+    frames_line = text.split("Frames:")[0].count("\n") + 1
+    tracemalloc.start()
+    try:
+        with pytest.raises(FileFormatError, match="joints need") as info:
+            load_bvh(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert info.value.path == str(path) and info.value.line == frames_line
+    assert peak < 20 << 20
+
+
+def test_save_bvh_refuses_to_overwrite_its_source(tmp_path: Path) -> None:
+    src = tmp_path / "a.bvh"
+    src.write_text(GOOD_BVH)
+    sk, clip = load_bvh(src)
+    with pytest.raises(FileExistsError):
+        save_bvh(src, sk, clip, scale=0.01)
+    assert src.read_text() == GOOD_BVH
+    assert sk.meta["source"] == str(src)
+    save_bvh(tmp_path / "b.bvh", sk, clip)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bvh", "b.bvh"]
+
+
+def test_save_bvh_deep_chain_is_linear_in_size(tmp_path: Path) -> None:
+    n = 2000
+    sk = Skeleton([f"j{k}" for k in range(n)], list(range(-1, n - 1)), np.tile([0.0, 1.0, 0.0], (n, 1)))
+    clip = Clip(Pose(sk.translations[None].copy(), sk.rotations[None].copy()), fps=30.0)
+    out = tmp_path / "deep.bvh"
+    save_bvh(out, sk, clip)
+    assert out.stat().st_size < n * (4 * (MAX_INDENT + 2) + 150)
+    sk2, _ = load_bvh(out)
+    assert sk2.names == sk.names and np.array_equal(sk2.parents, sk.parents)
+
+
+def test_deeply_nested_material_extras_refused_with_json_path(tmp_path: Path) -> None:
+    sk, clip = _two_joints("b")
+    save_gltf(tmp_path / "m.gltf", sk, clip, mesh="bones")
+    doc = json.loads((tmp_path / "m.gltf").read_text())
+    shallow: object = 1
+    for _ in range(10):
+        shallow = {"k": [shallow]}
+    doc["materials"][0]["extras"] = shallow
+    (tmp_path / "ok.gltf").write_text(json.dumps(doc))
+    mesh = load_gltf(tmp_path / "ok.gltf").mesh
+    assert mesh is not None and mesh.material is not None and mesh.material["extras"] == shallow
+    deep: object = 1
+    for _ in range(495):
+        deep = {"k": deep}
+    doc["materials"][0]["extras"] = deep
+    (tmp_path / "deep.gltf").write_text(json.dumps(doc))
+    with pytest.raises(FileFormatError, match=f"deeper than {MAX_MATERIAL_DEPTH}") as info:
+        load_gltf(tmp_path / "deep.gltf")
+    assert str(info.value.line).startswith("materials[0].extras.k.k")

@@ -20,19 +20,23 @@ from ._ui import UI, one_line
 __all__ = ["main"]
 
 
+class UsageError(CliError):
+    """A bad command line found after parsing (arguments the command does not take): exit status 2, as argparse's."""
+
+
 def _dispatch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
     from . import _batch, _bench
 
     name = args.cmd
     if name != "batch" and extra:
-        raise CliError(f"unrecognized arguments: {' '.join(extra)}")
+        raise UsageError(f"unrecognized arguments: {' '.join(extra)}")
     if name == "info":
         return cmd.run_info(args, ui)
     if name == "convert":
         if args.sample and args.input:
-            raise CliError("give either IN or --sample, not both")
+            raise UsageError("give either IN or --sample, not both")
         if not args.sample and not args.input:
-            raise CliError("convert needs IN and OUT (or --sample NAME OUT)")
+            raise UsageError("convert needs IN and OUT (or --sample NAME OUT)")
         return cmd.run_convert(args, ui)
     if name == "footlock":
         return cmd.run_footlock(args, ui)
@@ -100,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + int(signum)
     except SystemExit as e:  # argparse inside a command (batch option check)
         return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
+    except UsageError as e:
+        sys.stderr.write(f"{PROG}: error: {one_line(e)}\n")
+        return EXIT_USAGE
     except Exception as e:
         if debug:
             raise

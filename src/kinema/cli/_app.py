@@ -13,15 +13,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import _commands as cmd
-from ._files import CliError, Interrupted
+from ._files import CliError, Interrupted, UsageError
 from ._parser import EXIT_FAILED, EXIT_USAGE, PROG, build_parser, join_negative_values
 from ._ui import UI, one_line
 
 __all__ = ["main"]
-
-
-class UsageError(CliError):
-    """A bad command line found after parsing (arguments the command does not take): exit status 2, as argparse's."""
 
 
 def _dispatch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:

@@ -46,7 +46,7 @@ from ..errors import KinemaError
 from ..io._atomic import atomic_write, same_file
 from ..io._read import read_regular
 from ._commands import command_argv
-from ._files import FORMATS, CliError, Interrupted, make_folders, remove_empty_folders
+from ._files import FORMATS, CliError, Interrupted, UsageError, make_folders, remove_empty_folders
 from ._parser import build_parser
 from ._status import EXIT_FAILED, EXIT_MISSED, EXIT_OK
 from ._ui import UI, one_line
@@ -299,7 +299,7 @@ def _check_options(command: str, extra: list[str]) -> None:
     """Validate the command's options once, before any work (one-line error on a bad one)."""
     for bad in ("-o", "--output", "--sample", "--force", "--json"):
         if any(x == bad or x.startswith(bad + "=") for x in extra):
-            raise CliError(f"batch sets {bad} itself; remove it from the {command} options")
+            raise UsageError(f"batch sets {bad} itself; remove it from the {command} options")
     build_parser().parse_args(command_argv(command, "input.bvh", "output.bvh", extra))
 
 
@@ -330,12 +330,12 @@ def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
     if os.path.isdir(out_dir) and same_file(in_dir, out_dir):
         raise CliError("the output folder is the input folder: outputs would replace their inputs")
     if args.workers is not None and args.workers < 1:
-        raise CliError(f"--workers must be >= 1, got {args.workers}")
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
     _check_options(command, extra)
     patterns = args.pattern or ["*.bvh", "*.gltf", "*.glb"]
     to = args.to.lstrip(".").lower() if args.to else None
     if to is not None and "." + to not in FORMATS:
-        raise CliError(f"--to must be bvh, gltf or glb, got {args.to!r}")
+        raise UsageError(f"--to must be bvh, gltf or glb, got {args.to!r}")
     jobs = find_jobs(in_dir, out_dir, patterns, to, args.recursive)
     if not jobs:
         raise CliError(f"{in_dir}: no files match {', '.join(patterns)}")

@@ -24,7 +24,18 @@ from .. import mocap
 from ..fk import forward_kinematics
 from ..pose import Clip
 from ..skeleton import Skeleton
-from ._files import CliError, Motion, _even, check_output, format_of, load_motion, load_sample, save_motion, scaled
+from ._files import (
+    CliError,
+    Motion,
+    UsageError,
+    _even,
+    check_output,
+    format_of,
+    load_motion,
+    load_sample,
+    save_motion,
+    scaled,
+)
 from ._status import EXIT_MISSED, EXIT_OK
 from ._ui import UI, printable
 
@@ -65,11 +76,11 @@ def add_input(p: argparse.ArgumentParser) -> None:
 
 def read_input(args: argparse.Namespace, *, even_frames: bool = False) -> Motion:
     if args.sample and args.input:
-        raise CliError("give either IN or --sample, not both")
+        raise UsageError("give either IN or --sample, not both")
     if args.sample:
         return load_sample(args.sample)
     if not args.input:
-        raise CliError("no input: give a file (IN) or --sample NAME")
+        raise UsageError("no input: give a file (IN) or --sample NAME")
     return load_motion(args.input, clip_name=args.clip, fps=getattr(args, "fps", None), even_frames=even_frames)
 
 
@@ -311,7 +322,7 @@ def footlock_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip
     "ok" or "missed" (a foot ended farther than ``tolerance_units`` from its lock).
     """
     if args.hysteresis < 1.0:
-        raise CliError(f"--hysteresis must be >= 1, got {args.hysteresis}")
+        raise UsageError(f"--hysteresis must be >= 1, got {args.hysteresis}")
     if m.clip.n_frames == 0:
         raise CliError(f"{m.source}: the clip has no frames; there is nothing to foot-lock")
     res = mocap.footlock(
@@ -410,7 +421,7 @@ def add_reach_options(p: argparse.ArgumentParser) -> None:
 def reach_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip, dict[str, Any]]:
     """Re-aim one motion's reach; returns the skeleton, the new clip and its figures (units in the keys)."""
     if args.blend is not None and args.blend < 0:
-        raise CliError(f"--blend must be >= 0 frames, got {args.blend}")
+        raise UsageError(f"--blend must be >= 0 frames, got {args.blend}")
     a, b = args.frames
     if m.clip.n_frames == 0:
         raise CliError(f"{m.source}: the clip has no frames; there is nothing to re-aim")

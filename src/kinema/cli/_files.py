@@ -50,6 +50,11 @@ class CliError(Exception):
     """A user-facing error: printed as one line, exit status 1."""
 
 
+class UsageError(CliError):
+    """A bad command line found after parsing (arguments or option values the command does not take): printed as
+    one line, exit status 2, as argparse's own usage errors."""
+
+
 class Interrupted(KeyboardInterrupt):
     """The command was stopped by a signal (SIGTERM; Ctrl-C is a plain KeyboardInterrupt).
 

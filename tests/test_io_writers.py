@@ -142,3 +142,61 @@ def test_deeply_nested_material_extras_refused_with_json_path(tmp_path: Path) ->
     with pytest.raises(FileFormatError, match=f"deeper than {MAX_MATERIAL_DEPTH}") as info:
         load_gltf(tmp_path / "deep.gltf")
     assert str(info.value.line).startswith("materials[0].extras.k.k")
+
+
+# ------------------------------------------------------------ external buffers are inputs
+def _external_buffer_gltf(folder: Path, bin_name: str, copies: int = 1) -> Path:
+    """The humanoid walk as a .gltf whose buffer is the file ``bin_name`` beside it, listed ``copies`` times."""
+    import base64
+
+    import kinema
+
+    gltf = folder / "model.gltf"
+    save_gltf(gltf, kinema.samples.humanoid(), {"walk": kinema.samples.clip("walk")}, mesh=False)
+    doc = json.loads(gltf.read_text())
+    (folder / bin_name).write_bytes(base64.b64decode(doc["buffers"][0]["uri"].split(",", 1)[1]))
+    doc["buffers"] = [dict(doc["buffers"][0], uri=bin_name) for _ in range(copies)]
+    for k, view in enumerate(doc["bufferViews"]):  # spread the views over the buffer entries
+        view["buffer"] = k % copies
+    gltf.write_text(json.dumps(doc))
+    return gltf
+
+
+def test_a_gltf_external_buffer_is_an_input_no_writer_replaces(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The file a .gltf's buffer lives in is an input like the .gltf: save_gltf, save_bvh and ``kinema convert``
+    refuse to write over it (once, ``convert model.gltf buf.glb --force`` replaced it and broke the model)."""
+    from _cli import run
+
+    gltf = _external_buffer_gltf(tmp_path, "buf.glb")
+    before = (tmp_path / "buf.glb").read_bytes()
+    asset = load_gltf(gltf)
+    assert asset.skeleton.meta["source_files"] == (str((tmp_path / "buf.glb").resolve()),)
+    with pytest.raises(FileExistsError):
+        save_gltf(tmp_path / "buf.glb", asset.skeleton, asset.clips)
+    code, _, err = run(capsys, "convert", gltf, tmp_path / "buf.glb", "--force")
+    assert code == 1 and "input" in err, err
+    assert (tmp_path / "buf.glb").read_bytes() == before
+    assert load_gltf(gltf).clips["walk"].n_frames == asset.clips["walk"].n_frames  # the model still loads
+
+
+def test_buffers_sharing_a_file_read_it_once(tmp_path: Path) -> None:
+    """Forty buffer entries naming one file: it is read once (the decoding budget grows once), and the clip is the
+    same as with one entry.  (Each entry used to read the whole file again: 40 copies in memory.)"""
+    from kinema.io.gltf import reader
+
+    one = load_gltf(_external_buffer_gltf(tmp_path, "one.bin"))
+    reads: list[str] = []
+    real = reader.read_regular
+
+    def counting(path: str, **kw: object) -> bytes:
+        reads.append(path)
+        return real(path, **kw)  # type: ignore[arg-type]
+
+    reader.read_regular = counting  # type: ignore[assignment]
+    try:
+        many = load_gltf(_external_buffer_gltf(tmp_path, "one.bin", copies=40))
+    finally:
+        reader.read_regular = real
+    assert [p for p in reads if p.endswith("one.bin")] == [str((tmp_path / "one.bin").resolve())]
+    np.testing.assert_array_equal(many.clips["walk"].pose.rotations, one.clips["walk"].pose.rotations)

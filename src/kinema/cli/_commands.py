@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import mocap
 from ..fk import forward_kinematics
+from ..io._atomic import source_files
 from ..pose import Clip
 from ..skeleton import Skeleton
 from ._files import (
@@ -496,6 +497,7 @@ def _run_file_command(command: str, args: argparse.Namespace, ui: UI) -> int:
         st.describe(f"{command}: {m.source}")
         sk, clip, figures = transform(command, m, args)
         st.describe(f"writing {out}")
+        inputs += source_files(m.skeleton.meta)  # a glTF's external buffers are inputs too
         save_motion(out, sk, clip, name=m.clip_name, mesh=getattr(args, "mesh", None), inputs=inputs,
                     force=args.force, loaded_mesh=m.mesh)
     if getattr(args, "json", False):

@@ -34,7 +34,14 @@ import secrets
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
-__all__ = ["atomic_write", "same_file", "remove_stale_temps", "is_temp_name"]
+__all__ = ["atomic_write", "same_file", "remove_stale_temps", "is_temp_name", "source_files"]
+
+
+def source_files(meta: Any) -> list[str]:
+    """The files a skeleton was read from, by its ``meta``: ``meta["source"]`` (the BVH or glTF file) and a glTF's
+    external buffer files (``meta["source_files"]``).  A writer's ``inputs``: it never replaces them."""
+    files = [meta.get("source"), *meta.get("source_files", ())]
+    return [f for f in files if isinstance(f, str)]
 
 #: Attempts at a fresh temporary name before giving up (names are 64 random bits,
 #: so a second attempt only happens when a stale file happens to collide).

@@ -54,7 +54,7 @@ from .._types import FloatArray
 from ..errors import FileFormatError, ShapeError, SkeletonError, SolverInputError
 from ..pose import Clip, Pose
 from ..skeleton import Skeleton
-from ._atomic import atomic_write
+from ._atomic import atomic_write, source_files
 from ._read import read_regular
 from .gltf.reader import DECODE_BUDGET_FACTOR, DECODE_BUDGET_FLOOR
 
@@ -669,8 +669,7 @@ def save_bvh(
     fps = float(clip.fps)
     header += f"MOTION\nFrames: {n_frames}\nFrame Time: {1.0 / fps:.9g}\n"
     motion = _motion_bytes(values, precision)
-    inputs = [skeleton.meta["source"]] if isinstance(skeleton.meta.get("source"), str) else []
-    with atomic_write(path, mode="wb", overwrite=overwrite, inputs=inputs) as f:
+    with atomic_write(path, mode="wb", overwrite=overwrite, inputs=source_files(skeleton.meta)) as f:
         f.write(header.encode("utf-8"))
         f.write(motion)
 

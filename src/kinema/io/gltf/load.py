@@ -242,6 +242,7 @@ def _load(r: CheckedDoc, skin: int | str | None, fps: float | None) -> GltfAsset
     meta = {
         "format": "gltf",
         "source": r.path,
+        "source_files": r.files_read,  # external buffers: inputs too (see kinema.io._atomic.source_files)
         "gltf_nodes": node_of_joint,
         "gltf_skin": skin_index,
         "inverse_bind_matrices": ibm,

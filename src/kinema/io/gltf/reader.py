@@ -93,7 +93,9 @@ class CheckedDoc:
         self.doc = doc
         self.glb_bin = glb_bin
         self.base_dir = base_dir
-        self._buffers: dict[int, bytes] = {}
+        self._buffers: dict[int, memoryview] = {}
+        #: External files read so far (resolved path -> bytes): buffers that share a file read it once.
+        self._files: dict[str, bytes] = {}
         self._accessors: dict[tuple[int, str], NDArray[Any]] = {}
         #: Bytes still allowed for decoded arrays (grows by DECODE_BUDGET_FACTOR per buffer byte read).
         self.budget_left = DECODE_BUDGET_FLOOR + DECODE_BUDGET_FACTOR * (len(glb_bin or b"") + doc_bytes)
@@ -197,7 +199,14 @@ class CheckedDoc:
         return v
 
     # ------------------------------------------------------------- binary
-    def buffer(self, i: int) -> bytes:
+    @property
+    def files_read(self) -> tuple[str, ...]:
+        """The external files this document's buffers were read from (resolved paths): inputs a writer must not
+        replace."""
+        return tuple(self._files)
+
+    def buffer(self, i: int) -> memoryview:
+        """The ``byteLength`` bytes of buffer ``i`` (a view: buffers of one file share its bytes, read once)."""
         if i in self._buffers:
             return self._buffers[i]
         w = f"buffers[{i}]"
@@ -214,16 +223,25 @@ class CheckedDoc:
             data = self._data_uri(uri, length, f"{w}.uri")
         else:
             file = self.resource_path(uri, f"{w}.uri")
-            try:
-                data = read_regular(file, report_path=self.path, where=f"{w}.uri", size=length)
-            except OSError as exc:
-                self.fail(f"{w}.uri", f"cannot read {file!r}: {exc.strerror or exc}")
+            known = self._files.get(file, b"")
+            if len(known) >= length:
+                data = known  # another buffer's file, read already: no second read, no second budget
+                length_new = 0
+            else:
+                try:
+                    data = read_regular(file, report_path=self.path, where=f"{w}.uri", size=length)
+                except OSError as exc:
+                    self.fail(f"{w}.uri", f"cannot read {file!r}: {exc.strerror or exc}")
+                self._files[file] = data
+                length_new = length - len(known)
+            self._buffers[i] = view = memoryview(data)[:length]
+            self.budget_left += DECODE_BUDGET_FACTOR * length_new
+            return view
         if len(data) < length:
             self.fail(f"{w}.byteLength", f"is {length} but the buffer data has only {len(data)} bytes")
-        data = data[:length]
-        self._buffers[i] = data
+        self._buffers[i] = view = memoryview(data)[:length]
         self.budget_left += DECODE_BUDGET_FACTOR * length
-        return data
+        return view
 
     def _data_uri(self, uri: str, length: int, where: str) -> bytes:
         """The bytes of a base64 ``data:`` URI, checked to hold at least ``length`` bytes before decoding."""

@@ -296,7 +296,9 @@ def save_gltf(
         bufferViews=blob.views,
     )
     data = bytes(blob.data)
-    inputs = [skeleton.meta["source"]] if isinstance(skeleton.meta.get("source"), str) else []
+    from .._atomic import source_files
+
+    inputs = source_files(skeleton.meta)
     if ext == ".glb":
         if data:
             doc.buffers = [g.Buffer(byteLength=len(data))]

@@ -200,3 +200,48 @@ def test_buffers_sharing_a_file_read_it_once(tmp_path: Path) -> None:
         reader.read_regular = real
     assert [p for p in reads if p.endswith("one.bin")] == [str((tmp_path / "one.bin").resolve())]
     np.testing.assert_array_equal(many.clips["walk"].pose.rotations, one.clips["walk"].pose.rotations)
+
+
+# ------------------------------------------------------------ BVH End Site names
+_END_THEN_JOINT = """HIERARCHY
+ROOT Hips
+{
+\tOFFSET 0 0 0
+\tCHANNELS 3 Xposition Yposition Zposition
+\tJOINT Head
+\t{
+\t\tOFFSET 0 1 0
+\t\tCHANNELS 3 Zrotation Xrotation Yrotation
+\t\tEnd Site
+\t\t{
+\t\t\tOFFSET 0 0.5 0
+\t\t}
+\t}
+\tJOINT Head_End
+\t{
+\t\tOFFSET 1 0 0
+\t\tCHANNELS 3 Zrotation Xrotation Yrotation
+\t}
+}
+MOTION
+Frames: 1
+Frame Time: 0.0333333
+0 0 0 0 0 0 0 0 0
+"""
+
+
+def test_an_end_site_name_yields_to_a_later_joint_of_that_name(tmp_path: Path) -> None:
+    """End Sites have no name in a BVH file: kinema makes one up (``Head_End``).  A later JOINT that really is
+    called ``Head_End`` keeps its name and the End Site takes the next free one (the file was refused as naming
+    a joint twice); saved and read again, the names are the same.  A joint name really used twice is refused."""
+    path = tmp_path / "end_then_joint.bvh"
+    path.write_text(_END_THEN_JOINT)
+    sk, clip = load_bvh(path)
+    assert sk.names == ("Hips", "Head", "Head_End2", "Head_End")
+    assert sk.meta["bvh_end_site"] == (False, False, True, False)
+    save_bvh(tmp_path / "again.bvh", sk, clip)
+    assert load_bvh(tmp_path / "again.bvh")[0].names == sk.names
+    twice = tmp_path / "twice.bvh"
+    twice.write_text(_END_THEN_JOINT.replace("JOINT Head_End", "JOINT Head"))
+    with pytest.raises(FileFormatError, match="used twice"):
+        load_bvh(twice)

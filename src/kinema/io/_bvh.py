@@ -245,16 +245,20 @@ def _parse_hierarchy(lines: _Lines) -> _Hierarchy:
                 raise lines.error("an End Site cannot have children")
             parent = stack[-1] if stack else -1
             if key == "END SITE":
-                base = f"{h.names[parent]}_End"
-                name, k = base, 2
-                while name in name_line:  # keep End Site names unique
-                    name, k = f"{base}{k}", k + 1
+                name = _end_site_name(h.names[parent], name_line)
             else:
                 name = rest
                 if not name:
                     raise lines.error(f"{key} without a name")
                 if name in name_line:
-                    raise lines.error(f"joint name {name!r} is used twice (first on line {name_line[name]})")
+                    other = h.names.index(name)
+                    if not h.end_site[other]:
+                        raise lines.error(f"joint name {name!r} is used twice (first on line {name_line[name]})")
+                    # An End Site's made-up name yields to a joint's own (a later JOINT Head_End beside Head's
+                    # End Site): the End Site takes the next free one.
+                    del name_line[name]
+                    h.names[other] = _end_site_name(h.names[h.parents[other]], name_line, also_taken=name)
+                    name_line[h.names[other]] = h.lines[other]
             name_line[name] = lines.number
             h.names.append(name)
             h.parents.append(parent)
@@ -301,6 +305,15 @@ def _parse_hierarchy(lines: _Lines) -> _Hierarchy:
         else:  # HIERARCHY twice
             raise lines.error(f"unexpected {key}")
     raise AssertionError("unreachable: _tokens ends with MOTION or raises")  # pragma: no cover
+
+
+def _end_site_name(parent: str, taken: dict[str, int], also_taken: str | None = None) -> str:
+    """The name of an End Site under ``parent``: ``<parent>_End``, or ``<parent>_End2``, ``_End3``, ... when taken."""
+    base = f"{parent}_End"
+    name, k = base, 2
+    while name in taken or name == also_taken:
+        name, k = f"{base}{k}", k + 1
+    return name
 
 
 def _decode(data: bytes, path: PathLike | None) -> str:

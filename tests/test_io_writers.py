@@ -245,3 +245,27 @@ def test_an_end_site_name_yields_to_a_later_joint_of_that_name(tmp_path: Path) -
     twice.write_text(_END_THEN_JOINT.replace("JOINT Head_End", "JOINT Head"))
     with pytest.raises(FileFormatError, match="used twice"):
         load_bvh(twice)
+
+
+@pytest.mark.parametrize("sep", ["\r", "\r\n"])
+def test_motion_errors_name_the_same_line_whatever_ends_the_lines(tmp_path: Path, sep: str) -> None:
+    """A truncated MOTION and a short frame name the same line and say the same thing with CR-only or CRLF line
+    ends as with LF (the line counts outside the scanner counted LF only: CR-only files got wrong lines and a
+    short frame was called a truncation)."""
+    import kinema
+
+    good = tmp_path / "walk.bvh"
+    save_bvh(good, kinema.samples.humanoid(), kinema.samples.clip("walk"))
+    head, motion = good.read_text().split("MOTION\n")
+    rows = motion.splitlines()  # Frames:, Frame Time:, then the frames
+    short = " ".join(rows[3].split()[:3])
+    for body in (rows[:2] + rows[2:5], rows[:2] + [rows[2], short] + rows[4:]):
+        text = head + "MOTION\n" + "\n".join(body) + "\n"
+        messages = []
+        for ends in ("\n", sep):
+            path = tmp_path / "cut.bvh"
+            path.write_bytes(text.replace("\n", ends).encode())
+            with pytest.raises(FileFormatError) as info:
+                load_bvh(path)
+            messages.append(str(info.value))
+        assert messages[0] == messages[1]

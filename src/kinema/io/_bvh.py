@@ -307,6 +307,11 @@ def _parse_hierarchy(lines: _Lines) -> _Hierarchy:
     raise AssertionError("unreachable: _tokens ends with MOTION or raises")  # pragma: no cover
 
 
+def _line_breaks(data: bytes) -> int:
+    """How many lines end in ``data``: CRLF, a lone CR and a lone LF each end one (as the MOTION scanner counts)."""
+    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+
+
 def _end_site_name(parent: str, taken: dict[str, int], also_taken: str | None = None) -> str:
     """The name of an End Site under ``parent``: ``<parent>_End``, or ``<parent>_End2``, ``_End3``, ... when taken."""
     base = f"{parent}_End"
@@ -320,7 +325,7 @@ def _decode(data: bytes, path: PathLike | None) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
+        line = _line_breaks(data[: exc.start]) + 1
         bad = f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
         raise FileFormatError(path, line, f"not UTF-8 text ({bad})") from None
     return text[1:] if text.startswith("\ufeff") else text
@@ -355,7 +360,7 @@ def _scan(data: bytes, start: int, n_frames: int, n_ch: int, first_line: int, pa
         raise FileFormatError(path, where, f"non-numeric value {token[:40]!r} in frame {frames_read + 1}")
     if code == kb.BAD_COUNT:
         got = f"more than {n_ch}" if count > n_ch else str(count)
-        at_end = data[start:].rstrip().count(b"\n") <= line if count < n_ch else False
+        at_end = _line_breaks(data[start:].rstrip()) <= line if count < n_ch else False
         if at_end:
             raise FileFormatError(path, where, f"truncated MOTION: frame {frames_read + 1} has {got} of {n_ch} values")
         raise FileFormatError(path, where,
@@ -363,7 +368,7 @@ def _scan(data: bytes, start: int, n_frames: int, n_ch: int, first_line: int, pa
     if code == kb.EXTRA_DATA:
         raise FileFormatError(path, where, f"more frame data than the {n_frames} frames declared in 'Frames:'")
     if frames_read != n_frames:
-        last = first_line + max(data[start:].rstrip().count(b"\n"), 0)
+        last = first_line + _line_breaks(data[start:].rstrip())
         raise FileFormatError(path, last, f"truncated MOTION: {frames_read} of the {n_frames} declared frames present")
     flat = out.reshape(-1)
     for s, e, idx, ln in slow[: int(status[5])]:

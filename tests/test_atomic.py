@@ -116,3 +116,18 @@ def test_temp_files_of_dead_writers_are_removed_by_the_next_write(tmp_path: Path
         f.write("done")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name, link.name, "new.bvh"])
     assert remove_stale_temps(tmp_path) == []
+
+
+def test_a_destination_that_is_not_a_regular_file_is_never_replaced(tmp_path: Path) -> None:
+    """A FIFO (or a device) at the destination, or behind a symlink there (``out.bvh -> /dev/null`` with --force,
+    as root, would have replaced /dev/null with a file), is refused before anything is written and left as it is."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    link = tmp_path / "out.bvh"
+    link.symlink_to(fifo)
+    for dest in (fifo, link):
+        with pytest.raises(FileExistsError, match="FIFO"):
+            with atomic_write(dest) as f:
+                f.write(b"data")
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode) and link.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bvh", "pipe"]  # no temporary file left

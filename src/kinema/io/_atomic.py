@@ -31,6 +31,7 @@ import errno
 import os
 import re
 import secrets
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
@@ -177,7 +178,9 @@ def atomic_write(
     which is then re-raised; an ``OSError`` that names no file (``ENOSPC``
     from a write or ``fsync``) is re-raised as an ``OSError`` of the same
     ``errno`` naming ``path``.  A symlink at ``path`` is followed: its target is
-    replaced and the link kept.  An existing destination keeps its permission
+    replaced and the link kept.  A destination that is not a regular file (a
+    device, a FIFO, a socket, behind a symlink or not) raises
+    :class:`FileExistsError`: it is never replaced.  An existing destination keeps its permission
     bits; a new one gets ``0o666`` minus the umask, like :func:`open`.
     A missing destination folder raises :class:`FileNotFoundError`.
     """
@@ -192,6 +195,12 @@ def atomic_write(
         raise FileExistsError(errno.EEXIST, "file exists (overwrite=False)", os.fspath(path))
     if os.path.isdir(dest):
         raise IsADirectoryError(errno.EISDIR, "destination is a folder", os.fspath(path))
+    if exists and not stat.S_ISREG(os.stat(dest).st_mode):
+        # A device or a FIFO (perhaps behind a symlink: out.bvh -> /dev/null) is never replaced by a file.
+        from ._read import file_kind
+
+        raise FileExistsError(errno.EEXIST, f"destination is {file_kind(os.stat(dest).st_mode)}, not a regular file",
+                              os.fspath(path))
     folder, name = os.path.split(dest)
     remove_stale_temps(folder)
     claimed: list[str] = []  # the temporary name, known before the file exists

@@ -28,6 +28,7 @@ import kinema
 from kinema.cli import main
 from kinema.cli._bench import long_walk
 from kinema.io import load_bvh, save_bvh, save_gltf
+from test_cli_kill import _alive, _stat  # /proc readers of the kill tests
 
 CLI = [sys.executable, "-m", "kinema.cli"]
 
@@ -148,19 +149,6 @@ def test_batch_never_overwrites_another_jobs_input(capsys: pytest.CaptureFixture
 
 
 # -------------------------------------------------------------- dead worker
-def _stat(pid: int) -> list[str] | None:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text[text.rindex(")") + 2:].split()  # fields after "pid (comm)": state, ppid, ...
-
-
-def _alive(pid: int) -> bool:
-    st = _stat(pid)
-    return st is not None and st[0] not in ("Z", "X")
-
-
 def _pool_workers(pid: int) -> list[int]:
     """The spawned pool workers among ``pid``'s children (not multiprocessing's resource tracker)."""
     found = []

@@ -620,8 +620,7 @@ def _apply_step(plan_i, plan_f, lay, i, t, r, delta, scale, block_new):  # type:
     ``block_new[k]`` receives the direction a clamp cut off (local, unit; ``w = 1``); rows of joints no clamp
     hit are left as they are.
     """
-    o_mfk, o_dof0, o_ndof, o_lim = lay[2], lay[3], lay[4], lay[5]
-    f_lp, f_lr = lay[14], lay[15]
+    o_mfk, o_dof0, o_ndof = lay[2], lay[3], lay[4]
     hits = 0
     for k in range(plan_i[P_N_MOVING]):
         j = plan_i[lay[0] + plan_i[o_mfk + k]]
@@ -634,31 +633,26 @@ def _apply_step(plan_i, plan_f, lay, i, t, r, delta, scale, block_new):  # type:
         else:
             dq = qfrom_rotvec((scale * delta[d0], scale * delta[d0 + 1], scale * delta[d0 + 2]))
         qn = qnormalize(qmul(q, dq))
-        kind = plan_i[o_lim + k]
-        if kind != LIMIT_NONE:
-            rest = (plan_f[f_lr + 4 * k], plan_f[f_lr + 4 * k + 1], plan_f[f_lr + 4 * k + 2],
-                    plan_f[f_lr + 4 * k + 3])
-            qc, hit = apply_limit_local(kind, plan_f[f_lp + LIMIT_PARAMS * k:f_lp + LIMIT_PARAMS * (k + 1)],
-                                        rest, qn)
-            if hit:
-                hits += 1
-                cut = qto_rotvec(qmul(qconj(qc), qn))  # the part of the step the limit took off (local)
-                if nd == 1:
-                    u = _dof_unit(plan_f, lay, k, nd, 0)
-                    along = cut[0] * u[0] + cut[1] * u[1] + cut[2] * u[2]
-                    if abs(along) > BLOCK_EPS:
-                        block_new[k, 0] = 1.0 if along > 0.0 else -1.0
-                        block_new[k, 1] = 0.0
-                        block_new[k, 2] = 0.0
-                        block_new[k, 3] = 1.0
-                else:
-                    n = math.sqrt(cut[0] * cut[0] + cut[1] * cut[1] + cut[2] * cut[2])
-                    if n > BLOCK_EPS:
-                        block_new[k, 0] = cut[0] / n
-                        block_new[k, 1] = cut[1] / n
-                        block_new[k, 2] = cut[2] / n
-                        block_new[k, 3] = 1.0
-                qn = qc
+        qc, hit = _joint_limit(plan_i, plan_f, lay, k, qn)
+        if hit:
+            hits += 1
+            cut = qto_rotvec(qmul(qconj(qc), qn))  # the part of the step the limit took off (local)
+            if nd == 1:
+                u = _dof_unit(plan_f, lay, k, nd, 0)
+                along = cut[0] * u[0] + cut[1] * u[1] + cut[2] * u[2]
+                if abs(along) > BLOCK_EPS:
+                    block_new[k, 0] = 1.0 if along > 0.0 else -1.0
+                    block_new[k, 1] = 0.0
+                    block_new[k, 2] = 0.0
+                    block_new[k, 3] = 1.0
+            else:
+                n = math.sqrt(cut[0] * cut[0] + cut[1] * cut[1] + cut[2] * cut[2])
+                if n > BLOCK_EPS:
+                    block_new[k, 0] = cut[0] / n
+                    block_new[k, 1] = cut[1] / n
+                    block_new[k, 2] = cut[2] / n
+                    block_new[k, 3] = 1.0
+            qn = qc
         write_q(r, i, j, qn)
     rt = plan_i[P_ROOT_T]
     if rt >= 0:
@@ -786,6 +780,19 @@ def _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch, lam, n_levels, u
 
 
 @njit(helper=True)
+@njit(inline=True)
+def _joint_limit(plan_i, plan_f, lay, k, q):  # type: ignore[no-untyped-def]
+    """``(q, hit)``: moving joint ``k``'s local rotation ``q`` clamped into its limit (``apply_limit_local``, in its
+    rest-relative frame); ``q`` itself and False when it has none."""
+    kind = plan_i[lay[5] + k]
+    if kind == LIMIT_NONE:
+        return q, False
+    f_lp, f_lr = lay[14], lay[15]
+    rest = (plan_f[f_lr + 4 * k], plan_f[f_lr + 4 * k + 1], plan_f[f_lr + 4 * k + 2], plan_f[f_lr + 4 * k + 3])
+    return apply_limit_local(kind, plan_f[f_lp + LIMIT_PARAMS * k:f_lp + LIMIT_PARAMS * (k + 1)], rest, q)
+
+
+@njit(borrows=True, helper=True)
 def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  # type: ignore[no-untyped-def]
     """Solve item ``i`` (see the module docs); writes ``r[i]`` (and the root translation) and ``diag[i]``.
 
@@ -793,8 +800,7 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
     (pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, world_axis,
      block_n, block_new, gerr, t_io, lvl, mask) = scratch
     lay = layout(plan_i)
-    o_mfk, o_lim = lay[2], lay[5]
-    f_lp, f_lr = lay[14], lay[15]
+    o_mfk = lay[2]
     nk = plan_i[P_N_MOVING]
     ng = plan_i[P_N_GOALS]
     max_iter = int(opts[O_ITERATIONS])
@@ -816,15 +822,9 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
         block_n[k, 1] = 0.0
         block_n[k, 2] = 0.0
         block_n[k, 3] = 0.0
-        kind = plan_i[o_lim + k]
-        if kind != LIMIT_NONE:
-            rest = (plan_f[f_lr + 4 * k], plan_f[f_lr + 4 * k + 1], plan_f[f_lr + 4 * k + 2],
-                    plan_f[f_lr + 4 * k + 3])
-            qc, hit = apply_limit_local(kind, plan_f[f_lp + LIMIT_PARAMS * k:f_lp + LIMIT_PARAMS * (k + 1)],
-                                        rest, q)
-            if hit:
-                hits += 1
-                q = qc
+        q, hit = _joint_limit(plan_i, plan_f, lay, k, q)
+        if hit:
+            hits += 1
         write_q(r, i, j, q)
     if rt >= 0:
         for a in range(3):
@@ -909,15 +909,10 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
         for k in range(nk):
             j = plan_i[lay[0] + plan_i[o_mfk + k]]
             q = qslerp((q_in[k, 0], q_in[k, 1], q_in[k, 2], q_in[k, 3]), read_q(r, i, j), weight)
-            kind = plan_i[o_lim + k]
-            if kind != LIMIT_NONE:
-                # part way between two rotations inside a swing cone or an Euler box may be outside it
-                rest = (plan_f[f_lr + 4 * k], plan_f[f_lr + 4 * k + 1], plan_f[f_lr + 4 * k + 2],
-                        plan_f[f_lr + 4 * k + 3])
-                q, hit = apply_limit_local(kind, plan_f[f_lp + LIMIT_PARAMS * k:f_lp + LIMIT_PARAMS * (k + 1)],
-                                           rest, q)
-                if hit:
-                    hits += 1
+            # (part way between two rotations inside a swing cone or an Euler box may be outside it)
+            q, hit = _joint_limit(plan_i, plan_f, lay, k, q)
+            if hit:
+                hits += 1
             write_q(r, i, j, q)
         if rt >= 0:
             for a in range(3):

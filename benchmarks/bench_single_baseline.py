@@ -124,10 +124,11 @@ def main(argv: list[str]) -> None:
     base = {k: statistics.median(run[k] for run in runs[rev]) for k in runs[rev][0] if k != "probe_ns"}
     for name in names:
         now = statistics.median(run[name] for run in runs["this tree"])
-        ref = base.get(name) or base.get(name.replace("object", "free"))
+        # the same call in the earlier tree, or its free function where it has no prepared objects
+        ref_name = name if name in base else name.replace("object", "free")
         line = f"  {name:18s} this tree {now:7.2f}"
-        if ref is not None:
-            line += f"   {rev} free {ref:7.2f}   ratio {now / ref:5.2f}"
+        if ref_name in base:
+            line += f"   {rev} {ref_name.split()[1]:6s} {base[ref_name]:7.2f}   ratio {now / base[ref_name]:5.2f}"
         print(line)
 
 

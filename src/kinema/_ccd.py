@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,13 +19,13 @@ from ._solve import (
     as_target,
     blend_limits,
     blend_rotations,
+    blend_weight,
     blend_with_input,
     check_iterations,
     check_nonnegative,
     check_pose,
     check_pose_item,
     check_twist,
-    check_weight,
     clamp_blended,
     kernel_loader,
     pose_shapes,
@@ -37,7 +37,7 @@ from ._solve import (
     run_driver,
 )
 from ._types import FloatArray, IntArray
-from ._validate import as_float_array, as_float_scalar, broadcast_batch, resolve_joint
+from ._validate import as_float_array, as_float_scalar, broadcast_batch, is_sequence, resolve_joint
 from .errors import ShapeError, SolverInputError
 from .limits import Limit, pack_limits
 from .pose import Pose
@@ -163,7 +163,7 @@ class CCD(Solver):
         if pole is not None:
             pol = as_float_array(pole, "pole", (3,))
             extras.append((pol, (3,)))
-        w = None if (type(weight) is float or type(weight) is int) and weight == 1 else check_weight(weight)
+        w = blend_weight(weight)
         if w is not None:
             extras.append((w, ()))
         # the blend reads the input, which out=pose overwrites
@@ -411,7 +411,7 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
     from .fk import forward_kinematics
 
     check_pose(skeleton, pose, "solve_chains")
-    if isinstance(goals, (str, bytes, Mapping)) or not isinstance(goals, Iterable):
+    if not is_sequence(goals):
         raise SolverInputError(f"goals must be a sequence of kinema.Goal or dicts, got {type(goals).__name__}")
     gl = [_as_goal(g, i) for i, g in enumerate(goals)]
     if not gl:
@@ -420,7 +420,7 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
     order = sorted(range(len(gl)), key=lambda i: -int(gl[i].priority))
     solvers = [_goal_solver(skeleton, g) for g in gl]
     targets = [as_target(g.target, f"goal {names[i]!r} target") for i, g in enumerate(gl)]
-    w = None if (type(weight) is float or type(weight) is int) and weight == 1 else check_weight(weight)
+    w = blend_weight(weight)
     batch = broadcast_batch(pose.batch_shape, *[t.shape[:-1] for t in targets], *(() if w is None else (w.shape,)))
     cur = pose.broadcast(batch)  # a full copy: the input pose is never written
     r_in = cur.rotations.reshape((-1, skeleton.n_joints, 4)).copy() if w is not None else None

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._solve import check_iterations, check_uniform_scale, check_weight, kernel_loader, prepare, run_driver
+from ._solve import blend_weight, check_iterations, check_uniform_scale, kernel_loader, prepare, run_driver
 from ._types import FloatArray, IntArray
 from ._validate import positive_number, require_finite
 from .errors import ShapeError, SolverInputError
@@ -290,10 +290,10 @@ class DLS:
           solver.
         """
         self.validate(pose)
-        w = _FULL_WEIGHT if (type(weight) is float or type(weight) is int) and weight == 1 else check_weight(weight)
+        w = blend_weight(weight)
         tg = self._goal_targets(targets)
         extras: list[tuple[FloatArray, tuple[int, ...]]] = [(a, (a.shape[-1],)) for a in tg]
-        extras.append((w, ()))
+        extras.append((_FULL_WEIGHT if w is None else w, ()))
         # The input as given, for state["moved"] (kept aside when out=pose overwrites it).
         r_in, t_in = (pose.rotations, pose.translations) if out is not pose else \
             (pose.rotations.copy(), pose.translations.copy())

@@ -23,12 +23,12 @@ from ._solve import (
     Solver,
     as_target,
     blend_limits,
+    blend_weight,
     blend_with_input,
     check_iterations,
     check_nonnegative,
     check_pose_item,
     check_twist,
-    check_weight,
     kernel_loader,
     pose_shapes,
     prepare,
@@ -229,7 +229,7 @@ class _FabrikSolver(Solver):
         extras: list[tuple[FloatArray, tuple[int, ...]]] = [(tg, (3,)) for tg in targets]
         if pole is not None:
             extras.append((pole, (3,)))
-        w = None if (type(weight) is float or type(weight) is int) and weight == 1 else check_weight(weight)
+        w = blend_weight(weight)
         inputs = None
         if w is not None:
             extras.append((w, ()))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -33,6 +33,7 @@ from ._types import FloatArray, IntArray
 from ._validate import (
     as_float_array,
     broadcast_batch,
+    is_sequence,
     positive_number,
     require_finite,
     resolve_joint,
@@ -71,7 +72,7 @@ def resolve_chain(skeleton: Skeleton, chain: Any) -> tuple[IntArray, NDArray[np.
     named (for a ``(start, end)`` pair, all of them).  Joints between listed
     ones (twist or helper bones) ride along but are not turned.
     """
-    if chain is None or isinstance(chain, (bytes, Mapping)) or not isinstance(chain, (str, int, np.integer, Iterable)):
+    if not isinstance(chain, (str, int, np.integer)) and not is_sequence(chain):
         raise SolverInputError(f"a chain is (start, end) or a list of joints, got {chain!r}")
     items = list(chain) if not isinstance(chain, (str, int, np.integer)) else [chain]
     if len(items) < 2:
@@ -362,6 +363,13 @@ def check_twist(twist: Any) -> str:
 def check_nonnegative(x: Any, what: str) -> float:
     """A finite number ``>= 0`` (a tolerance, a distance); :class:`SolverInputError` otherwise."""
     return positive_number(x, what, allow_zero=True)
+
+
+def blend_weight(weight: Any) -> FloatArray | None:
+    """A solve's ``weight`` option: None for the default 1 (no blend to do), else :func:`check_weight`'s array."""
+    if (type(weight) is float or type(weight) is int) and weight == 1:
+        return None
+    return check_weight(weight)
 
 
 def check_weight(weight: Any) -> FloatArray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -121,6 +122,12 @@ def broadcast_batch(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     except ValueError:
         got = " vs ".join(str(s) for s in shapes)
         raise ShapeError("batch dimensions", "broadcastable batch shapes", got) from None
+
+
+def is_sequence(x: Any) -> bool:
+    """Whether ``x`` is a sequence of items as an argument means one (steps, goals, joints): iterable, and not a
+    string, bytes or a mapping (which iterate as characters or keys)."""
+    return isinstance(x, Iterable) and not isinstance(x, (str, bytes, Mapping))
 
 
 def positive_number(x: Any, what: str, allow_zero: bool = False) -> float:

@@ -29,7 +29,7 @@ left it, and its :class:`~kinema.KinemaError` is in :attr:`RigResult.errors`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._solve import check_weight
-from ._validate import as_float_scalar, resolve_joint
+from ._validate import as_float_scalar, is_sequence, resolve_joint
 from .errors import KinemaError, SolverInputError
 from .pose import Pose
 from .result import SolveResult
@@ -103,7 +103,7 @@ class Rig:
         if not isinstance(skeleton, Skeleton):
             raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
         self.skeleton = skeleton
-        if isinstance(steps, (str, bytes, Mapping)) or not isinstance(steps, Iterable):
+        if not is_sequence(steps):
             raise SolverInputError(f"steps must be a sequence of kinema.Step, got {type(steps).__name__}")
         self.steps = tuple(steps)
         if not self.steps:
@@ -123,8 +123,7 @@ class Rig:
             w = as_float_scalar(step.weight, f"step {step.name!r}: weight")
             if not 0.0 <= w <= 1.0:
                 raise SolverInputError(f"step {step.name!r}: weight must be in [0, 1], got {step.weight!r}")
-            if step.joints is not None and (isinstance(step.joints, (str, bytes)) or
-                                            not isinstance(step.joints, Iterable)):
+            if step.joints is not None and not is_sequence(step.joints):
                 raise SolverInputError(f"step {step.name!r}: joints must be a sequence of joints, got {step.joints!r}")
             if step.joints is None and not hasattr(step.solver, "moved_joints"):
                 raise SolverInputError(f"step {step.name!r}: its solver ({type(step.solver).__name__}) does not say "
@@ -159,11 +158,9 @@ class Rig:
         """
         if not isinstance(errors, str) or errors not in ERROR_POLICIES:
             raise SolverInputError(f"errors must be one of {ERROR_POLICIES}, got {errors!r}")
-        for name, given in (("targets", targets), ("weights", weights)):
-            if given is not None and not isinstance(given, Mapping):
+        for name, given in (("targets", targets), ("weights", {} if weights is None else weights)):
+            if not isinstance(given, Mapping):
                 raise SolverInputError(f"{name} must be a mapping {{step name: value}}, got {type(given).__name__}")
-        if targets is None:
-            raise SolverInputError("targets must be a mapping {step name: target}, got None")
         unknown = set(targets) - {s.name for s in self.steps}
         if unknown:
             raise SolverInputError(f"targets name unknown steps {sorted(unknown)}; steps: "

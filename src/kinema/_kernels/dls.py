@@ -33,7 +33,11 @@ each level's Jacobian is projected onto the orthogonal complement of every
 more important level's rows (an orthonormal basis kept by Gram-Schmidt), so
 its step leaves those tasks unchanged to first order, and solved by damped
 least squares ``dq = J^T (J J^T + lambda^2 I)^-1 e`` (Cholesky).  The pose
-goal is the last level (identity Jacobian, closed form).  Levenberg-Marquardt
+goal is the last level (identity Jacobian, closed form).  No joint turns by
+more than ``MAX_STEP_ANGLE`` in one step; the levels share that cap most
+important first (a level's part is scaled into what the levels above left,
+so a far, less important goal cannot shorten a more important one's step).
+Levenberg-Marquardt
 damping: ``lambda`` shrinks after a step that lowers the weighted squared
 error and grows (the step undone) after one that does not.
 
@@ -109,7 +113,9 @@ DAMPING_UP = 4.0
 DAMPING_DOWN = 0.25
 #: Damping past this means no step lowers the error any more: the solve stops (closest pose).
 DAMPING_MAX = 1e8
-#: Largest rotation (radians) one step may give a joint; a larger step is scaled down as a whole.
+#: Largest rotation (radians) one step may give a joint.  The levels share it most important first: each
+#: level's part of the step is scaled down into what the levels above it left (so a far, less important
+#: goal never shortens a more important level's step).
 MAX_STEP_ANGLE = 0.5
 #: Rows of a level whose part outside the more important levels' span is below this fraction of the
 #: row's norm add nothing to the basis (they lie in the span).
@@ -197,7 +203,7 @@ def make_scratch(plan_i, plan_f, opts):  # type: ignore[no-untyped-def]
     jac = np.zeros((max(m, 1), max(nd, 1)))
     err = np.zeros(max(m, 1))
     basis = np.zeros((max(m, 1), max(nd, 1)))
-    lev_j = np.zeros((max(m, 1), max(nd, 1)))
+    lev_j = np.zeros((m + 1, max(nd, 1)))  # a level's rows; the last row holds one level's part of the step
     lev_a = np.zeros((max(m, 1), max(m, 1)))
     lev_y = np.zeros(max(m, 1))
     delta = np.zeros(max(nd, 1))
@@ -525,6 +531,38 @@ def _cholesky_solve(a, y, m):  # type: ignore[no-untyped-def]
 
 
 @njit(helper=True)
+def _largest_angle(plan_i, lay, v):  # type: ignore[no-untyped-def]
+    """The largest joint rotation (radians) of the DOF vector ``v``: ``|v_k|`` over a ball joint's three DOFs,
+    ``|v_k|`` of a hinge's one (the root translation's DOFs are lengths, not counted)."""
+    o_dof0, o_ndof = lay[3], lay[4]
+    biggest = 0.0
+    for k in range(plan_i[P_N_MOVING]):
+        d0 = plan_i[o_dof0 + k]
+        if plan_i[o_ndof + k] == 1:
+            ang = abs(v[d0])
+        else:
+            ang = math.sqrt(v[d0] * v[d0] + v[d0 + 1] * v[d0 + 1] + v[d0 + 2] * v[d0 + 2])
+        if ang > biggest:
+            biggest = ang
+    return biggest
+
+
+@njit(helper=True)
+def _add_within_budget(plan_i, lay, delta, part):  # type: ignore[no-untyped-def]
+    """``delta += s * part`` with the largest ``s`` in [0, 1] that keeps every joint's rotation within
+    ``MAX_STEP_ANGLE``: ``s = (MAX_STEP_ANGLE - largest(delta)) / largest(part)`` when that is below 1
+    (per joint ``|a + s b| <= |a| + s |b|``, so the sum stays within the cap)."""
+    need = _largest_angle(plan_i, lay, part)
+    left = MAX_STEP_ANGLE - _largest_angle(plan_i, lay, delta)
+    s = 1.0
+    if need > left:
+        # the levels above used (nearly) all of the cap: this level gets what is left, or nothing
+        s = left / need if left > 0.0 else 0.0
+    for c in range(plan_i[P_N_DOF]):
+        delta[c] += s * part[c]
+
+
+@njit(helper=True)
 def _step(plan_i, plan_f, lay, lam, n_levels, use_pose, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, block_n,
           mask):  # type: ignore[no-untyped-def]
     """The prioritised damped step of the first ``n_levels`` levels (and the pose level when ``use_pose``) into
@@ -532,6 +570,7 @@ def _step(plan_i, plan_f, lay, lam, n_levels, use_pose, jac, err, basis, lev_j, 
     o_lev = lay[8]
     ndof = plan_i[P_N_DOF]
     lam2 = lam * lam
+    part = lev_j[lev_j.shape[0] - 1]  # one level's part of the step (the spare last row)
     for c in range(ndof):
         delta[c] = 0.0
     nb = 0  # rows in the orthonormal basis of the more important levels
@@ -569,7 +608,8 @@ def _step(plan_i, plan_f, lay, lam, n_levels, use_pose, jac, err, basis, lev_j, 
             v = 0.0
             for a in range(m):
                 v += lev_j[a, c] * lev_y[a]
-            delta[c] += v
+            part[c] = v
+        _add_within_budget(plan_i, lay, delta, part)
         # grow the basis by this level's projected rows (Gram-Schmidt, twice for orthogonality); the last
         # level needs none unless the pose level follows
         if lv == n_levels - 1 and not use_pose:
@@ -610,12 +650,13 @@ def _step(plan_i, plan_f, lay, lam, n_levels, use_pose, jac, err, basis, lev_j, 
             for c in range(ndof):
                 lev_j[0, c] -= dot * basis[b, c]
         for c in range(ndof):
-            delta[c] += k_pose * lev_j[0, c]
+            part[c] = k_pose * lev_j[0, c]
+        _add_within_budget(plan_i, lay, delta, part)
 
 
 @njit(helper=True)
-def _apply_step(plan_i, plan_f, lay, i, t, r, delta, scale, block_new):  # type: ignore[no-untyped-def]
-    """Add ``scale * delta`` to the moving joints (clamped into their limits); returns the clamps that hit.
+def _apply_step(plan_i, plan_f, lay, i, t, r, delta, block_new):  # type: ignore[no-untyped-def]
+    """Add ``delta`` to the moving joints (clamped into their limits); returns the clamps that hit.
 
     ``block_new[k]`` receives the direction a clamp cut off (local, unit; ``w = 1``); rows of joints no clamp
     hit are left as they are.
@@ -629,9 +670,9 @@ def _apply_step(plan_i, plan_f, lay, i, t, r, delta, scale, block_new):  # type:
         q = read_q(r, i, j)
         if nd == 1:
             u = _dof_unit(plan_f, lay, k, nd, 0)
-            dq = qfrom_axis_angle(u, scale * delta[d0])
+            dq = qfrom_axis_angle(u, delta[d0])
         else:
-            dq = qfrom_rotvec((scale * delta[d0], scale * delta[d0 + 1], scale * delta[d0 + 2]))
+            dq = qfrom_rotvec((delta[d0], delta[d0 + 1], delta[d0 + 2]))
         qn = qnormalize(qmul(q, dq))
         qc, hit = _joint_limit(plan_i, plan_f, lay, k, qn)
         if hit:
@@ -659,7 +700,7 @@ def _apply_step(plan_i, plan_f, lay, i, t, r, delta, scale, block_new):  # type:
         jr = plan_i[lay[0] + rt]
         nd_all = plan_i[P_N_DOF]
         for a in range(3):
-            t[i, jr, a] += scale * delta[nd_all - 3 + a]
+            t[i, jr, a] += delta[nd_all - 3 + a]
     return hits
 
 
@@ -723,7 +764,7 @@ def _levels_to_restore(lvl, n_upper):  # type: ignore[no-untyped-def]
 @njit(helper=True)
 def _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch, lam, n_levels, use_pose):  # type: ignore[no-untyped-def]
     """One step from the current pose (whose residuals ``err``, ``e_pose`` are current): Jacobian,
-    prioritised step of the first ``n_levels`` levels (and the pose level), limit directions, step cap,
+    prioritised step of the first ``n_levels`` levels (and the pose level, each within the step cap), limit directions,
     clamped update, FK and residuals (level errors into ``lvl[1]``).
 
     Returns ``(clamps that hit, largest DOF change, weighted squared error, pose error)``.
@@ -754,25 +795,13 @@ def _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch, lam, n_levels, u
         _block_columns(plan_i, lay, jac, 3 * plan_i[P_N_GOALS], block_n, mask)
         _step(plan_i, plan_f, lay, lam, n_levels, use_pose, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose,
               block_n, mask)
-    # one step turns no joint by more than MAX_STEP_ANGLE
-    biggest = 0.0
-    for k in range(nk):
-        d0 = plan_i[o_dof0 + k]
-        if plan_i[o_ndof + k] == 1:
-            ang = abs(delta[d0])
-        else:
-            ang = math.sqrt(delta[d0] * delta[d0] + delta[d0 + 1] * delta[d0 + 1] + delta[d0 + 2] * delta[d0 + 2])
-        if ang > biggest:
-            biggest = ang
-    scale = 1.0
-    if biggest > MAX_STEP_ANGLE:
-        scale = MAX_STEP_ANGLE / biggest
+    # (_step kept every joint's turn within MAX_STEP_ANGLE)
     size = 0.0
     for c in range(plan_i[P_N_DOF]):
-        v = abs(delta[c]) * scale
+        v = abs(delta[c])
         if v > size:
             size = v
-    hits = _apply_step(plan_i, plan_f, lay, i, t, r, delta, scale, block_new)
+    hits = _apply_step(plan_i, plan_f, lay, i, t, r, delta, block_new)
     _fk(plan_i, lay, i, t, r, s, pos, rot, scl)
     new_cost, new_pose_err = _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr,
                                        e_pose, lvl[1])

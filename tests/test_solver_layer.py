@@ -426,6 +426,33 @@ def test_weight_blends_when_targets_widen_the_pose_batch(fixed_root: bool) -> No
             np.testing.assert_array_equal(widened.error, given.error)
 
 
+def test_a_batch_of_one_option_makes_a_batch_of_one() -> None:
+    """Per-item options broadcast with the pose and the targets in every solver: a ``(1,)`` weight (or two-bone's
+    ``soft`` or ``margin``) on one pose is a batch of one, with the unbatched solve's numbers bit for bit
+    (two-bone used to read a ``(1,)`` option as one value for all and return an unbatched result)."""
+    sk = make_rig()
+    pose = sk.rest_pose()
+    tg = targets_for(sk, 1, "c5")[0]
+    tg_arm = targets_for(sk, 1, "c3")[0]
+    solves = [lambda **kw: kinema.solve_ccd(sk, pose, CHAIN, tg, **kw),
+              lambda **kw: kinema.solve_fabrik(sk, pose, CHAIN, tg, **kw),
+              lambda **kw: kinema.solve_fabrik_tree(sk, pose, {"c5": tg}, **kw),
+              lambda **kw: kinema.solve_chains(sk, pose, [kinema.Goal(CHAIN, tg)], **kw),
+              lambda **kw: kinema.solve_two_bone(sk, pose, ARM, tg_arm, **kw),
+              lambda **kw: kinema.solve_dls(sk, pose, [kinema.PositionGoal("c5", tg)], **kw)]
+    options = [{"weight": 0.5}] * 6 + [{"soft": 0.2}, {"margin": 0.01}]
+    for solve, opts in zip(solves + [solves[4]] * 2, options):
+        (name, value), = opts.items()
+        one = solve(**opts)
+        batch = solve(**{name: [value]})
+        assert one.pose.rotations.shape == (sk.n_joints, 4)
+        assert batch.pose.rotations.shape == (1, sk.n_joints, 4), (name, solve)
+        # (solve_chains' error is per goal: (*batch, G))
+        assert np.shape(batch.error) == (1,) + np.shape(one.error) and np.shape(batch.reached) == np.shape(batch.error)
+        np.testing.assert_array_equal(batch.pose.rotations[0], one.pose.rotations)
+        np.testing.assert_array_equal(batch.error[0], one.error)
+
+
 def test_limits_hold_after_a_partial_weight_blend() -> None:
     """A blend part way (0 < weight < 1) between an input inside the limits and a solve inside them can leave a
     swing cone or an Euler box (slerp is not closed in them): every solver clamps the blended joints again, so

@@ -325,13 +325,14 @@ class TwoBone(Solver):
         if er is not None:
             vectors.append((er, (4,)))
         batch: tuple[int, ...] = ()
-        if not (w is _ONES and so is self._soft_row and m is self._margin_row) \
-                and (w.shape != (1,) or so.shape != (1,) or m.shape != (1,)):
-            # Options with batch dims of their own (a (1,) option is one value for all items) may widen the
-            # batch beyond the pose's and the vectors': the target is broadcast to it, since it sets the batch
-            # of the output.
-            batch = broadcast_batch(pose.batch_shape, *[v.shape[:-1] for v, _ in vectors],
-                                    *[x.shape for x in (w, so, m) if x.shape != (1,)])
+        # the call's own per-item options (the defaults are this module's or the solver's (1,) rows)
+        option_batches = [x.shape for x, own in ((w, _ONES), (so, self._soft_row), (m, self._margin_row))
+                          if x is not own and x.ndim]
+        if option_batches:
+            # Options with batch dims of their own broadcast with the pose's and the vectors' like every
+            # solver's weight (a (1,) weight on one pose is a batch of one): the target is broadcast to the
+            # result, since it sets the batch of the output.
+            batch = broadcast_batch(pose.batch_shape, *[v.shape[:-1] for v, _ in vectors], *option_batches)
             if batch and tg.shape[:-1] != batch:
                 vectors[0] = (np.broadcast_to(tg, batch + (3,)), (3,))
         prep = prepare(self.skeleton, pose, vectors, out, rotations_only=True, checked=True, unbatched=one or None)

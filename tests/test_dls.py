@@ -52,7 +52,7 @@ def _kernel_state(solver: DLS, pose: kinema.Pose, targets: list[FloatArray]) -> 
     plan_i, plan_f, opts = solver._plan_i, solver._plan_f, solver._opts
     lay = kd.layout(plan_i)
     scratch = kd.make_scratch(plan_i, plan_f, opts)
-    pos, rot_w, scl, q_in, _, jac, err, _, _, _, _, _, e_pose, world_axis, _, _, gerr, t_io, lvl, _ = scratch
+    pos, rot_w, scl, q_in, _, jac, err, _, _, _, _, _, e_pose, world_axis, _, _, gerr, t_io, lvl, _, unit = scratch
     t = pose.translations[None].copy()
     r = pose.rotations[None].copy()
     s = pose.scales[None].copy()
@@ -60,8 +60,9 @@ def _kernel_state(solver: DLS, pose: kinema.Pose, targets: list[FloatArray]) -> 
     for p, a in enumerate(targets):
         goals[0, p, : a.shape[-1]] = a
     kd._fk(plan_i, lay, 0, t, r, s, pos, rot_w, scl)
-    kd._evaluate(plan_i, plan_f, lay, 0, t, r, goals, pos, rot_w, q_in, t_io, err, gerr, e_pose, lvl[0])
-    kd._jacobian(plan_i, plan_f, lay, 0, goals, pos, rot_w, jac, world_axis)
+    # (length unit 1: rows in world lengths, as the finite differences below)
+    kd._evaluate(plan_i, plan_f, lay, 0, t, r, goals, pos, rot_w, q_in, t_io, err, gerr, e_pose, lvl[0], unit)
+    kd._jacobian(plan_i, plan_f, lay, 0, goals, pos, rot_w, jac, world_axis, unit)
     return jac.copy(), err.copy(), gerr.copy(), lay
 
 
@@ -307,13 +308,60 @@ def test_step_cap_serves_the_higher_level_first() -> None:
     pose = walk_pose(20)
     p = positions(sk, pose)
     high = [PositionGoal("left_wrist", p[8] + [0.0, 1.2, 0.9], priority=1)]  # far: a step of more than the cap
-    low = [PositionGoal("right_wrist", p[5] + [0.0, -1.0, 0.5]), LookAtGoal("neck", p[2] + [3.0, 0.0, 0.0])]
+    # lower goals on joints of the same chain (the same joints solved, so the same length unit)
+    low = [PositionGoal("chest", p[1] + [0.4, -0.3, 0.0]), OrientationGoal("left_elbow", rot.from_rotvec([2.0, 0, 0]))]
     alone = solve_dls(sk, pose, high, iterations=1)
     both = solve_dls(sk, pose, high + low, iterations=1)
     turned = np.abs(rot.angle_between(alone.pose.rotations, pose.rotations))
     assert turned.max() == pytest.approx(MAX_STEP_ANGLE, abs=1e-9)  # the higher step alone fills the cap
     assert np.all(np.abs(rot.angle_between(both.pose.rotations, pose.rotations)) <= MAX_STEP_ANGLE + 1e-12)
     np.testing.assert_allclose(both.pose.rotations, alone.pose.rotations, rtol=0, atol=1e-15)
+
+
+def _under_parent(sk: kinema.Skeleton, pose: kinema.Pose, q: FloatArray, t: FloatArray,
+                  scale: float) -> tuple[kinema.Skeleton, kinema.Pose]:
+    """``sk`` and ``pose`` below a new root joint "world" with rotation ``q``, translation ``t`` and uniform
+    ``scale``."""
+    parents = [-1] + [0 if p < 0 else p + 1 for p in sk.parents]
+    sk2 = kinema.Skeleton(["world", *sk.names], parents, np.concatenate([[t], sk.translations]))
+    return sk2, kinema.Pose(np.concatenate([[t], pose.translations]), np.concatenate([[q], pose.rotations]),
+                            np.concatenate([[[scale] * 3], pose.scales]))
+
+
+@pytest.mark.parametrize("root_translation", [False, True])
+def test_invariant_under_a_rotated_translated_scaled_parent(root_translation: bool) -> None:
+    """The same problem under a parent rotated, translated and scaled by s (targets and tolerance moved with it)
+    solves to the same local rotations (and the root's translation in the parent's frame): position errors,
+    steps and damping are measured in the item's own length unit.  (Before, the damping was in world units: a
+    parent scaled by 0.01 changed the solved joints by up to 0.1 rad.)"""
+    sk = samples.humanoid()
+    pose = walk_pose(12)
+    p = positions(sk, pose)
+    offsets = {"left_wrist": [0.1, 0.2, 0.1], "right_ankle": [0.0, 0.05, 0.1], "right_wrist": [0.3, 0.3, -0.2]}
+    joints = None
+    ref = None
+    for q, t, scale in [((0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0), 1.0),
+                        (rot.from_rotvec([0.4, -0.7, 0.2]), (3.0, -1.0, 2.0), 1.0),
+                        (rot.from_rotvec([-1.1, 0.3, 0.5]), (-20.0, 5.0, 1.0), 100.0),
+                        (rot.from_rotvec([0.2, 0.2, 2.5]), (0.01, 0.02, -0.03), 0.01),
+                        (rot.from_rotvec([0.0, 0.9, 0.0]), (1e-5, 0.0, 0.0), 1e-4)]:
+        sk2, pose2 = _under_parent(sk, pose, np.asarray(q, dtype=float), np.asarray(t, dtype=float), scale)
+
+        def world(x: FloatArray, q: Any = q, t: Any = t, scale: float = scale) -> FloatArray:
+            return rot.rotate(np.asarray(q, dtype=float), scale * np.asarray(x)) + np.asarray(t)
+
+        goals = [PositionGoal(j, world(p[sk.index(j)] + d), priority=1 if j == "right_ankle" else 0)
+                 for j, d in offsets.items()]
+        if joints is None:  # the humanoid's own joints move, not the new parent
+            joints = list(DLS(sk, goals).joints + 1)
+        res = solve_dls(sk2, pose2, goals, joints=joints, root_translation=root_translation, tolerance=1e-6 * scale)
+        assert np.all(res.state["goal_errors"] <= 1e-6 * scale)
+        if ref is None:
+            ref = res
+            continue
+        np.testing.assert_allclose(rot.angle_between(res.pose.rotations[1:], ref.pose.rotations[1:]), 0.0,
+                                   rtol=0, atol=1e-9)
+        np.testing.assert_allclose(res.pose.translations[1:], ref.pose.translations[1:], rtol=0, atol=1e-9)
 
 
 def test_equal_priority_goals_are_weighted() -> None:

@@ -441,7 +441,7 @@ def test_a_batch_of_one_option_makes_a_batch_of_one() -> None:
               lambda **kw: kinema.solve_two_bone(sk, pose, ARM, tg_arm, **kw),
               lambda **kw: kinema.solve_dls(sk, pose, [kinema.PositionGoal("c5", tg)], **kw)]
     options = [{"weight": 0.5}] * 6 + [{"soft": 0.2}, {"margin": 0.01}]
-    for solve, opts in zip(solves + [solves[4]] * 2, options):
+    for solve, opts in zip(solves + [solves[4]] * 2, options, strict=True):
         (name, value), = opts.items()
         one = solve(**opts)
         batch = solve(**{name: [value]})

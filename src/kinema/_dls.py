@@ -41,8 +41,9 @@ __all__ = ["DLS", "solve_dls"]
 DEFAULT_ITERATIONS = 100
 #: Default tolerance: a goal within this error (length units or radians) is reached.
 DEFAULT_TOLERANCE = 1e-6
-#: Default smallest damping (error units per radian): small enough that the last steps are Gauss-Newton
-#: steps (quadratic convergence), large enough to keep steps bounded near singular poses.
+#: Default smallest damping (error units per radian, lengths in the item's own unit, see
+#: :mod:`kinema._kernels.dls`): small enough that the last steps are Gauss-Newton steps (quadratic
+#: convergence), large enough to keep steps bounded near singular poses.
 DEFAULT_DAMPING = 1e-3
 
 _kernels = kernel_loader("dls")

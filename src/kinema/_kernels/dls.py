@@ -37,7 +37,11 @@ goal is the last level (identity Jacobian, closed form).  No joint turns by
 more than ``MAX_STEP_ANGLE`` in one step; the levels share that cap most
 important first (a level's part is scaled into what the levels above left,
 so a far, less important goal cannot shorten a more important one's step).
-Levenberg-Marquardt
+Lengths (position rows,
+the root's translation DOFs) are in the item's own unit ``L`` (how far the
+solved joints reach from the topmost one, see :func:`dls_item`), so the
+damping and the weighing of positions against angles do not depend on the
+rig's units.  Levenberg-Marquardt
 damping: ``lambda`` shrinks after a step that lowers the weighted squared
 error and grows (the step undone) after one that does not.
 
@@ -189,7 +193,7 @@ def diag_size(plan_i):  # type: ignore[no-untyped-def]
 @njit
 def make_scratch(plan_i, plan_f, opts):  # type: ignore[no-untyped-def]
     """Work arrays for one thread: ``(pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y,
-    delta, e_pose, world_axis, block_n, block_new, gerr, t_io, lvl, mask)``."""
+    delta, e_pose, world_axis, block_n, block_new, gerr, t_io, lvl, mask, unit)``."""
     nf = plan_i[P_N_FK]
     k = plan_i[P_N_MOVING]
     g = plan_i[P_N_GOALS]
@@ -215,8 +219,9 @@ def make_scratch(plan_i, plan_f, opts):  # type: ignore[no-untyped-def]
     t_io = np.zeros((2, 3))  # row 0: input root translation, row 1: saved before a step
     lvl = np.zeros((3, plan_i[P_N_LEVELS] + 1))  # per level (pose last): error now, after the step, floor
     mask = np.zeros(max(k, 1))  # joints whose limit direction the step drops
+    unit = np.ones(2)  # the item's length unit L and 1 / L (see dls_item)
     return (pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, world_axis,
-            block_n, block_new, gerr, t_io, lvl, mask)
+            block_n, block_new, gerr, t_io, lvl, mask, unit)
 
 
 @njit
@@ -274,10 +279,11 @@ def _look_dir(goals, i, g, p):  # type: ignore[no-untyped-def]
 
 
 @njit
-def _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr, e_pose, lvl):  # type: ignore[no-untyped-def]
-    """Residuals at the current pose: weighted goal rows ``err (3G)``, goal errors ``gerr (G)`` (unweighted),
-    the pose goal's DOF residual ``e_pose (NDOF)``, each level's weighted squared error ``lvl[:L + 1]`` (the
-    pose goal last).  Returns ``(weighted squared error, pose error)``."""
+def _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr, e_pose, lvl, unit):  # type: ignore[no-untyped-def]
+    """Residuals at the current pose: weighted goal rows ``err (3G)``, goal errors ``gerr (G)`` (unweighted,
+    in length units or radians), the pose goal's DOF residual ``e_pose (NDOF)``, each level's weighted squared
+    error ``lvl[:L + 1]`` (the pose goal last).  Lengths in ``err``, ``e_pose`` and the costs are in the item's
+    length unit ``unit[0]`` (``unit[1]`` is its inverse).  Returns ``(weighted squared error, pose error)``."""
     o_mfk, o_dof0, o_ndof = lay[2], lay[3], lay[4]
     o_gk, o_gfk = lay[6], lay[7]
     f_gw, f_gax, f_pw = lay[10], lay[11], lay[12]
@@ -294,11 +300,16 @@ def _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, ge
         sw = plan_f[f_gw + g]
         p = (pos[f, 0], pos[f, 1], pos[f, 2])
         q = (rot[f, 0], rot[f, 1], rot[f, 2], rot[f, 3])
+        in_unit = 1.0  # what one unit of gerr[g] is in the solve's units
         if kind == GOAL_POSITION:
+            in_unit = unit[1]
             ex = goals[i, g, 0] - p[0]
             ey = goals[i, g, 1] - p[1]
             ez = goals[i, g, 2] - p[2]
             gerr[g] = math.sqrt(ex * ex + ey * ey + ez * ez)
+            ex *= in_unit
+            ey *= in_unit
+            ez *= in_unit
         elif kind == GOAL_ORIENTATION:
             qt = (goals[i, g, 0], goals[i, g, 1], goals[i, g, 2], goals[i, g, 3])
             dq = qmul(qt, qconj(q))
@@ -336,7 +347,7 @@ def _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, ge
         err[3 * g] = sw * ex
         err[3 * g + 1] = sw * ey
         err[3 * g + 2] = sw * ez
-        c = sw * sw * gerr[g] * gerr[g]
+        c = sw * sw * (gerr[g] * in_unit) * (gerr[g] * in_unit)
         cost += c
         lvl[lv] += c
     pose_err = 0.0
@@ -361,7 +372,7 @@ def _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, ge
             jr = plan_i[lay[0] + plan_i[P_ROOT_T]]
             nd_all = plan_i[P_N_DOF]
             for a in range(3):
-                e = t_io[0, a] - t[i, jr, a]
+                e = (t_io[0, a] - t[i, jr, a]) * unit[1]
                 e_pose[nd_all - 3 + a] = e
                 cost += pw * e * e
                 lvl[nl] += pw * e * e
@@ -369,8 +380,9 @@ def _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, ge
 
 
 @njit
-def _jacobian(plan_i, plan_f, lay, i, goals, pos, rot, jac, world_axis):  # type: ignore[no-untyped-def]
-    """Weighted goal rows ``jac (3G, NDOF)`` at the current pose (analytic, see the module docs)."""
+def _jacobian(plan_i, plan_f, lay, i, goals, pos, rot, jac, world_axis, unit):  # type: ignore[no-untyped-def]
+    """Weighted goal rows ``jac (3G, NDOF)`` at the current pose (analytic, see the module docs), position rows
+    and root translation columns in the item's length unit ``unit[0]`` (as :func:`_evaluate`'s rows)."""
     o_mfk, o_dof0, o_ndof = lay[2], lay[3], lay[4]
     o_gk, o_gfk, o_aff = lay[6], lay[7], lay[9]
     f_gw, f_gax = lay[10], lay[11]
@@ -436,9 +448,9 @@ def _jacobian(plan_i, plan_f, lay, i, goals, pos, rot, jac, world_axis):  # type
                         vy = 0.0
                         vz = 0.0
                     if kind == GOAL_POSITION:
-                        cx = vx
-                        cy = vy
-                        cz = vz
+                        cx = vx * unit[1]
+                        cy = vy * unit[1]
+                        cz = vz * unit[1]
                     else:
                         # achieved rotation of a_w towards d: the part of w perpendicular to a_w, plus the turn
                         # of d as the joint moves by v (d x v / dist; the target stays)
@@ -461,9 +473,10 @@ def _jacobian(plan_i, plan_f, lay, i, goals, pos, rot, jac, world_axis):  # type
                     jac[row + 1, c] = sw * vy
                     jac[row + 2, c] = sw * vz
                 else:
-                    jac[row, c] = sw * (dl[1] * vz - dl[2] * vy) * inv_dist
-                    jac[row + 1, c] = sw * (dl[2] * vx - dl[0] * vz) * inv_dist
-                    jac[row + 2, c] = sw * (dl[0] * vy - dl[1] * vx) * inv_dist
+                    # (a translation of one length unit: unit[0] in world lengths)
+                    jac[row, c] = sw * (dl[1] * vz - dl[2] * vy) * inv_dist * unit[0]
+                    jac[row + 1, c] = sw * (dl[2] * vx - dl[0] * vz) * inv_dist * unit[0]
+                    jac[row + 2, c] = sw * (dl[0] * vy - dl[1] * vx) * inv_dist * unit[0]
 
 
 @njit(helper=True)
@@ -655,8 +668,9 @@ def _step(plan_i, plan_f, lay, lam, n_levels, use_pose, jac, err, basis, lev_j, 
 
 
 @njit(helper=True)
-def _apply_step(plan_i, plan_f, lay, i, t, r, delta, block_new):  # type: ignore[no-untyped-def]
-    """Add ``delta`` to the moving joints (clamped into their limits); returns the clamps that hit.
+def _apply_step(plan_i, plan_f, lay, i, t, r, delta, block_new, unit):  # type: ignore[no-untyped-def]
+    """Add ``delta`` to the moving joints (clamped into their limits) and the root (its translation DOFs in the
+    item's length unit ``unit[0]``); returns the clamps that hit.
 
     ``block_new[k]`` receives the direction a clamp cut off (local, unit; ``w = 1``); rows of joints no clamp
     hit are left as they are.
@@ -700,7 +714,7 @@ def _apply_step(plan_i, plan_f, lay, i, t, r, delta, block_new):  # type: ignore
         jr = plan_i[lay[0] + rt]
         nd_all = plan_i[P_N_DOF]
         for a in range(3):
-            t[i, jr, a] += delta[nd_all - 3 + a]
+            t[i, jr, a] += delta[nd_all - 3 + a] * unit[0]
     return hits
 
 
@@ -770,11 +784,11 @@ def _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch, lam, n_levels, u
     Returns ``(clamps that hit, largest DOF change, weighted squared error, pose error)``.
     """
     (pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, world_axis,
-     block_n, block_new, gerr, t_io, lvl, mask) = scratch
+     block_n, block_new, gerr, t_io, lvl, mask, unit) = scratch
     nk = plan_i[P_N_MOVING]
     o_dof0 = lay[3]
     o_ndof = lay[4]
-    _jacobian(plan_i, plan_f, lay, i, goals, pos, rot, jac, world_axis)
+    _jacobian(plan_i, plan_f, lay, i, goals, pos, rot, jac, world_axis, unit)
     for k in range(nk):
         mask[k] = 0.0
     _step(plan_i, plan_f, lay, lam, n_levels, use_pose, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose,
@@ -801,10 +815,10 @@ def _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch, lam, n_levels, u
         v = abs(delta[c])
         if v > size:
             size = v
-    hits = _apply_step(plan_i, plan_f, lay, i, t, r, delta, block_new)
+    hits = _apply_step(plan_i, plan_f, lay, i, t, r, delta, block_new, unit)
     _fk(plan_i, lay, i, t, r, s, pos, rot, scl)
     new_cost, new_pose_err = _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr,
-                                       e_pose, lvl[1])
+                                       e_pose, lvl[1], unit)
     return hits, size, new_cost, new_pose_err
 
 
@@ -827,7 +841,7 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
 
     ``weights (1|N,)``: each item's blend of the solved pose with the input pose (1: solved)."""
     (pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, world_axis,
-     block_n, block_new, gerr, t_io, lvl, mask) = scratch
+     block_n, block_new, gerr, t_io, lvl, mask, unit) = scratch
     lay = layout(plan_i)
     o_mfk = lay[2]
     nk = plan_i[P_N_MOVING]
@@ -858,19 +872,34 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
     if rt >= 0:
         for a in range(3):
             t_io[0, a] = t[i, jr, a]
-    # per level, squared errors below the floor count as equal: (SATISFIED_FRACTION * tol)^2 per unit weight
+    _fk(plan_i, lay, i, t, r, s, pos, rot, scl)
+    # The item's length unit L: how far the solved joints reach from the first (topmost) one.  Position errors,
+    # their Jacobian rows and the root's translation are measured in L, so the steps, the damping and the
+    # weighing of positions against angles do not depend on the rig's units (a rig under a parent scaled by s
+    # solves to the same local rotations).
+    reach = 0.0
+    for f in range(1, plan_i[P_N_FK]):
+        dx = pos[f, 0] - pos[0, 0]
+        dy = pos[f, 1] - pos[0, 1]
+        dz = pos[f, 2] - pos[0, 2]
+        reach = max(reach, math.sqrt(dx * dx + dy * dy + dz * dz))
+    if not (reach > 0.0 and reach < math.inf):
+        reach = 1.0  # one joint, all at one point, or an overflowing pose: no length to measure by
+    unit[0] = reach
+    unit[1] = 1.0 / reach
+    # per level, squared errors below the floor count as equal: (SATISFIED_FRACTION * tol)^2 per unit weight,
+    # a position goal's tolerance in the length unit
     nl = plan_i[P_N_LEVELS]
+    sat = SATISFIED_FRACTION * tol
     for lv in range(nl + 1):
         lvl[2, lv] = 0.0
     for lv in range(nl):
         for g in range(plan_i[lay[8] + lv], plan_i[lay[8] + lv + 1]):
-            lvl[2, lv] += plan_f[lay[10] + g] * plan_f[lay[10] + g]
-    lvl[2, nl] = plan_f[lay[12]]
-    sat = SATISFIED_FRACTION * tol
-    for lv in range(nl + 1):
-        lvl[2, lv] *= sat * sat
-    _fk(plan_i, lay, i, t, r, s, pos, rot, scl)
-    cost, pose_err = _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr, e_pose, lvl[0])
+            floor = sat * unit[1] if plan_i[lay[6] + g] == GOAL_POSITION else sat
+            lvl[2, lv] += plan_f[lay[10] + g] * plan_f[lay[10] + g] * floor * floor
+    lvl[2, nl] = plan_f[lay[12]] * sat * sat
+    cost, pose_err = _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr,
+                               e_pose, lvl[0], unit)
     lam = lam_min
     # levels that the lowest one (the pose level, else the least important goal level) may disturb
     n_upper = nl if plan_i[P_HAS_POSE] != 0 else nl - 1
@@ -927,7 +956,7 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
             _restore(plan_i, lay, i, t, r, q_save, t_io)
             _fk(plan_i, lay, i, t, r, s, pos, rot, scl)
             cost, pose_err = _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr,
-                                       e_pose, lvl[0])
+                                       e_pose, lvl[0], unit)
         if stop:
             break
         if not accepted:
@@ -947,7 +976,8 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
             for a in range(3):
                 t[i, jr, a] = t_io[0, a] + weight * (t[i, jr, a] - t_io[0, a])
         _fk(plan_i, lay, i, t, r, s, pos, rot, scl)
-        cost, pose_err = _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr, e_pose, lvl[0])
+        cost, pose_err = _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr,
+                                   e_pose, lvl[0], unit)
     # a non-finite pose (never expected: every division is guarded) gives the input back, flagged
     finite = math.isfinite(cost)
     if not finite:
@@ -958,7 +988,8 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
             for a in range(3):
                 t[i, jr, a] = t_io[0, a]
         _fk(plan_i, lay, i, t, r, s, pos, rot, scl)
-        cost, pose_err = _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr, e_pose, lvl[0])
+        cost, pose_err = _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr,
+                                   e_pose, lvl[0], unit)
     worst = 0.0
     for g in range(ng):
         if gerr[g] > worst:

@@ -136,3 +136,54 @@ def test_bad_filter_parameters() -> None:
             OneEuroFilter(min_cutoff=bad)  # type: ignore[arg-type]
     with pytest.raises(SolverInputError):
         OneEuroFilter(beta=-1.0)
+
+
+@pytest.mark.parametrize("make", [lambda: CriticallyDampedSpring(10.0), lambda: OneEuroFilter(1.0, 0.5, 1.0)],
+                         ids=["spring", "one-euro"])
+@pytest.mark.parametrize("dt", [1e-12, 1e-20, 1e-300, 5e-324])
+def test_a_new_sample_an_instant_later_moves_nothing(make: Callable[[], Any], dt: float) -> None:
+    """Two samples at (almost) the same instant (an input device firing twice): over ``dt <= 1e-12`` s a filter
+    whose time constants are over 0.01 s moves by at most ``dt / 0.01`` of the few metres between its state and
+    the samples, plus rounding (1000 m: 1e-13 m): under a nanometre, however far the new sample is.  The state
+    stays finite and later frames follow as usual."""
+    for jump in (0.3, 0.123456789, -0.7, 2.5):
+        filt = make()
+        for k in range(31):
+            filt.update([1000.0 + 0.01 * k, -3.0, 0.5], 1 / 60)
+        before = filt.value.copy()
+        sample = np.array([1000.3 + jump, -3.0 + jump, 0.5 - jump])  # dt seconds after the last one
+        after = filt.update(sample, dt)
+        assert np.max(np.abs(after - before)) <= 1e-9, jump
+        later = np.array([filt.update(sample, 1 / 60) for _ in range(240)])
+        assert np.all(np.isfinite(later))
+        np.testing.assert_allclose(later[-1], sample, rtol=0, atol=1e-3)  # four seconds on: settled on it
+
+
+@pytest.mark.parametrize("make", [lambda: CriticallyDampedSpring(10.0), lambda: OneEuroFilter(1.0, 0.5, 1.0)],
+                         ids=["spring", "one-euro"])
+def test_an_update_that_overflows_is_refused_and_keeps_the_state(make: Callable[[], Any]) -> None:
+    filt = make()
+    filt.update([1e308], 0.1)
+    with pytest.raises(SolverInputError, match="overflowed"):
+        filt.update([-1e308], 0.1)  # a change of 2e308: beyond float64
+    np.testing.assert_array_equal(filt.value, [1e308])
+    out = filt.update([1e308], 0.1)
+    np.testing.assert_array_equal(out, [1e308])
+
+
+def test_angular_speed_limiter_keeps_the_first_frames_shape() -> None:
+    lim = AngularSpeedLimiter(1.0)
+    lim.update(rot.identity((2,)), 0.1)
+    with pytest.raises(ShapeError, match=r"expected shape \(2, 4\)"):
+        lim.update(rot.identity((3, 2)), 0.1)  # would have broadcast to 3 x 2 joints
+    with pytest.raises(ShapeError, match=r"got \(4,\)"):
+        lim.update(rot.identity(), 0.1)
+
+
+def test_angular_speed_limit_reads_quaternions_of_any_finite_size() -> None:
+    """A quaternion with huge components is the rotation it points to (its norm overflows a plain sum of
+    squares): the same output as the unit quaternion, a unit quaternion."""
+    unit = limit_angular_speed([0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0], 1.0, 0.1)
+    huge = limit_angular_speed([0.0, 0.0, 0.0, 1e300], [0.0, 0.0, 1e300, 0.0], 1.0, 0.1)
+    np.testing.assert_allclose(huge, unit, rtol=0, atol=1e-15)
+    assert np.linalg.norm(huge) == pytest.approx(1.0, abs=1e-15)

@@ -224,3 +224,91 @@ def test_errors():
         hands.grip(SKELETON.rest_pose((2,)), RIGHT, [0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 0.02)
     with pytest.raises(kinema.ShapeError, match="pose"):
         hands.curl(humanoid().rest_pose(), RIGHT, 0.5)
+
+
+@pytest.mark.parametrize("array", ["translations", "rotations", "scales"])
+def test_a_pose_with_nan_or_inf_is_refused(array):
+    pose = SKELETON.rest_pose()
+    getattr(pose, array)[SKELETON.index("right_elbow"), 1] = np.nan if array != "scales" else np.inf
+    calls = {"align_palm": lambda: hands.align_palm(pose, RIGHT, np.eye(3)),
+             "curl": lambda: hands.curl(pose, RIGHT, 0.5),
+             "grip": lambda: hands.grip(pose, RIGHT, [0.3, 0.2, 0.06], [1.0, 0.0, 0.0], 0.02)}
+    for what, call in calls.items():
+        with pytest.raises(kinema.SolverInputError, match=f"{what}: pose has NaN or inf in its {array}"):
+            call()
+
+
+@pytest.mark.parametrize("size", [1e160, 1e300, 1e-160, 1e-300])
+def test_palm_basis_of_vectors_of_any_finite_size(size):
+    """Finite vectors of any size are directions: the basis is the one of the same vectors at order 1, to rounding
+    (1e-15; their squares overflow or underflow a plain norm)."""
+    along, normal = np.array([0.3, -0.8, 0.5]), np.array([0.6, 0.2, -0.1])
+    np.testing.assert_allclose(hands.palm_basis(along * size, normal * size), hands.palm_basis(along, normal),
+                               rtol=0, atol=1e-15)
+
+
+def test_palm_basis_of_nearly_parallel_vectors_is_a_rotation_to_rounding():
+    """Just above PARALLEL_SINE_EPS: one Gram-Schmidt pass leaves eps / sine (1e-8 here) of ``along`` in the normal."""
+    along = np.array([0.3, 0.7, 0.2])
+    for sine in (4e-9, 1e-7, 1e-4):
+        normal = along + sine * np.array([0.0, -0.2, 0.7])
+        basis = hands.palm_basis(along, normal)
+        np.testing.assert_allclose(basis.T @ basis, np.eye(3), rtol=0, atol=1e-15)
+        assert np.linalg.det(basis) == pytest.approx(1.0, abs=1e-15)
+
+
+def test_grip_axis_and_cylinder_of_any_finite_size():
+    rng = np.random.default_rng(8)
+    pose = _arm_pose(rng)
+    radius = 0.022
+    point, axis = _cylinder_at_palm(pose, RIGHT, radius, RIGHT.palm_basis[:, 2])
+    base = hands.grip(pose, RIGHT, point, axis, radius)
+    huge = hands.grip(pose, RIGHT, point, axis * 1e300, radius)  # |axis| overflows: still the same axis
+    np.testing.assert_array_equal(huge.angles, base.angles)
+    np.testing.assert_allclose(huge.gap, base.gap, rtol=0, atol=1e-15)
+    far = hands.grip(pose, RIGHT, point + [0.0, 1e200, 0.0], [1.0, 0.0, 0.0], radius)  # out of reach, far away
+    assert not far.touching.any()
+    np.testing.assert_allclose(far.gap, 1e200, rtol=1e-12)  # the distance, not inf
+
+
+def test_wrong_kinds_of_arguments_are_kinema_errors():
+    with pytest.raises(kinema.SolverInputError, match="side must be a name"):
+        hands.Hand.from_skeleton(SKELETON, ["right"])
+    with pytest.raises(kinema.SolverInputError, match="finger must be a kinema.hands.Finger"):
+        hands.finger_angles("index", 0.5)
+    pose = SKELETON.rest_pose()
+    pose.scales = np.ones((1, 3))  # replaced after the pose was built: one joint's scales for 55 joints
+    with pytest.raises(kinema.ShapeError, match=r"pose scales: expected shape \(\.\.\., 55, 3\), got \(1, 3\)"):
+        hands.grip(pose, RIGHT, [0.3, 0.2, 0.06], [1.0, 0.0, 0.0], 0.02)
+
+
+def test_malformed_hand_entries_are_skeleton_errors():
+    """A hand entry of the wrong kind names the problem (it was a TypeError, a bare ValueError, or a NaN spread that
+    turned every curl with spread into NaN rotations)."""
+    entry = SKELETON.meta["hands"]["right"]
+
+    def hand(**change: object) -> hands.Hand:
+        meta = dict(SKELETON.meta, hands={"right": dict(entry, **change)})
+        return hands.Hand.from_skeleton(kinema.Skeleton(SKELETON.names, SKELETON.parents, SKELETON.translations,
+                                                        meta=meta), "right")
+
+    def finger(**change: object) -> hands.Hand:
+        fingers = [dict(f) for f in entry["fingers"]]
+        fingers[1].update(change)
+        return hand(fingers=tuple(fingers))
+
+    cases = [
+        (lambda: hands.Hand.from_skeleton(kinema.Skeleton(SKELETON.names, SKELETON.parents, SKELETON.translations,
+                                                          meta={"hands": {"right": 3}}), "right"),
+         kinema.SkeletonError, r"meta\['hands'\]\['right'\] must be a mapping, got int"),
+        (lambda: hand(fingers=None), kinema.SkeletonError, r"\['fingers'\] must be a sequence of finger entries"),
+        (lambda: hand(fingers=("index",)), kinema.SkeletonError, "a finger entry must be a mapping"),
+        (lambda: finger(joints=5), kinema.SkeletonError, "finger 'index': joints must be a sequence of three joints"),
+        (lambda: finger(name="thumb"), kinema.SkeletonError, "finger names must be unique"),
+        (lambda: finger(spread_deg="x"), kinema.SolverInputError, "finger 'index' spread_deg must be a number"),
+        (lambda: finger(spread_deg=float("nan")), kinema.SolverInputError, "spread_deg must be finite"),
+        (lambda: hand(palm_center=(np.nan, 0.0, 0.0)), kinema.SolverInputError, "palm_center contains NaN"),
+    ]
+    for make, error, message in cases:
+        with pytest.raises(error, match=message):
+            make()

@@ -123,3 +123,62 @@ def test_cli_output_takes_the_loaded_mesh_explicitly(shared_data: Path, tmp_path
     assert again.mesh is not None
     np.testing.assert_allclose(again.mesh.positions, m.mesh.positions, rtol=0, atol=1e-6)
     np.testing.assert_array_equal(again.mesh.indices, m.mesh.indices)
+
+
+def test_linear_blend_skinning_checks_its_arrays() -> None:
+    """Mismatched shapes are refused (expected versus got), never broadcast: one vertex's joints for two vertices
+    would have skinned both with them."""
+    skin = np.tile(np.eye(4), (2, 1, 1))
+    ok = dict(positions=np.zeros((2, 3)), joints=np.zeros((2, 1), dtype=np.int64), weights=np.ones((2, 1)),
+              skin_matrices=skin)
+    np.testing.assert_array_equal(linear_blend_skinning(**ok), np.zeros((2, 3)))
+    cases = [
+        (dict(joints=np.zeros((1, 1), dtype=np.int64), weights=np.ones((1, 1))), kinema.ShapeError,
+         r"joints: expected shape \(2, K\) for 2 vertices, got \(1, 1\)"),
+        (dict(weights=np.ones((2, 2))), kinema.ShapeError, r"weights: expected shape \(2, 1\) as joints, got \(2, 2\)"),
+        (dict(joints=np.zeros((2, 1))), kinema.ShapeError, "integer joint indices"),
+        (dict(positions=np.zeros((2, 2))), kinema.ShapeError, r"positions: expected shape \(\.\.\., 3\), got \(2, 2\)"),
+        (dict(skin_matrices=np.eye(4)), kinema.ShapeError, r"skin_matrices: expected shape \(\.\.\., J, 4, 4\)"),
+        (dict(joints=np.array([[0], [2]])), kinema.SolverInputError, r"out of range for 2 skin matrices \(index 2\)"),
+        (dict(joints=np.array([[0], [-1]])), kinema.SolverInputError, r"\(index -1\)"),
+        (dict(positions=np.array([[0.0, np.nan, 0.0], [0.0, 0.0, 0.0]])), kinema.SolverInputError, "positions"),
+    ]
+    for change, error, message in cases:
+        with pytest.raises(error, match=message):
+            linear_blend_skinning(**{**ok, **change})
+
+
+def test_skinned_positions_checks_the_skeleton_and_the_pose() -> None:
+    sk = kinema.samples.humanoid()
+    mesh = bone_mesh(sk)
+    other = kinema.samples.humanoid(hands=True)
+    with pytest.raises(kinema.ShapeError, match=r"skeleton: expected shape 15 joints .* got 55 joints"):
+        mesh.skinned_positions(other, other.rest_pose())
+    pose = sk.rest_pose()
+    pose.rotations[3, 0] = np.nan
+    with pytest.raises(kinema.SolverInputError, match="skinned_positions: pose has NaN or inf in its rotations"):
+        mesh.skinned_positions(sk, pose)
+    with pytest.raises(kinema.SolverInputError, match=r"a joint outside the 10 joints asked for \(index 1[0-4]\)"):
+        mesh.skin_weights(10)
+    singular = SkinnedMesh(positions=np.zeros((1, 3)), indices=np.zeros((0, 3), dtype=np.int64),
+                           joints=np.zeros((1, 4), dtype=np.int64), weights=np.array([[1.0, 0.0, 0.0, 0.0]]),
+                           inverse_bind_matrices=np.stack([np.eye(4), np.zeros((4, 4))]), name="broken")
+    with pytest.raises(kinema.SolverInputError, match=r"mesh 'broken': inverse_bind_matrices\[1\] is singular"):
+        _ = singular.bind_positions
+
+
+def test_bone_mesh_checks_its_parameters() -> None:
+    sk = Skeleton(["root", "upper", "lower"], [-1, 0, 1], [[0, 1, 0], [0, 0.5, 0], [0, 0.4, 0]])
+    for kwargs, message in (({"radius": 0.0}, "radius must be a finite number > 0"),
+                            ({"radius": -0.1}, "radius must be a finite number > 0"),
+                            ({"radius": np.nan}, "radius must be a finite number > 0"),
+                            ({"radius": "0.1"}, "radius must be a number"),
+                            ({"segments": 2}, "segments must be an integer >= 3"),
+                            ({"segments": 8.0}, "segments must be an integer >= 3"),
+                            ({"rings": 0}, "rings must be an integer >= 1")):
+        with pytest.raises(kinema.SolverInputError, match=message):
+            bone_mesh(sk, **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(kinema.SolverInputError, match="skeleton must be a kinema.Skeleton"):
+        bone_mesh(None)  # type: ignore[arg-type]
+    mesh = bone_mesh(sk, radius=np.float32(0.05), segments=np.int64(3), rings=1)  # numpy numbers are numbers
+    assert np.all(np.isfinite(mesh.positions)) and mesh.n_vertices == 2 * (2 + 2 * 3)

@@ -168,3 +168,34 @@ def test_reached_of_a_rig_whose_first_step_has_several_goals(body: kinema.Skelet
     assert res.reached.shape == (3,)
     expect = np.asarray(res.steps["arms"].reached).all(axis=-1) & np.asarray(res.steps["left_leg"].reached)
     np.testing.assert_array_equal(res.reached, expect)
+
+
+def test_steps_that_cannot_be_solved_are_refused_when_the_rig_is_built(body: kinema.Skeleton) -> None:
+    """What a step's first solve would have thrown as a bare TypeError or AttributeError (past errors="skip"),
+    the rig refuses at build time, naming the step and what is wrong."""
+    arm = kinema.TwoBone(body, ("right_shoulder", "right_elbow", "right_wrist"))
+    cases = [
+        (kinema.Step(["arm"], arm), r"a step's name must be a string, got \['arm'\]"),
+        (kinema.Step("arm", object(), joints=["right_shoulder"]), r"step 'arm': its solver \(object\) has no solve"),
+        (kinema.Step("arm", arm, options=[("pole", None)]), r"step 'arm': options must be a mapping"),
+        (kinema.Step("arm", arm, options={"weight": 0.5}), r"step 'arm': options may not hold \['weight'\]"),
+        (kinema.Step("arm", arm, options={"out": body.rest_pose()}), r"options may not hold \['out'\]"),
+        (kinema.Step("arm", arm, options={"pole": [0.0, 0.0, 1.0], "poel": 1}),
+         r"step 'arm': options \['poel'\] are not keywords of TwoBone.solve \(its options: \['pole', "),
+    ]
+    for step, message in cases:
+        with pytest.raises(kinema.SolverInputError, match=message):
+            kinema.Rig(body, [step])
+    # a solver's own keywords are fine, and a DLS step takes none but the rig's
+    kinema.Rig(body, [kinema.Step("arm", arm, options={"pole": [0.0, 0.0, 1.0], "soft": 0.1})])
+    with pytest.raises(kinema.SolverInputError, match=r"options \['pole'\] are not keywords of DLS.solve"):
+        kinema.Rig(body, [kinema.Step("body", kinema.DLS(body, [kinema.PositionGoal("neck", [0.0, 1.5, 0.0])]),
+                                      options={"pole": [0.0, 0.0, 1.0]})])
+
+
+def test_rig_solve_refuses_what_is_not_a_pose(body: kinema.Skeleton) -> None:
+    rig = kinema.Rig(body, _steps(body))
+    with pytest.raises(kinema.SolverInputError, match="Rig.solve: pose must be a kinema.Pose, got str"):
+        rig.solve("pose", {})  # type: ignore[arg-type]  # no step runs: the rig itself must say so
+    with pytest.raises(kinema.SolverInputError, match="Rig.solve: out must be a kinema.Pose, got str"):
+        rig.solve(body.rest_pose(), {}, out="out")  # type: ignore[arg-type]

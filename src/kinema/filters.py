@@ -15,7 +15,10 @@ shared instants (up to the difference between the two piecewise-linear
 inputs), unlike a per-frame ``lerp(x, y, k)``.
 
 Values are arrays of any shape ``(...)`` (a point ``(3,)``, a batch of
-targets ``(n, 3)``); a filter's shape is fixed by its first value.
+targets ``(n, 3)``); a filter's shape is fixed by its first value.  A step
+of any ``dt`` (0, 1e-300 s: two samples at one instant, or hours) is exact
+without dividing the input's change by ``dt``; an update whose result would
+overflow float64 raises :class:`~kinema.SolverInputError` and keeps the state.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from . import rotation as rot
 from ._types import FloatArray
 from ._validate import positive_number
 from .errors import ShapeError, SolverInputError
-from .goals import as_input_array, unit_quaternions
+from .goals import as_input_array, unit_and_length, unit_quaternions
 
 __all__ = ["CriticallyDampedSpring", "OneEuroFilter", "AngularSpeedLimiter", "limit_angular_speed"]
 
@@ -42,9 +45,29 @@ def _value(x: Any, what: str, shape: tuple[int, ...] | None) -> FloatArray:
     return np.array(a, dtype=np.float64)  # own copy
 
 
+def _lag_share(r: ArrayLike) -> FloatArray:
+    """``(1 - exp(-r)) / r`` for ``r = dt / tau >= 0`` (1 at ``r = 0``), without cancellation for small ``r``.
+
+    The mean of ``exp(-t / tau)`` over a step: how the first-order and spring responses to an input moving
+    linearly over the step are written without dividing the input's change by ``dt`` (which loses every
+    digit, or overflows, for a tiny ``dt``).
+    """
+    r = np.asarray(r, dtype=np.float64)
+    pos = r > 0.0
+    return np.where(pos, -np.expm1(-r) / np.where(pos, r, 1.0), 1.0)
+
+
+def _commit(state: dict[str, FloatArray], what: str) -> None:
+    """:class:`~kinema.SolverInputError` when the new ``state`` is not finite (it is then not kept)."""
+    for name, a in state.items():
+        if not np.all(np.isfinite(a)):
+            raise SolverInputError(f"{what}: the update overflowed float64 in its {name} (values near 1e308): "
+                                   "the state is left as it was")
+
+
 def _speed(d: FloatArray) -> FloatArray:
     """Norm over the last axis (kept), or ``|d|`` for a scalar state."""
-    return np.linalg.norm(d, axis=-1, keepdims=True) if d.ndim else np.abs(d)
+    return unit_and_length(d)[1] if d.ndim else np.abs(d)
 
 
 class CriticallyDampedSpring:
@@ -84,14 +107,21 @@ class CriticallyDampedSpring:
             return self.value.copy()
         w = self.omega
         y0 = self._target
-        c = (y1 - y0) / h  # the target's speed over the step
-        # x = y0 + c t - 2c/w + (a + b t) exp(-w t): the particular solution of the ramp plus the free motion
-        a = self.value - y0 + 2.0 * c / w
-        b = self.velocity - c + w * a
-        e = math.exp(-w * h)
-        self.value = y1 - 2.0 * c / w + (a + b * h) * e
-        self.velocity = c + (b - w * (a + b * h)) * e
-        self._target = y1
+        x0, v0 = self.value, self.velocity
+        # x = y0 + c t - 2c/w + (a + b t) exp(-w t), c = (y1 - y0) / h the target's speed over the step: the
+        # ramp's particular solution plus the free motion.  At t = h, written with z = w h and the change
+        # y1 - y0 itself (never c, which loses every digit or overflows for a tiny h):
+        z = w * h
+        e = math.exp(-z)
+        ez = z * e if e > 0.0 else 0.0  # z exp(-z), 0 (not inf * 0) when w h overflows
+        share = float(_lag_share(z))
+        with np.errstate(over="ignore", invalid="ignore"):
+            change = y1 - y0
+            d0 = x0 - y0
+            value = y0 + (1.0 + e - 2.0 * share) * change + (e + ez) * d0 + (e * h) * v0
+            velocity = (w * (share - e)) * change + (e - ez) * v0 - (w * ez) * d0
+        _commit({"value": value, "velocity": velocity}, "CriticallyDampedSpring")
+        self.value, self.velocity, self._target = value, velocity, y1
         return self.value.copy()
 
 
@@ -137,17 +167,19 @@ class OneEuroFilter:
         if h == 0.0:
             return self.value.copy()
         y0 = self._input
-        c = (y1 - y0) / h
         tau_d = 1.0 / (2.0 * math.pi * self.d_cutoff)
         d0 = self.derivative
-        d1 = c + (d0 - c) * math.exp(-h / tau_d)
-        # the cutoff over the step from the mean speed at its two ends (second-order accurate in dt)
-        speed = 0.5 * (_speed(d0) + _speed(d1))
-        tau = 1.0 / (2.0 * math.pi * (self.min_cutoff + self.beta * speed))
-        # value: x' = (y - x) / tau with y = y0 + c t over the step
-        self.value = y1 - c * tau + (self.value - y0 + c * tau) * np.exp(-h / tau)
-        self.derivative = d1
-        self._input = y1
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            change = y1 - y0
+            # the derivative: d' = (c - d) / tau_d with c = change / h over the step
+            d1 = change * (float(_lag_share(h / tau_d)) / tau_d) + d0 * math.exp(-h / tau_d)
+            # the cutoff over the step from the mean speed at its two ends (second-order accurate in dt)
+            speed = 0.5 * (_speed(d0) + _speed(d1))
+            tau = 1.0 / (2.0 * math.pi * (self.min_cutoff + self.beta * speed))
+            # value: x' = (y - x) / tau with y = y0 + change t / h over the step
+            value = y0 + change * (1.0 - _lag_share(h / tau)) + (self.value - y0) * np.exp(-h / tau)
+        _commit({"value": value, "derivative": d1}, "OneEuroFilter")
+        self.value, self.derivative, self._input = value, d1, y1
         return self.value.copy()
 
 
@@ -170,7 +202,8 @@ def limit_angular_speed(previous: ArrayLike, rotations: ArrayLike, max_speed: Ar
     if np.any(speed < 0.0):
         raise SolverInputError("max_speed must be >= 0")
     h = positive_number(dt, "dt", allow_zero=True)
-    step = speed * h
+    with np.errstate(over="ignore"):
+        step = speed * h  # inf where speed * dt overflows: no limit
     if step.ndim and (cur.ndim < 2 or step.shape != cur.shape[-2:-1]):
         raise ShapeError("max_speed", f"a number or ({cur.shape[-2] if cur.ndim >= 2 else 'J'},) per joint",
                          tuple(step.shape))
@@ -185,7 +218,10 @@ def limit_angular_speed(previous: ArrayLike, rotations: ArrayLike, max_speed: Ar
 
 
 class AngularSpeedLimiter:
-    """:func:`limit_angular_speed` between successive frames: keeps the last output pose's rotations."""
+    """:func:`limit_angular_speed` between successive frames: keeps the last output pose's rotations.
+
+    The shape of the rotations is fixed by the first frame (or :meth:`reset`).
+    """
 
     def __init__(self, max_speed: ArrayLike) -> None:
         speed = as_input_array(max_speed, "max_speed", ())
@@ -205,6 +241,10 @@ class AngularSpeedLimiter:
             self.reset(rotations)
             assert self.previous is not None
             return self.previous.copy()
-        out = limit_angular_speed(self.previous, rotations, self.max_speed, dt)
+        cur = as_input_array(rotations, "rotations", (4,))
+        if cur.shape != self.previous.shape:
+            raise ShapeError("rotations", f"{self.previous.shape} as the previous frame (reset() to change it)",
+                             tuple(cur.shape))
+        out = limit_angular_speed(self.previous, cur, self.max_speed, dt)
         self.previous = out
         return out.copy()

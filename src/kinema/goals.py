@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._types import FloatArray
-from ._validate import as_float_array, require_finite, resolve_joint
+from ._validate import as_float_array, as_float_scalar, require_finite, resolve_joint
 from .errors import SolverInputError
 
 __all__ = ["PositionGoal", "OrientationGoal", "LookAtGoal", "PoseGoal", "AnyGoal"]
@@ -39,6 +39,10 @@ __all__ = ["PositionGoal", "OrientationGoal", "LookAtGoal", "PoseGoal", "AnyGoal
 ZERO_QUAT_NORM = 1e-12
 #: A look-at axis shorter than this has no direction.
 ZERO_AXIS_NORM = 1e-12
+#: Vectors whose plain norm is at most this are normalised by :func:`unit_and_length`'s scaled path (below
+#: about 1e-154 the squares underflow and lose digits).
+UNDERFLOW_NORM = 1e-150
+
 
 def as_input_array(x: Any, what: str, trailing: tuple[int, ...], *, finite: bool = True) -> FloatArray:
     """``x`` as a native float64 array ``(..., *trailing)``: :func:`kinema._validate.as_float_array` (the one
@@ -63,12 +67,7 @@ def _frozen(a: FloatArray) -> FloatArray:
 
 
 def _weight(w: Any, what: str) -> float:
-    if isinstance(w, bool):
-        raise SolverInputError(f"{what} weight must be a number, got {w!r}")
-    try:
-        v = float(w)
-    except (TypeError, ValueError):
-        raise SolverInputError(f"{what} weight must be a number, got {w!r}") from None
+    v = as_float_scalar(w, f"{what} weight")  # a real number: not a bool, a numeric string or an array
     if not math.isfinite(v) or v <= 0.0:
         raise SolverInputError(f"{what} weight must be finite and > 0, got {w!r}")
     return v
@@ -88,12 +87,37 @@ def _joint(j: Any, what: str) -> int | str:
     raise SolverInputError(f"{what} joint must be a name or an index, got {j!r}")
 
 
+def unit_and_length(v: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``v (..., k)`` scaled to unit length over the last axis, and the lengths ``(..., 1)``.
+
+    Finite vectors of any size: where the plain norm overflows to inf
+    (components near 1e155 and beyond) or underflows (below about 1e-154),
+    that vector is first divided by its largest component, so its direction
+    is still exact (its length may be inf).  A zero vector gives zeros and
+    length 0.  Every other vector comes out as ``v / norm(v)``, the same bits
+    in a batch as alone.
+    """
+    with np.errstate(over="ignore"):
+        n = np.linalg.norm(v, axis=-1, keepdims=True)
+    plain = np.isfinite(n) & (n > UNDERFLOW_NORM)
+    if np.all(plain):
+        return v / n, n  # the common case
+    m = np.max(np.abs(v), axis=-1, keepdims=True)
+    scaled = v / np.where(m > 0.0, m, 1.0)
+    n_scaled = np.linalg.norm(scaled, axis=-1, keepdims=True)  # in [1, sqrt(k)], or 0 for a zero vector
+    with np.errstate(over="ignore"):
+        length = m * n_scaled
+    unit = scaled / np.where(n_scaled > 0.0, n_scaled, 1.0)
+    return np.where(plain, v / np.where(plain, n, 1.0), unit), np.where(plain, n, length)
+
+
 def unit_quaternions(q: FloatArray, what: str) -> FloatArray:
-    """``q (..., 4)`` normalised; :class:`~kinema.SolverInputError` for a (near) zero quaternion."""
-    n = np.linalg.norm(q, axis=-1, keepdims=True)
+    """``q (..., 4)`` normalised (of any finite size); :class:`~kinema.SolverInputError` for a (near) zero
+    quaternion."""
+    u, n = unit_and_length(q)
     if np.any(n <= ZERO_QUAT_NORM):
         raise SolverInputError(f"{what} holds a zero quaternion (no rotation)")
-    return q / n
+    return u
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,10 +172,10 @@ class LookAtGoal:
         object.__setattr__(self, "joint", _joint(self.joint, "LookAtGoal"))
         object.__setattr__(self, "target", _frozen(as_input_array(self.target, "LookAtGoal target", (3,))))
         ax = as_input_array(self.axis, "LookAtGoal axis", (3,))
-        n = float(np.linalg.norm(ax)) if ax.ndim == 1 else 0.0
-        if ax.ndim != 1 or n <= ZERO_AXIS_NORM:
+        unit, n = unit_and_length(ax)
+        if ax.ndim != 1 or float(n[0]) <= ZERO_AXIS_NORM:
             raise SolverInputError(f"LookAtGoal axis must be one non-zero 3-vector, got {self.axis!r}")
-        object.__setattr__(self, "axis", tuple(float(v) for v in ax / n))
+        object.__setattr__(self, "axis", tuple(float(v) for v in unit))
         object.__setattr__(self, "weight", _weight(self.weight, "LookAtGoal"))
         object.__setattr__(self, "priority", _priority(self.priority, "LookAtGoal"))
 

@@ -34,10 +34,20 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import rotation as rot
+from ._solve import check_pose, check_pose_finite
 from ._types import FloatArray
-from ._validate import as_float_array, broadcast_batch, positive_number, require_finite, resolve_joint
+from ._validate import (
+    as_float_array,
+    as_float_scalar,
+    broadcast_batch,
+    is_sequence,
+    positive_number,
+    require_finite,
+    resolve_joint,
+)
 from .errors import ShapeError, SkeletonError, SolverInputError
 from .fk import forward_kinematics
+from .goals import unit_and_length
 from .limits import Hinge
 from .pose import Pose
 from .skeleton import Skeleton
@@ -129,19 +139,30 @@ class Hand:
         """
         if not isinstance(skeleton, Skeleton):
             raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+        if not isinstance(side, str):
+            raise SolverInputError(f"side must be a name such as 'left' or 'right', got {side!r}")
         hands = skeleton.meta.get("hands")
         if not isinstance(hands, Mapping) or side not in hands:
             have = sorted(hands) if isinstance(hands, Mapping) else []
             raise SkeletonError(f"the skeleton describes no {side!r} hand in meta['hands'] (it has {have}); "
                                 "kinema.samples.humanoid(hands=True) has 'left' and 'right'")
         entry = hands[side]
+        if not isinstance(entry, Mapping):
+            raise SkeletonError(f"meta['hands'][{side!r}] must be a mapping, got {type(entry).__name__}")
         try:
             wrist = resolve_joint(skeleton, entry["wrist"])
             basis = palm_basis(entry["palm_along"], entry["palm_normal"])
             center = as_float_array(entry["palm_center"], "palm_center", (3,), batch=False)
+            require_finite(center, "palm_center")
+            if not is_sequence(entry["fingers"]):
+                raise SkeletonError(f"meta['hands'][{side!r}]['fingers'] must be a sequence of finger entries, "
+                                    f"got {entry['fingers']!r}")
             fingers = tuple(_finger(skeleton, f) for f in entry["fingers"])
         except KeyError as exc:
             raise SkeletonError(f"meta['hands'][{side!r}] lacks {exc.args[0]!r}") from None
+        names = [f.name for f in fingers]
+        if len(set(names)) != len(names):
+            raise SkeletonError(f"meta['hands'][{side!r}]: finger names must be unique, got {names}")
         return cls(skeleton, wrist, basis, center, fingers)
 
     def finger(self, name: str) -> Finger:
@@ -158,6 +179,11 @@ class Hand:
 
 
 def _finger(skeleton: Skeleton, spec: Mapping[str, Any]) -> Finger:
+    if not isinstance(spec, Mapping):
+        raise SkeletonError(f"a finger entry must be a mapping (name, joints, tip, ...), got {spec!r}")
+    if not is_sequence(spec["joints"]):
+        raise SkeletonError(f"finger {spec['name']!r}: joints must be a sequence of three joints, "
+                            f"got {spec['joints']!r}")
     joints = tuple(resolve_joint(skeleton, j) for j in spec["joints"])
     if len(joints) != 3:
         raise SkeletonError(f"finger {spec['name']!r} needs three joints, got {len(joints)}")
@@ -180,9 +206,11 @@ def _finger(skeleton: Skeleton, spec: Mapping[str, Any]) -> Finger:
     spread_len = float(np.linalg.norm(spread_axis))
     if not (math.isfinite(spread_len) and spread_len > 0.0):
         raise SolverInputError(f"finger {spec['name']!r}: spread_axis must be a finite non-zero vector")
+    spread_deg = as_float_scalar(spec["spread_deg"], f"finger {spec['name']!r} spread_deg")
+    if not math.isfinite(spread_deg):
+        raise SolverInputError(f"finger {spec['name']!r}: spread_deg must be finite, got {spread_deg!r}")
     return Finger(str(spec["name"]), (joints[0], joints[1], joints[2]), tip, np.asarray(limits[0].axis),
-                  (limits[0], limits[1], limits[2]), weights, spread_axis / spread_len,
-                  math.radians(float(spec["spread_deg"])))
+                  (limits[0], limits[1], limits[2]), weights, spread_axis / spread_len, math.radians(spread_deg))
 
 
 # --------------------------------------------------------------------------------------------- the palm
@@ -199,15 +227,18 @@ def palm_basis(along: ArrayLike, normal: ArrayLike) -> FloatArray:
     require_finite(a, "along")
     require_finite(n, "normal")
     broadcast_batch(a.shape[:-1], n.shape[:-1])
-    a_len = np.linalg.norm(a, axis=-1, keepdims=True)
+    a_u, a_len = unit_and_length(a)  # finite vectors of any size: no overflow or underflow in the norm
     if np.any(a_len == 0.0):
         raise SolverInputError("along is a zero vector: a palm basis needs a direction")
-    a_u = a / a_len
-    n_perp = n - a_u * np.sum(n * a_u, axis=-1, keepdims=True)
-    n_len = np.linalg.norm(n_perp, axis=-1, keepdims=True)
-    if np.any(n_len <= PARALLEL_SINE_EPS * np.linalg.norm(n, axis=-1, keepdims=True)) or np.any(n_len == 0.0):
+    n_u, n_len = unit_and_length(n)
+    n_perp = n_u - a_u * np.sum(n_u * a_u, axis=-1, keepdims=True)
+    sine = np.linalg.norm(n_perp, axis=-1, keepdims=True)  # of the angle between along and normal
+    if np.any(n_len == 0.0) or np.any(sine <= PARALLEL_SINE_EPS):
         raise SolverInputError("normal is zero or parallel to along: a palm basis needs two directions")
-    n_u = n_perp / n_len
+    # Gram-Schmidt once more: the first pass leaves an error of eps / sine along ``along`` (1e-7 for nearly
+    # parallel vectors); the second leaves eps, so the basis is a rotation matrix to rounding.
+    n_perp = n_perp - a_u * np.sum(n_perp * a_u, axis=-1, keepdims=True)
+    n_u = n_perp / np.linalg.norm(n_perp, axis=-1, keepdims=True)
     return np.stack([a_u, n_u, np.cross(a_u, n_u)], axis=-1)
 
 
@@ -245,7 +276,7 @@ def align_palm(pose: Pose, hand: Hand, target_basis_world: ArrayLike, *, out: Po
     poses and bases broadcast; ``out`` (a pose of the full batch shape) is
     written when given, otherwise a new pose is returned.
     """
-    _check_pose(hand, pose)
+    _check_pose(hand, pose, "align_palm")
     wrist_world = palm_rotation(hand, target_basis_world)
     parent = int(hand.skeleton.parents[hand.wrist])
     result = _output(pose, out, wrist_world.shape[:-1])
@@ -267,6 +298,9 @@ def finger_angles(finger: Finger, amount: ArrayLike) -> FloatArray:
     so heavier joints bend first and a joint that reaches its limit passes
     the rest on.  0 is the rest pose, 1 every joint at its ``max_angle``.
     """
+    if not isinstance(finger, Finger):
+        raise SolverInputError(f"finger must be a kinema.hands.Finger (e.g. hand.finger('index')), "
+                               f"got {type(finger).__name__}")
     c = as_float_array(amount, "curl amount", ())
     require_finite(c, "curl amount")
     if np.any((c < 0.0) | (c > 1.0)):
@@ -302,7 +336,7 @@ def curl(pose: Pose, hand: Hand, amount: ArrayLike, *, spread: ArrayLike = 0.0, 
       ``spread * finger.spread_angle`` about its ``spread_axis`` before
       flexing (0 keeps every joint a pure hinge, within its limit).
     """
-    _check_pose(hand, pose)
+    _check_pose(hand, pose, "curl")
     n_f = len(hand.fingers)
     c = _per_finger(amount, n_f, "curl amount")
     s = _per_finger(spread, n_f, "spread")
@@ -362,18 +396,17 @@ def grip(pose: Pose, hand: Hand, axis_point_world: ArrayLike, axis_direction_wor
     rest stays at rest.  ``pose`` is one pose (no batch dimensions); the hand's
     other joints are read from it as they are (place the wrist first).
     """
-    _check_pose(hand, pose)
+    _check_pose(hand, pose, "grip")
     if pose.batch_shape != ():
         raise ShapeError("pose", "one pose (J, k) for grip", f"batch {pose.batch_shape}")
     center = as_float_array(axis_point_world, "axis_point_world", (3,), batch=False)
     direction = as_float_array(axis_direction_world, "axis_direction_world", (3,), batch=False)
     require_finite(center, "axis_point_world")
     require_finite(direction, "axis_direction_world")
-    length = float(np.linalg.norm(direction))
-    if length == 0.0:
+    axis_u, length = unit_and_length(direction)
+    if float(length[0]) == 0.0:
         raise SolverInputError("axis_direction_world is a zero vector: a cylinder needs an axis")
     r = positive_number(radius, "radius")
-    axis_u = direction / length
     result = _output(pose, out, ())
     fk = forward_kinematics(hand.skeleton, pose)
     if fk.scales is None:
@@ -437,7 +470,7 @@ def _bone_gaps(points: FloatArray, center: FloatArray, axis_u: FloatArray, radiu
     denom = np.sum(ab * ab, axis=-1)
     t = np.clip(-np.sum(a * ab, axis=-1) / np.where(denom > 0.0, denom, 1.0), 0.0, 1.0)
     closest = a + t[..., None] * ab
-    return np.linalg.norm(closest, axis=-1) - radius
+    return unit_and_length(closest)[1][..., 0] - radius  # finite however far the cylinder is
 
 
 def _first_contact(gap_at: Callable[[FloatArray], FloatArray]) -> float | None:
@@ -492,14 +525,12 @@ def _close_finger(finger: Finger, bone_gaps: Callable[[FloatArray], FloatArray])
 
 
 # ------------------------------------------------------------------------------------------------ shared
-def _check_pose(hand: Hand, pose: Pose) -> None:
+def _check_pose(hand: Hand, pose: Pose, what: str) -> None:
+    """A pose of ``hand``'s skeleton (every array's joint count), finite."""
     if not isinstance(hand, Hand):
-        raise SolverInputError(f"hand must be a kinema.hands.Hand, got {type(hand).__name__}")
-    if not isinstance(pose, Pose):
-        raise SolverInputError(f"pose must be a kinema.Pose, got {type(pose).__name__}")
-    if pose.n_joints != hand.skeleton.n_joints:
-        raise ShapeError("pose", f"(..., {hand.skeleton.n_joints}, k) for the hand's skeleton",
-                         f"{pose.n_joints} joints")
+        raise SolverInputError(f"{what}: hand must be a kinema.hands.Hand, got {type(hand).__name__}")
+    check_pose(hand.skeleton, pose, what)
+    check_pose_finite(pose, what)
 
 
 def _output(pose: Pose, out: Pose | None, batch: Sequence[int]) -> Pose:

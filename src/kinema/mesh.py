@@ -22,7 +22,10 @@ from typing import Any
 import numpy as np
 
 from . import rotation
+from ._solve import check_pose, check_pose_finite
 from ._types import FloatArray, IntArray
+from ._validate import as_float_array, positive_number, require_finite
+from .errors import ShapeError, SolverInputError
 from .pose import Pose
 from .skeleton import Skeleton
 
@@ -43,11 +46,48 @@ def linear_blend_skinning(positions: FloatArray, joints: IntArray, weights: Floa
     * ``skin_matrices``: ``(*batch, J, 4, 4)`` per joint ``T_world_joint @ IBM``.
 
     ``v_world = sum_k weights[v, k] * (skin_matrices[joints[v, k]] @ [v, 1])[:3]``.
+    Wrong shapes raise :class:`~kinema.ShapeError` (expected versus got),
+    joint indices outside the skin matrices and NaN or inf
+    :class:`~kinema.SolverInputError`.
     """
+    positions, joints, weights, skin_matrices = _skinning_inputs(positions, joints, weights, skin_matrices)
     per = skin_matrices[..., joints, :3, :]  # (*b, V, K, 3, 4)
     hom = np.concatenate([positions, np.ones((positions.shape[0], 1))], axis=1)
     moved = np.einsum("...vkij,vj->...vki", per, hom)
     return np.asarray(np.einsum("...vki,vk->...vi", moved, weights), dtype=np.float64)
+
+
+def _check_joint_indices(joints: IntArray, n_joints: int, message: str) -> None:
+    """:class:`~kinema.SolverInputError` (``message`` and the first bad index) unless every index is in
+    ``0 .. n_joints - 1``."""
+    bad = joints[(joints < 0) | (joints >= n_joints)]
+    if bad.size:
+        raise SolverInputError(f"{message} (index {int(bad.flat[0])})")
+
+
+def _skinning_inputs(positions: Any, joints: Any, weights: Any, skin_matrices: Any
+                     ) -> tuple[FloatArray, IntArray, FloatArray, FloatArray]:
+    """:func:`linear_blend_skinning`'s inputs checked: shapes, integer joint indices in range, finite numbers."""
+    pos = as_float_array(positions, "positions", (3,))
+    if pos.ndim != 2:
+        raise ShapeError("positions", "(V, 3)", tuple(pos.shape))
+    n_v = pos.shape[0]
+    j = np.asarray(joints)
+    if j.dtype.kind not in "iu":
+        raise ShapeError("joints", f"({n_v}, K) integer joint indices", f"an array of dtype {j.dtype}")
+    if j.ndim != 2 or j.shape[0] != n_v:
+        raise ShapeError("joints", f"({n_v}, K) for {n_v} vertices", tuple(j.shape))
+    w = as_float_array(weights, "weights", ())
+    if w.shape != j.shape:
+        raise ShapeError("weights", f"{tuple(j.shape)} as joints", tuple(w.shape))
+    skin = as_float_array(skin_matrices, "skin_matrices", (4, 4))
+    if skin.ndim < 3:
+        raise ShapeError("skin_matrices", "(..., J, 4, 4)", tuple(skin.shape))
+    n_j = skin.shape[-3]
+    _check_joint_indices(j, n_j, f"joints: an index is out of range for {n_j} skin matrices")
+    for what, a in (("positions", pos), ("weights", w), ("skin_matrices", skin)):
+        require_finite(a, what)
+    return pos, j.astype(np.int64, copy=False), w, skin
 
 
 @dataclass(frozen=True)
@@ -88,6 +128,15 @@ class SkinnedMesh:
         """World vertex positions ``(*batch, V, 3)`` of ``pose`` by linear blend skinning."""
         from .fk import forward_kinematics
 
+        if not isinstance(skeleton, Skeleton):
+            raise SolverInputError(f"skinned_positions: skeleton must be a kinema.Skeleton, got "
+                                   f"{type(skeleton).__name__}")
+        n_ibm = np.shape(self.inverse_bind_matrices)[0]
+        if skeleton.n_joints != n_ibm:
+            raise ShapeError("skeleton", f"{n_ibm} joints (one per inverse bind matrix of mesh {self.name!r})",
+                             f"{skeleton.n_joints} joints")
+        check_pose(skeleton, pose, "skinned_positions")
+        check_pose_finite(pose, "skinned_positions")
         fk = forward_kinematics(skeleton, pose, matrices=True)
         assert fk.matrices is not None
         return linear_blend_skinning(self.positions, self.joints, self.weights,
@@ -95,7 +144,13 @@ class SkinnedMesh:
 
     @cached_property
     def _bind(self) -> tuple[FloatArray, FloatArray]:
-        bind = np.linalg.inv(np.asarray(self.inverse_bind_matrices, dtype=np.float64))
+        ibm = np.asarray(self.inverse_bind_matrices, dtype=np.float64)
+        try:
+            bind = np.linalg.inv(ibm)
+        except np.linalg.LinAlgError:
+            bad = int(np.argmin(np.abs(np.linalg.det(ibm))))
+            raise SolverInputError(f"mesh {self.name!r}: inverse_bind_matrices[{bad}] is singular (no bind "
+                                   "transform): an inverse bind matrix must be invertible") from None
         lin = bind[:, :3, :3]
         scale = np.cbrt(np.abs(np.linalg.det(lin)))[:, None, None]
         return bind[:, :3, 3].copy(), rotation.from_matrix(lin / scale)
@@ -117,7 +172,14 @@ class SkinnedMesh:
         return self._bind[1]
 
     def skin_weights(self, n_joints: int) -> FloatArray:
-        """Dense ``(V, n_joints)`` weights: row ``v`` holds vertex ``v``'s weight per joint."""
+        """Dense ``(V, n_joints)`` weights: row ``v`` holds vertex ``v``'s weight per joint.
+
+        :class:`~kinema.SolverInputError` when a vertex names a joint outside ``0 .. n_joints - 1``.
+        """
+        if isinstance(n_joints, (bool, np.bool_)) or not isinstance(n_joints, (int, np.integer)) or n_joints < 0:
+            raise SolverInputError(f"skin_weights: n_joints must be an integer >= 0, got {n_joints!r}")
+        _check_joint_indices(self.joints, n_joints, f"skin_weights: mesh {self.name!r} names a joint outside the "
+                             f"{n_joints} joints asked for")
         w = np.zeros((self.n_vertices, n_joints))
         rows = np.repeat(np.arange(self.n_vertices), self.joints.shape[1])
         np.add.at(w, (rows, self.joints.reshape(-1)), self.weights.reshape(-1))
@@ -172,8 +234,19 @@ def bone_mesh(skeleton: Skeleton, *, radius: float | None = None, segments: int 
     skeleton moves each capsule rigidly with its bone.  Bones shorter than
     ``BONE_MIN_LENGTH_RATIO`` of the skeleton's extent get no capsule (no
     direction); a skeleton with no such bone gets a sphere on every joint.
+    ``radius`` must be a finite number > 0, ``segments`` an integer >= 3 and
+    ``rings`` one >= 1 (:class:`~kinema.SolverInputError` otherwise).
     """
     from .fk import forward_kinematics
+
+    if not isinstance(skeleton, Skeleton):
+        raise SolverInputError(f"bone_mesh: skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+    if radius is not None:
+        radius = positive_number(radius, "bone_mesh radius")
+    for what, count, least in (("segments", segments, 3), ("rings", rings, 1)):
+        if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or count < least:
+            raise SolverInputError(f"bone_mesh {what} must be an integer >= {least}, got {count!r}")
+    segments, rings = int(segments), int(rings)
 
     fk = forward_kinematics(skeleton, skeleton.rest_pose(), matrices=True)
     world = fk.matrices

@@ -29,6 +29,7 @@ left it, and its :class:`~kinema.KinemaError` is in :attr:`RigResult.errors`.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._solve import check_weight
+from ._solve import check_pose, check_weight
 from ._validate import as_float_scalar, is_sequence, resolve_joint
 from .errors import KinemaError, SolverInputError
 from .pose import Pose
@@ -47,6 +48,8 @@ __all__ = ["Step", "Rig", "RigResult"]
 
 #: What :meth:`Rig.solve` does when a step's solve raises a :class:`~kinema.KinemaError`.
 ERROR_POLICIES = ("raise", "skip")
+#: Keywords the rig passes to every step's ``solve`` itself (a step's ``options`` may not hold them).
+RIG_KEYWORDS = ("weight", "out")
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,9 @@ class Step:
       every joint a :class:`~kinema.DLS` may turn).
     * ``layer``: it may move joints claimed by earlier steps (it layers on top).
     * ``options``: extra keyword arguments for every ``solve`` call of this
-      step (``{"pole": ...}``, ``{"end_rotation": ...}``).
+      step (``{"pole": ...}``, ``{"end_rotation": ...}``): keywords its
+      ``solve`` takes, other than ``weight`` and ``out`` (the rig's own);
+      :class:`Rig` refuses others when it is built.
     """
 
     name: str
@@ -111,6 +116,7 @@ class Rig:
         for step in self.steps:
             if not isinstance(step, Step):
                 raise SolverInputError(f"rig steps must be kinema.Step objects, got {type(step).__name__}")
+            _check_step(step)
         names = [s.name for s in self.steps]
         if len(set(names)) != len(names):
             raise SolverInputError(f"step names must be unique, got {names}")
@@ -158,6 +164,9 @@ class Rig:
         """
         if not isinstance(errors, str) or errors not in ERROR_POLICIES:
             raise SolverInputError(f"errors must be one of {ERROR_POLICIES}, got {errors!r}")
+        check_pose(self.skeleton, pose, "Rig.solve")
+        if out is not None and not isinstance(out, Pose):
+            raise SolverInputError(f"Rig.solve: out must be a kinema.Pose, got {type(out).__name__}")
         for name, given in (("targets", targets), ("weights", {} if weights is None else weights)):
             if not isinstance(given, Mapping):
                 raise SolverInputError(f"{name} must be a mapping {{step name: value}}, got {type(given).__name__}")
@@ -193,3 +202,47 @@ class Rig:
         elif cur is pose:
             cur = pose.copy()
         return RigResult(pose=cur, steps=results, errors=failed)
+
+
+def _check_step(step: Step) -> None:
+    """What :class:`Rig` can tell of ``step`` before any solve: a string name, a solver with a ``solve``
+    method, and ``options`` that are keywords of that method (other than the rig's own)."""
+    if not isinstance(step.name, str):
+        raise SolverInputError(f"a step's name must be a string, got {step.name!r}")
+    solve = getattr(step.solver, "solve", None)
+    if not callable(solve):
+        raise SolverInputError(f"step {step.name!r}: its solver ({type(step.solver).__name__}) has no solve method")
+    if not isinstance(step.options, Mapping) or not all(isinstance(k, str) for k in step.options):
+        raise SolverInputError(f"step {step.name!r}: options must be a mapping of keyword names to values, "
+                               f"got {step.options!r}")
+    own = sorted(set(step.options) & set(RIG_KEYWORDS))
+    if own:
+        raise SolverInputError(f"step {step.name!r}: options may not hold {own} (the rig passes them: the step's "
+                               "weight and Rig.solve's weights=, Rig.solve's out=)")
+    takes = _option_names(solve)
+    unknown = [] if takes is None else sorted(k for k in step.options if k not in takes)
+    if unknown:
+        raise SolverInputError(f"step {step.name!r}: options {unknown} are not keywords of "
+                               f"{type(step.solver).__name__}.solve (its options: "
+                               f"{[k for k in takes or () if k not in RIG_KEYWORDS]})")
+
+
+#: :func:`_option_names` of each solver class's ``solve`` (rigs are built per call by ``solve_chains``).
+_OPTION_NAMES: dict[Any, tuple[str, ...] | None] = {}
+
+
+def _option_names(solve: Any) -> tuple[str, ...] | None:
+    """The keywords ``solve(pose, target, ...)`` takes after its two positional arguments, in order; None when
+    it takes any (``**kwargs``) or has no signature to read (its first solve will tell)."""
+    key = solve.__func__ if inspect.ismethod(solve) else None
+    if key in _OPTION_NAMES:
+        return _OPTION_NAMES[key]
+    try:
+        params = list(inspect.signature(solve).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    names = None if any(p.kind is p.VAR_KEYWORD for p in params) else tuple(
+        p.name for p in params[2:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+    if key is not None:
+        _OPTION_NAMES[key] = names
+    return names

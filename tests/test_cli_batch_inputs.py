@@ -2,7 +2,10 @@
 
 * a FIFO or a device among the inputs fails that file at once with the single
   commands' one-line error (local pool and Dask); the other files go on;
-* a .gltf whose buffer is a file beside it converts as ``kinema convert`` does;
+* a .gltf whose buffer is a file beside it converts as ``kinema convert`` does,
+  on Dask too (byte for byte, with the same errors), and no batch replaces a
+  buffer file with an output;
+* ``-q`` on Dask prints nothing (no "large graph" warning);
 * an output that is any job's input is refused, even with ``--force``;
 * a pool worker killed mid-batch fails its files ("worker failed"); the rest
   run on a fresh pool and the summary table prints.
@@ -27,7 +30,7 @@ import pytest
 import kinema
 from kinema.cli import main
 from kinema.cli._bench import long_walk
-from kinema.io import load_bvh, save_bvh, save_gltf
+from kinema.io import load_bvh, load_gltf, save_bvh, save_gltf
 from test_cli_kill import _alive, _stat  # /proc readers of the kill tests
 
 CLI = [sys.executable, "-m", "kinema.cli"]
@@ -60,9 +63,9 @@ def _kinema_temps(work: Path) -> list[Path]:
     return [p for p in work.iterdir() if p.name.startswith("kinema-")]
 
 
-def _batch(argv: list[object], work: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+def _batch(argv: list[object], work: Path, timeout: float, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, "batch", *[str(a) for a in argv]], capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ, TMPDIR=str(work)), preexec_fn=_limit_file_size)
+                          env=dict(os.environ, TMPDIR=str(work), **env), preexec_fn=_limit_file_size)
 
 
 # ----------------------------------------------------------- special files
@@ -110,23 +113,79 @@ def test_dask_batch_refuses_a_fifo_and_a_device(special_inputs: Path, tmp_path: 
 
 
 # -------------------------------------------------------- external buffers
+def _gltf_with_external_buffer(gltf: Path, uri: str, buffer_file: Path | None = None) -> None:
+    """A walk saved as ``gltf`` whose buffer is the file ``uri`` names, written at ``buffer_file`` (default: the
+    uri, percent-decoded, beside ``gltf``)."""
+    from urllib.parse import unquote
+
+    gltf.parent.mkdir(parents=True, exist_ok=True)
+    save_gltf(gltf, kinema.samples.humanoid(), {"walk": kinema.samples.clip("walk")}, mesh=False)
+    doc = json.loads(gltf.read_text())
+    buffer_file = buffer_file or gltf.parent / unquote(uri)
+    buffer_file.parent.mkdir(parents=True, exist_ok=True)
+    buffer_file.write_bytes(base64.b64decode(doc["buffers"][0]["uri"].split(",", 1)[1]))
+    doc["buffers"][0]["uri"] = uri
+    gltf.write_text(json.dumps(doc))
+
+
 def test_batch_reads_a_gltf_with_an_external_buffer_as_convert_does(capsys: pytest.CaptureFixture[str],
                                                                     tmp_path: Path) -> None:
     folder = tmp_path / "in2"
-    folder.mkdir()
     gltf = folder / "ext_ok.gltf"
-    save_gltf(gltf, kinema.samples.humanoid(), {"walk": kinema.samples.clip("walk")}, mesh=False)
-    doc = json.loads(gltf.read_text())
-    uri = doc["buffers"][0]["uri"]
-    (folder / "ok.bin").write_bytes(base64.b64decode(uri.split(",", 1)[1]))
-    doc["buffers"][0]["uri"] = "ok.bin"
-    gltf.write_text(json.dumps(doc))
+    _gltf_with_external_buffer(gltf, "ok.bin")
     code, out, err = run(capsys, "batch", "convert", folder, "-o", tmp_path / "out2", "--to", "glb", "--workers", "1")
     assert code == 0, err
     assert "1 ok, 0 missed, 0 failed, 0 skipped" in out
     code, _, err = run(capsys, "convert", gltf, tmp_path / "single.glb")
     assert code == 0, err
     assert (tmp_path / "out2" / "ext_ok.glb").read_bytes() == (tmp_path / "single.glb").read_bytes()
+
+
+def test_dask_batch_reads_external_buffers_as_the_serial_batch_does(tmp_path: Path) -> None:
+    """Dask workers get a .gltf's external buffers with it (read once, here, under the loader's rules): the same
+    outputs, byte for byte, and the same errors as the serial batch; no route replaces a buffer file."""
+    pytest.importorskip("distributed")
+    folder, work = tmp_path / "in", tmp_path / "work"
+    out = folder / "o"  # inside the input folder (a batch does not read it)
+    work.mkdir()
+    _gltf_with_external_buffer(folder / "ext.gltf", "ext.bin")
+    _gltf_with_external_buffer(folder / "sub.gltf", "bufs/sub%20data.bin")  # percent-encoded, in a subfolder
+    _gltf_with_external_buffer(folder / "escape.gltf", "../outside.bin", tmp_path / "outside.bin")
+    _gltf_with_external_buffer(folder / "own.gltf", "o/own.glb")  # its buffer is where its output goes
+    own_buffer = (out / "own.glb").read_bytes()
+    outputs, errors = {}, {}
+    for engine in ("--workers", "1"), ("--dask", "local"):
+        res = _batch(["convert", folder, "-o", out, "--to", "glb", "--force", *engine], work, 300)
+        assert res.returncode == 1, res.stderr
+        assert "2 ok, 0 missed, 2 failed, 0 skipped" in res.stdout, res.stdout + res.stderr
+        assert ("kinema batch: escape.gltf: escape.gltf at buffers[0].uri: '../outside.bin' resolves outside the "
+                "asset's folder") in res.stderr
+        assert (f"kinema batch: own.gltf: cannot write the output: {out / 'own.glb'}: refusing to overwrite an "
+                "input file") in res.stderr
+        assert (out / "own.glb").read_bytes() == own_buffer
+        assert sorted(p.name for p in out.iterdir()) == ["ext.glb", "own.glb", "sub.glb"]
+        outputs[engine[0]] = {name: (out / name).read_bytes() for name in ("ext.glb", "sub.glb")}
+        errors[engine[0]] = sorted(res.stderr.splitlines())
+        assert _kinema_temps(work) == []
+    assert outputs["--dask"] == outputs["--workers"]
+    assert errors["--dask"] == errors["--workers"]
+    assert load_gltf(out / "ext.glb").clips["walk"].n_frames == 39
+
+
+def test_a_quiet_dask_batch_prints_nothing(tmp_path: Path) -> None:
+    """-q: no "large graph" warning from Dask (the input's bytes are scattered, not put in the task graph); the
+    threshold is lowered to 1 kB so that a small file would trigger it."""
+    pytest.importorskip("distributed")
+    folder, work = tmp_path / "in", tmp_path / "work"
+    folder.mkdir()
+    work.mkdir()
+    save_bvh(folder / "walk.bvh", kinema.samples.humanoid(), kinema.samples.clip("walk"))
+    assert (folder / "walk.bvh").stat().st_size > 1000
+    res = _batch(["convert", folder, "-o", tmp_path / "out", "--dask", "local", "-q"], work, 300,
+                 DASK_DISTRIBUTED__ADMIN__LARGE_GRAPH_WARNING_THRESHOLD="1kB")
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
+    assert load_bvh(tmp_path / "out" / "walk.bvh")[1].n_frames == 39
+    assert list(work.iterdir()) == []  # Dask's scratch space was in the batch's temporary folder
 
 
 # ------------------------------------------------------ outputs and inputs

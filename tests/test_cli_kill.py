@@ -3,9 +3,11 @@
 * an output that cannot be written (a folder or a symlink in its place, a
   read-only folder, a full disk) fails that file only; the batch goes on and
   ends with its summary and exit status 1;
-* SIGTERM to a running batch stops its workers and removes its temporary
-  folder (exit 143); SIGKILL cannot leave workers running (they watch their
-  parent) nor their temporary folders;
+* SIGTERM to a running batch (local pool or Dask LocalCluster) stops its
+  workers and removes its temporary folder (exit 143), and so does Ctrl-C
+  (SIGINT to the whole process group, exit 130), printing one line and no
+  worker's traceback; SIGKILL cannot leave pool workers running (they watch
+  their parent) nor their temporary folders;
 * a single command killed mid-write leaves its ``.tmp`` file only until the
   next write into that folder.
 
@@ -186,17 +188,27 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
-def _start_batch(long_walks: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path, set[int]]:
+#: The engines a kill test runs: the local pool, and a Dask LocalCluster (its workers keep their files in the
+#: batch's temporary folder too).
+ENGINES = [pytest.param(("--workers", "2"), id="pool"), pytest.param(("--dask", "local"), id="dask")]
+
+
+def _start_batch(long_walks: Path, tmp_path: Path,
+                 engine: tuple[str, ...] = ("--workers", "2")) -> tuple[subprocess.Popen[str], Path, Path, set[int]]:
+    """A batch on ``engine``, in a session (process group) of its own, once both its workers are mid-file."""
+    if "--dask" in engine:
+        pytest.importorskip("distributed")
     out_dir, work = tmp_path / "out", tmp_path / "work"
     work.mkdir()
     env = dict(os.environ, TMPDIR=str(work))
-    proc = subprocess.Popen([*CLI, "batch", "footlock", str(long_walks), "-o", str(out_dir), "--workers", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen([*CLI, "batch", "footlock", str(long_walks), "-o", str(out_dir), *engine],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
     t0 = time.monotonic()
     while True:  # wait until both workers have a file in their temporary folders: mid-batch
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() - t0 < 300, "the batch did not start"
-        busy = [d for root in _batch_folders(work) for d in root.iterdir()]
+        busy = [d for root in _batch_folders(work) for d in root.iterdir() if d.name.startswith("kinema-batch-")]
         if len(busy) >= 2:
             break
         time.sleep(0.01)
@@ -216,18 +228,31 @@ def _batch_folders(work: Path) -> list[Path]:
 
 
 def _left_behind(out_dir: Path, work: Path) -> list[Path]:
+    """Partial outputs in ``out_dir``, and the batch's (or Dask's) temporary folders in ``work`` (TMPDIR)."""
     temps = [p for p in out_dir.iterdir() if is_temp_name(p.name)] if out_dir.exists() else []
-    return temps + [p for p in work.iterdir() if p.name.startswith("kinema-")]
+    return temps + [p for p in work.iterdir() if p.name.startswith(("kinema-", "dask-scratch-space"))]
+
+
+#: How a batch is stopped: SIGTERM to the batch alone, or Ctrl-C at a terminal, which sends SIGINT to the whole
+#: process group (the workers too: none may print a traceback).
+STOPS = [pytest.param(signal.SIGTERM, False, id="sigterm"), pytest.param(signal.SIGINT, True, id="ctrl-c")]
 
 
 @linux_only
-def test_sigterm_stops_a_batch_its_workers_and_its_temporary_folder(long_walks: Path, tmp_path: Path) -> None:
-    proc, out_dir, work, kids = _start_batch(long_walks, tmp_path)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("signum", "to_group"), STOPS)
+def test_sigterm_and_ctrl_c_stop_a_batch_its_workers_and_its_temporary_folder(long_walks: Path, tmp_path: Path,
+                                                                             engine: tuple[str, ...], signum: int,
+                                                                             to_group: bool) -> None:
+    proc, out_dir, work, kids = _start_batch(long_walks, tmp_path, engine)
     assert len(kids) >= 2
-    proc.send_signal(signal.SIGTERM)
+    if to_group:
+        os.killpg(proc.pid, signum)
+    else:
+        proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 128 + signal.SIGTERM, err
-    assert err.strip().endswith("kinema: interrupted (no partial output was left)")
+    assert proc.returncode == 128 + signum, err
+    assert err == "kinema: interrupted (no partial output was left)\n"  # one line: no worker's traceback
     _assert_all_gone(kids)
     assert _left_behind(out_dir, work) == []
     for p in out_dir.iterdir() if out_dir.exists() else []:  # whatever was installed is complete

@@ -21,6 +21,7 @@ import copy
 import errno
 import json
 import os
+import re
 import signal
 import stat
 import sys
@@ -36,8 +37,8 @@ import kinema
 from _io_mutate import GOOD_BVH, json_leaves, mutate_bytes, small_capture
 from kinema import FileFormatError, SolverInputError, forward_kinematics
 from kinema.io import _atomic, load_bvh, load_gltf, save_bvh, save_gltf
-from kinema.io._read import read_regular
-from kinema.io.gltf.reader import DECODE_BUDGET_FACTOR, DECODE_BUDGET_FLOOR
+from kinema.io._read import PATH_CHARS, SHOWN_CHARS, read_regular, short_repr
+from kinema.io.gltf.reader import DECODE_BUDGET_FACTOR, DECODE_BUDGET_FLOOR, read_external
 
 #: Longest a single load of these small files may take (warm kernels take milliseconds).
 LOAD_DEADLINE_S = 20.0
@@ -231,6 +232,37 @@ def test_a_short_buffer_file_is_refused_before_it_is_opened(layout: dict[str, An
     assert not [p for p in w["opened"] if p.endswith("short.bin")]  # stat said so; never opened
 
 
+def _load_or_error(path: Path, **kw: Any) -> Any:
+    """``load_gltf(path)``'s skeleton translations and source files, or its error's JSON path and reason."""
+    try:
+        asset = load_gltf(path, **kw)
+    except FileFormatError as exc:
+        return exc.line, exc.reason
+    return asset.skeleton.translations.tolist(), asset.skeleton.meta["source_files"]
+
+
+@pytest.mark.parametrize("uri", ["buf.bin", "sub/in%20sub.bin", "link_in.bin", "../secret.bin", "link_out.bin",
+                                 "fifo.bin", "zero.bin", "missing.bin", "short.bin", "sub"])
+def test_external_buffers_read_beside_the_file_load_a_copy_elsewhere(layout: dict[str, Any], tmp_path: Path,
+                                                                     uri: str) -> None:
+    """A batch's Dask worker loads a copy of the .gltf with the buffers read beside the original: the same
+    result, or the same error at the same JSON path, and nothing of the original's folder is opened."""
+    (layout["asset"] / "short.bin").write_bytes(b"\0" * 100)
+    doc = copy.deepcopy(layout["doc"])
+    doc["buffers"][0]["uri"] = uri
+    doc["buffers"].append({"uri": "fifo.bin", "byteLength": 10})  # no bufferView uses it: never read
+    path = _write(layout["asset"], doc)
+    with watched(layout["asset"], deadline_s=5.0):
+        external = read_external(str(path), path.read_bytes())
+    assert external.refused.get("fifo.bin", "").endswith("is a FIFO; only regular files are read")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / path.name).write_bytes(path.read_bytes())
+    with watched(elsewhere, deadline_s=5.0):
+        got = _load_or_error(elsewhere / path.name, external=external)
+    assert got == _load_or_error(path)
+
+
 def test_a_fifo_given_as_the_file_is_refused_without_blocking(tmp_path: Path) -> None:
     for name, load in (("x.gltf", load_gltf), ("x.glb", load_gltf), ("x.bvh", load_bvh)):
         fifo = tmp_path / name
@@ -248,6 +280,44 @@ def test_read_regular_refuses_devices_and_short_proc_files() -> None:
         assert stat.S_ISREG(os.stat(status).st_mode)
         with pytest.raises(FileFormatError, match="has 0 bytes, fewer than the 10 needed"):
             read_regular(status, size=10)
+
+
+LONG = 100_000  # characters of a junk value in a file
+
+
+@pytest.mark.parametrize("uri", ["a" * LONG, "http://" + "x" * LONG, "%ff" + "a" * LONG, "b" * LONG + "?q",
+                                 "/" + "c" * LONG],
+                         ids=["name", "scheme", "bad-escape", "query", "absolute"])
+def test_a_huge_uri_is_cut_in_the_error_message(layout: dict[str, Any], uri: str) -> None:
+    doc = copy.deepcopy(layout["doc"])
+    doc["buffers"][0]["uri"] = uri
+    path = _write(layout["asset"], doc)
+    err, _ = _refused(path, "buffers[0].uri")
+    message = str(err)
+    assert len(message) < len(str(path)) + PATH_CHARS + 200, message[:300]
+    quoted = message[message.index("'"):]  # the uri (or the file it names), cut: its start, "...", its length
+    assert re.match(r"'[^']{20,1100}\.\.\. \(1\d\d,\d{3} characters\)", quoted), message[:300]
+    assert "c" * 100 not in message and "a" * 2000 not in message
+
+
+def test_a_huge_line_and_joint_name_are_cut_in_bvh_errors(tmp_path: Path) -> None:
+    path = tmp_path / "bad.bvh"
+    for old, new, fragment in (("Frame Time: 0.04", "Frame Time: " + "1" * LONG, "Frame Time: '111"),
+                               ("JOINT Leg", "JOINT " + "L" * LONG + "\n  JOINT x", "expected '{' to open joint")):
+        path.write_text(GOOD_BVH.replace(old, new, 1))
+        with pytest.raises(FileFormatError, match=fragment) as info:
+            load_bvh(path)
+        assert len(str(info.value)) < len(str(path)) + 200, str(info.value)[:300]
+        assert re.search(r"\.\.\. \(1\d\d,\d{3} characters\)", str(info.value)), str(info.value)[:300]
+
+
+def test_short_repr_keeps_short_values_and_cuts_long_ones() -> None:
+    assert short_repr("buf.bin") == "'buf.bin'"
+    assert short_repr("x" * 58) == repr("x" * 58)  # 60 characters with its quotes: whole
+    assert short_repr("x" * 100) == "'" + "x" * 59 + "... (100 characters)"
+    assert short_repr(b"\0" * 1000) == repr(b"\0" * 1000)[:SHOWN_CHARS] + "... (1,000 bytes)"
+    assert short_repr(list(range(1000))).endswith("... (1,000 items)")
+    assert short_repr("/p" * 100, PATH_CHARS) == repr("/p" * 100)
 
 
 def test_data_uris_are_checked_before_decoding(layout: dict[str, Any]) -> None:

@@ -12,7 +12,12 @@ Every task is :func:`kinema.cli._worker.process_file`: it gets the input's
 bytes and returns the output's bytes on Dask (so workers need no shared file
 system; a remote cluster needs kinema installed, nothing else); local
 workers read the input file and leave the output in a private temporary
-folder, so only small messages cross the pool's pipes.  This process writes
+folder, so only small messages cross the pool's pipes.  On Dask a glTF
+file's external buffers (a ``.bin`` beside a ``.gltf``) go with its bytes,
+read here once under the loader's rules
+(:func:`kinema.io.gltf.reader.read_external`: confined to the file's folder,
+regular files only), and the bytes are scattered to the workers rather than
+put in the task graph.  This process writes
 each output atomically as its task finishes; an existing output is skipped
 unless ``--force`` (an interrupted batch resumes where it stopped), a failed
 file (bad input, a FIFO or a device included, or an output that cannot be
@@ -22,13 +27,20 @@ dies fails its files and the pool is started afresh), and a summary table
 ends the run.
 
 SIGINT (Ctrl-C) and SIGTERM stop the workers and remove the batch's
-temporary folder; workers also stop by themselves when this process dies
-(:func:`kinema.cli._worker.worker_init`).
+temporary folder (a ``LocalCluster``'s included: its workers, which ignore
+the terminal's Ctrl-C, keep Dask's scratch space and their files there);
+the command prints one line and exits 128 + the signal.  Pool workers also
+stop by themselves, and remove the batch's folder, when this process dies
+(:func:`kinema.cli._worker.worker_init`); a ``LocalCluster``'s stop too
+(Dask's own watch) but leave their folder.  An output never replaces an
+input, nor a glTF buffer file its task read.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import fnmatch
 import os
 import shutil
@@ -45,8 +57,9 @@ from typing import Any
 from ..errors import KinemaError
 from ..io._atomic import atomic_write, same_file
 from ..io._read import read_regular
+from ..io.gltf.reader import ExternalFiles, read_external
 from ._commands import command_argv
-from ._files import FORMATS, CliError, Interrupted, UsageError, make_folders, remove_empty_folders
+from ._files import FORMATS, CliError, Interrupted, UsageError, format_of, make_folders, remove_empty_folders
 from ._parser import build_parser
 from ._status import EXIT_FAILED, EXIT_MISSED, EXIT_OK
 from ._ui import UI, one_line
@@ -102,8 +115,10 @@ def find_jobs(in_dir: str, out_dir: str, patterns: list[str], to: str | None, re
 # ------------------------------------------------------------------ engines
 #: Seconds a stopped pool worker gets to exit after SIGTERM before it is killed.
 WORKER_STOP_TIMEOUT_S = 5.0
-#: Seconds between the local pool's looks at the Ctrl-C flag while it waits for results.
+#: Seconds between the local pool's (and Dask's) looks at the Ctrl-C flag while it waits for results.
 CTRL_C_POLL_S = 0.05
+#: Seconds a stopped LocalCluster worker gets to stop by itself (0.8 of it) before it is terminated.
+DASK_STOP_TIMEOUT_S = 1.0
 
 
 class _Serial:
@@ -125,21 +140,49 @@ class _Serial:
         pass
 
 
-class _Pool:
+class _Interruptible:
+    """Ctrl-C and SIGTERM only set a flag while an engine runs; its ``wait_first`` raises at a safe point.
+
+    (Raised inside concurrent.futures' wait, it can leave a future's lock held, and the pool's
+    shutdown then waits forever: a batch hung on Ctrl-C once in CI.)
+    """
+
+    def __init__(self) -> None:
+        self._interrupted: int | None = None
+        self._old_handlers: dict[int, Any] = {}
+
+    def _catch(self, *signums: int, handler: Any = None) -> None:
+        """Route ``signums`` to the flag (or to ``handler``, e.g. ``SIG_IGN``) until :meth:`_release`."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in signums:
+            old = signal.signal(sig, self._on_signal if handler is None else handler)
+            self._old_handlers.setdefault(sig, old)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._interrupted = signum
+
+    def _raise_if_interrupted(self) -> None:
+        if self._interrupted == signal.SIGINT:
+            raise KeyboardInterrupt
+        if self._interrupted is not None:
+            raise Interrupted(self._interrupted)
+
+    def _release(self) -> None:
+        for sig, old in self._old_handlers.items():
+            signal.signal(sig, old)
+        self._old_handlers = {}
+
+
+class _Pool(_Interruptible):
     ships_bytes = False
 
     def __init__(self, workers: int, work_root: str | None) -> None:
+        super().__init__()
         self.name = f"local pool, {workers} workers"
         self._workers, self._work_root = workers, work_root
         self._ex = self._new_pool()
-        # Ctrl-C and SIGTERM only set a flag while the pool runs; wait_first raises at a safe point.
-        # (Raised inside concurrent.futures' wait, it can leave a future's lock held, and the pool's
-        # shutdown then waits forever: a batch hung on Ctrl-C once in CI.)
-        self._interrupted: int | None = None
-        self._old_handlers: dict[int, Any] = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old_handlers[sig] = signal.signal(sig, self._on_signal)
+        self._catch(signal.SIGINT, signal.SIGTERM)
 
     def _new_pool(self) -> ProcessPoolExecutor:
         import multiprocessing
@@ -147,9 +190,6 @@ class _Pool:
         # spawn: workers start clean (no inherited threads or numba state), the same on every OS.
         return ProcessPoolExecutor(max_workers=self._workers, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=worker_init, initargs=(os.getpid(), self._work_root))
-
-    def _on_signal(self, signum: int, frame: Any) -> None:
-        self._interrupted = signum
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         try:
@@ -162,21 +202,17 @@ class _Pool:
             return self._ex.submit(fn, *args)
 
     def wait_first(self, futures: list[Any]) -> Iterable[Any]:
-        while self._interrupted is None:
+        while True:
+            self._raise_if_interrupted()
             done = wait(futures, timeout=CTRL_C_POLL_S, return_when=FIRST_COMPLETED).done
             if done:
                 return done
-        if self._interrupted == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise Interrupted(self._interrupted)
 
     def result(self, f: Any) -> Any:
         return f.result()
 
     def close(self, cancel: bool) -> None:
-        for sig, old in self._old_handlers.items():
-            signal.signal(sig, old)
-        self._old_handlers = {}
+        self._release()
         if not cancel:
             self._ex.shutdown(wait=True)
             return
@@ -194,50 +230,106 @@ class _Pool:
         self._ex.shutdown(wait=True, cancel_futures=True)
 
 
-class _Dask:
+class _Dask(_Interruptible):
+    """Tasks on a Dask cluster: a ``LocalCluster`` this process starts (``local``) or a scheduler's address.
+
+    A ``LocalCluster``'s workers keep every file (Dask's scratch space, each
+    task's temporary folder) in :attr:`work_root`, which :meth:`close`
+    removes after the cluster has stopped, however the batch ends.  They
+    start with Ctrl-C ignored: a Ctrl-C at the terminal goes to the whole
+    process group, and a worker that got it would die printing a traceback;
+    this process stops them itself.  (A signal handler would not survive the
+    workers' exec, ``SIG_IGN`` does; so a Ctrl-C in the seconds while they
+    start is ignored here too.)
+    """
+
     ships_bytes = True  # a remote worker may not see this file system
 
     def __init__(self, address: str, workers: int | None, timeout: float) -> None:
+        super().__init__()
         try:
+            import dask
             from distributed import Client, LocalCluster
         except ImportError:
             raise CliError("--dask needs dask.distributed: pip install 'kinema[dask]'") from None
         import logging
 
         self._cluster: Any = None
-        if address == "local":
-            n = workers or DASK_LOCAL_WORKERS
-            self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                         silence_logs=logging.ERROR)
-            self._client = Client(self._cluster)
-            self.name = f"dask LocalCluster, {n} workers"
-        else:
-            try:
-                self._client = Client(address, timeout=timeout)
-            except Exception as e:
-                raise CliError(f"cannot connect to the Dask scheduler at {address} within {timeout:g} s "
-                               f"(--dask-timeout): {one_line(e)}") from None
-            n_workers = len(self._client.scheduler_info().get("workers", {}))
-            self.name = f"dask {address}, {n_workers} workers"
-        self.n_workers = len(self._client.scheduler_info().get("workers", {})) or 1
+        self._client: Any = None
+        self.work_root: str | None = None
+        self._catch(signal.SIGTERM)
+        try:
+            if address == "local":
+                n = workers or DASK_LOCAL_WORKERS
+                self.work_root = tempfile.mkdtemp(prefix="kinema-batch-")
+                self._catch(signal.SIGINT, handler=signal.SIG_IGN)  # inherited by the workers
+                with dask.config.set({"temporary-directory": self.work_root}):  # the scheduler's scratch too
+                    self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                                 dashboard_address=None, silence_logs=logging.ERROR)
+                self._client = Client(self._cluster)
+                self.name = f"dask LocalCluster, {n} workers"
+            else:
+                try:
+                    self._client = Client(address, timeout=timeout)
+                except Exception as e:
+                    raise CliError(f"cannot connect to the Dask scheduler at {address} within {timeout:g} s "
+                                   f"(--dask-timeout): {one_line(e)}") from None
+                n_workers = len(self._client.scheduler_info().get("workers", {}))
+                self.name = f"dask {address}, {n_workers} workers"
+            self._catch(signal.SIGINT)
+            self.n_workers = len(self._client.scheduler_info().get("workers", {})) or 1
+            self._raise_if_interrupted()  # a SIGTERM while the cluster started
+        except BaseException:
+            self.close(cancel=True)
+            raise
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return self._client.submit(fn, *args, pure=False)
+        # A file's bytes (and a glTF's external buffers) go to the workers by scatter, not inside the task's
+        # graph: there they would pass through the scheduler, and dask warns of a "large graph" (under -q too).
+        shipped = list(args)
+        big = [i for i, a in enumerate(shipped) if isinstance(a, (bytes, ExternalFiles))]
+        if big:
+            for i, fut in zip(big, self._client.scatter([shipped[i] for i in big], hash=False), strict=True):
+                shipped[i] = fut
+        return self._client.submit(fn, *shipped, pure=False)
 
     def wait_first(self, futures: list[Any]) -> Iterable[Any]:
         from distributed import wait as dwait
 
-        return dwait(futures, return_when="FIRST_COMPLETED").done
+        while True:
+            self._raise_if_interrupted()
+            try:
+                return dwait(futures, timeout=CTRL_C_POLL_S, return_when="FIRST_COMPLETED").done
+            except (TimeoutError, asyncio.TimeoutError):  # the same class from Python 3.11
+                continue
 
     def result(self, f: Any) -> Any:
         return f.result()
 
     def close(self, cancel: bool) -> None:
-        try:
-            self._client.close()
-        finally:
+        """Close the client (its tasks are forgotten: queued ones never run), then the ``LocalCluster`` (with
+        ``cancel``, its workers are stopped mid-file first), then remove :attr:`work_root`; each step runs even if
+        one before it fails."""
+        with contextlib.ExitStack() as steps:  # callbacks run last-in first-out
+            steps.callback(self._release)
+            if self.work_root is not None:
+                steps.callback(_remove_dir, self.work_root)
             if self._cluster is not None:
-                self._cluster.close()
+                steps.callback(self._cluster.close)
+                if cancel:
+                    steps.callback(self._stop_workers)
+            if self._client is not None:
+                steps.callback(self._client.close)
+
+    def _stop_workers(self) -> None:
+        """Stop the ``LocalCluster``'s workers now: each gets :data:`DASK_STOP_TIMEOUT_S` to stop, then is
+        terminated (a closing cluster would wait seconds for the file each one is working on)."""
+        nannies = list(self._cluster.workers.values())
+
+        async def stop() -> None:
+            await asyncio.gather(*(n.close(timeout=DASK_STOP_TIMEOUT_S) for n in nannies))
+
+        self._cluster.sync(stop)
 
 
 # -------------------------------------------------------------------- batch
@@ -255,7 +347,8 @@ def _install(res: dict[str, Any], job: Job) -> None:
             raise CliError(f"{job.dst}: is a folder, not a file")
         created = make_folders(os.path.dirname(os.path.abspath(job.dst)))
         try:
-            with atomic_write(job.dst, mode="wb", inputs=[job.src]) as f:
+            # The input and the external buffers it read (a .gltf's .bin) are never replaced.
+            with atomic_write(job.dst, mode="wb", inputs=[job.src, *res.get("sources", ())]) as f:
                 if "data" in res:
                     f.write(res["data"])
                 else:
@@ -387,8 +480,10 @@ def _run_jobs(command: str, extra: list[str], todo: list[Job], dask: _Dask | Non
     """Run ``todo`` on ``dask``, a local pool or in this process, filling ``rows``; returns the engine's name."""
     # Local workers put their per-file folders in here; removing it at the end
     # (finished, failed or interrupted) also removes the folders of results
-    # that were in flight when the pool was stopped.
-    work_root = None if dask is not None else tempfile.mkdtemp(prefix="kinema-batch-")
+    # that were in flight when the pool was stopped.  A LocalCluster has its
+    # own, which it removes when it closes (a remote cluster has none).
+    own_root = dask is None
+    work_root = tempfile.mkdtemp(prefix="kinema-batch-") if dask is None else dask.work_root
     engine: Any = dask
     try:
         if dask is not None:
@@ -423,16 +518,21 @@ def _run_jobs(command: str, extra: list[str], todo: list[Job], dask: _Dask | Non
                         return
                     ext = os.path.splitext(job.dst)[1]
                     data: bytes | None = None
+                    external: ExternalFiles | None = None
                     path: str | None = os.path.abspath(job.src)
                     if engine.ships_bytes:
                         try:  # regular files only, as the loaders read them (a FIFO would hang, /dev/zero never ends)
-                            data, path = read_regular(job.src), None
+                            data = read_regular(job.src)
                         except (OSError, KinemaError) as e:
                             finish(job, {"ok": False, "error": one_line(e).replace(job.src, job.name),
                                          "seconds": 0.0})
                             continue
+                        if format_of(job.src) == "gltf":  # its external buffers go with it, read (once) here
+                            found = read_external(os.path.abspath(job.src), data)
+                            external = found if found.files or found.refused else None
+                        path = None
                     pending[engine.submit(process_file, command, extra, job.name, data, ext, path,
-                                          work_root)] = job
+                                          work_root, external)] = job
 
             fill()
             while pending:
@@ -449,7 +549,7 @@ def _run_jobs(command: str, extra: list[str], todo: list[Job], dask: _Dask | Non
             engine.close(cancel=True)  # finished-but-not-installed outputs go with work_root below
         raise
     finally:
-        if work_root is not None:
+        if own_root and work_root is not None:
             _remove_dir(work_root)
     engine.close(cancel=False)
     return str(engine.name)

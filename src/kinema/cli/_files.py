@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..io._atomic import same_file
 from ..pose import Clip, Pose
 from ..skeleton import Skeleton
+
+if TYPE_CHECKING:
+    from ..io.gltf.reader import ExternalFiles
 
 __all__ = ["CliError", "Interrupted", "Motion", "FORMATS", "format_of", "load_motion", "load_sample", "check_output",
            "save_motion", "scaled", "make_folders", "remove_empty_folders"]
@@ -89,13 +92,15 @@ def format_of(path: str) -> str:
 
 
 def load_motion(path: str, *, clip_name: str | None = None, fps: float | None = None,
-                even_frames: bool = False) -> Motion:
+                even_frames: bool = False, external: ExternalFiles | None = None) -> Motion:
     """Read a BVH or glTF/GLB file.
 
     glTF: ``clip_name`` picks an animation (default the first); ``fps``
     resamples it; ``even_frames`` resamples at :data:`DEFAULT_RESAMPLE_FPS`
     when the key times are uneven (needed to write BVH).  A glTF file without
-    animation gives a one-frame clip of its rest pose.
+    animation gives a one-frame clip of its rest pose.  ``external``: its
+    external buffers, read in its own folder (a copy of the file loaded by a
+    Dask worker; see :func:`kinema.io.load_gltf`).
     """
     kind = format_of(path)
     if not os.path.exists(path):
@@ -111,7 +116,7 @@ def load_motion(path: str, *, clip_name: str | None = None, fps: float | None = 
         from ..io import load_gltf
     except ImportError as e:  # pygltflib is an extra
         raise CliError(f"reading glTF needs pygltflib: pip install 'kinema[io]' ({e})") from None
-    asset = load_gltf(path, fps=fps)
+    asset = load_gltf(path, fps=fps, external=external)
     names = tuple(asset.clips)
     if clip_name is not None:
         if clip_name not in asset.clips:
@@ -126,7 +131,7 @@ def load_motion(path: str, *, clip_name: str | None = None, fps: float | None = 
     clip = asset.clips[name]
     if even_frames and fps is None and clip.times is not None:
         if not _even(clip.times):
-            return load_motion(path, clip_name=name, fps=float(clip.fps))
+            return load_motion(path, clip_name=name, fps=float(clip.fps), external=external)
         clip = Clip(clip.pose, float(clip.fps))  # float32 rounding only: same frames, even spacing
     return Motion(asset.skeleton, clip, path, "gltf", name, names, asset.mesh)
 

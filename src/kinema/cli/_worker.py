@@ -25,12 +25,15 @@ import signal
 import tempfile
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._commands import command_argv, transform
 from ._files import format_of, load_motion, save_motion
 from ._parser import build_parser
 from ._ui import one_line
+
+if TYPE_CHECKING:
+    from ..io.gltf.reader import ExternalFiles
 
 __all__ = ["process_file", "worker_init", "stop_worker", "PARENT_POLL_S"]
 
@@ -125,7 +128,8 @@ def worker_init(parent_pid: int, work_root: str | None) -> None:
 
 
 def process_file(command: str, argv: list[str], name: str, data: bytes | None, out_ext: str,
-                 path: str | None = None, work_root: str | None = None) -> dict[str, Any]:
+                 path: str | None = None, work_root: str | None = None,
+                 external: ExternalFiles | None = None) -> dict[str, Any]:
     """Batch worker: run ``command`` (with option list ``argv``) on one input file.
 
     Two modes, one computation (so the output does not depend on the engine):
@@ -144,9 +148,13 @@ def process_file(command: str, argv: list[str], name: str, data: bytes | None, o
     The input is processed by the same code as the single-file command: the
     local pool reads it in place (so a FIFO or a device is refused before it
     is opened, and a .gltf finds its external buffers beside it); Dask's bytes
-    are written into the temporary folder under the input's own name.  Returns
-    ``{"ok": True, "metrics": {...}, "seconds": s, ...}`` or
-    ``{"ok": False, "error": "one line", "seconds": s}``.
+    are written into the temporary folder under the input's own name, and a
+    glTF's external buffers come with them (``external``, read beside the
+    input by :func:`kinema.io.gltf.reader.read_external`), so both modes give
+    the same output and the same errors.  Returns ``{"ok": True, "metrics":
+    {...}, "sources": [...], "seconds": s, ...}`` (``sources``: the external
+    buffer files read, as resolved where the input is: inputs the output
+    must not replace) or ``{"ok": False, "error": "one line", "seconds": s}``.
     """
     global _WORK_DIR
     t0 = time.perf_counter()
@@ -165,11 +173,13 @@ def process_file(command: str, argv: list[str], name: str, data: bytes | None, o
                 f.write(data)
         out = os.path.join(tmp, "out" + out_ext)
         args = build_parser().parse_args(command_argv(command, src, out, argv))
-        m = load_motion(src, clip_name=args.clip, fps=getattr(args, "fps", None), even_frames=format_of(out) == "bvh")
+        m = load_motion(src, clip_name=args.clip, fps=getattr(args, "fps", None), even_frames=format_of(out) == "bvh",
+                        external=external)
         sk, clip, metrics = transform(command, m, args)
         save_motion(out, sk, clip, name=m.clip_name, mesh=getattr(args, "mesh", None), inputs=[src],
                     loaded_mesh=m.mesh)
-        res: dict[str, Any] = {"ok": True, "metrics": metrics, "seconds": time.perf_counter() - t0}
+        res: dict[str, Any] = {"ok": True, "metrics": metrics, "seconds": time.perf_counter() - t0,
+                               "sources": list(m.skeleton.meta.get("source_files", ()))}
         if data is None:
             res.update(path=out, dir=tmp)
             keep = True

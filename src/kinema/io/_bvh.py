@@ -55,7 +55,7 @@ from ..errors import FileFormatError, ShapeError, SkeletonError, SolverInputErro
 from ..pose import Clip, Pose
 from ..skeleton import Skeleton
 from ._atomic import atomic_write, source_files
-from ._read import read_regular
+from ._read import read_regular, short_repr
 from .gltf.reader import DECODE_BUDGET_FACTOR, DECODE_BUDGET_FLOOR
 
 __all__ = ["load_bvh", "save_bvh"]
@@ -96,8 +96,6 @@ _Z_TO_Y = np.array([-math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5)])
 #: such as "²", and far longer strings only arrive in broken files).
 _MAX_COUNT_DIGITS = 18
 _COUNT_RE = re.compile(f"[0-9]{{1,{_MAX_COUNT_DIGITS}}}")
-#: Longest piece of a broken line quoted in an error message.
-_SHOWN_CHARS = 60
 _NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
 _FRAMES_RE = re.compile(r"frames\s*:\s*(\S+)\Z", re.IGNORECASE)
@@ -131,17 +129,12 @@ class _Lines:
         return FileFormatError(self.path, self.number if line is None else line, message)
 
 
-def _clip(text: str) -> str:
-    """``text`` cut to ``_SHOWN_CHARS`` characters for an error message."""
-    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
-
-
 def _number(token: str, lines: _Lines, what: str) -> float:
     if not _NUMBER_RE.match(token):
-        raise lines.error(f"{what}: {token!r} is not a number")
+        raise lines.error(f"{what}: {short_repr(token)} is not a number")
     value = float(token)
     if not math.isfinite(value):
-        raise lines.error(f"{what}: {token!r} is out of range")
+        raise lines.error(f"{what}: {short_repr(token)} is out of range")
     return value
 
 
@@ -165,7 +158,7 @@ def _tokens(lines: _Lines) -> Iterator[tuple[str, str]]:
                 rest = rest[:-1].rstrip()
             if key == "END":
                 if rest.upper() != "SITE":
-                    raise lines.error(f"expected 'End Site', got {line!r}")
+                    raise lines.error(f"expected 'End Site', got {short_repr(line)}")
                 yield "END SITE", ""
             else:
                 yield key, rest
@@ -175,7 +168,7 @@ def _tokens(lines: _Lines) -> Iterator[tuple[str, str]]:
             if rest:  # several braces on one line ("} }"): each is a token
                 for part in line.split():
                     if part not in ("{", "}"):
-                        raise lines.error(f"unexpected text after a brace: {line!r}")
+                        raise lines.error(f"unexpected text after a brace: {short_repr(line)}")
                     yield part, ""
             else:
                 yield key, ""
@@ -183,11 +176,11 @@ def _tokens(lines: _Lines) -> Iterator[tuple[str, str]]:
             yield key, rest
         elif key == "MOTION":
             if rest:
-                raise lines.error(f"unexpected text after MOTION: {rest!r}")
+                raise lines.error(f"unexpected text after MOTION: {short_repr(rest)}")
             yield key, ""
             return
         else:
-            raise lines.error(f"unknown keyword {head!r}")
+            raise lines.error(f"unknown keyword {short_repr(head)}")
 
 
 class _Hierarchy:
@@ -205,18 +198,18 @@ class _Hierarchy:
 def _parse_channels(rest: str, lines: _Lines) -> tuple[str, ...]:
     parts = rest.split()
     if not parts or not _COUNT_RE.fullmatch(parts[0]):
-        raise lines.error(f"CHANNELS must start with the channel count (digits 0-9), got {_clip(rest)!r}")
+        raise lines.error(f"CHANNELS must start with the channel count (digits 0-9), got {short_repr(rest)}")
     count = int(parts[0])
     names = tuple(parts[1:])
     if count != len(names):
-        raise lines.error(f"CHANNELS says {count} channels but lists {len(names)}: {' '.join(names)!r}")
+        raise lines.error(f"CHANNELS says {count} channels but lists {len(names)}: {short_repr(' '.join(names))}")
     seen: set[str] = set()
     for name in names:
         key = name.lower()
         if len(key) != 9 or key[0] not in "xyz" or key[1:] not in _CHANNEL_KINDS:
-            raise lines.error(f"unknown channel {name!r} (expected X/Y/Z position or rotation)")
+            raise lines.error(f"unknown channel {short_repr(name)} (expected X/Y/Z position or rotation)")
         if key in seen:
-            raise lines.error(f"channel {name!r} is listed twice")
+            raise lines.error(f"channel {short_repr(name)} is listed twice")
         seen.add(key)
     return names
 
@@ -233,7 +226,7 @@ def _parse_hierarchy(lines: _Lines) -> _Hierarchy:
     for key, rest in tokens:
         if expect_brace:
             if key != "{":
-                raise lines.error(f"expected '{{' to open joint {h.names[-1]!r}")
+                raise lines.error(f"expected '{{' to open joint {short_repr(h.names[-1])}")
             expect_brace = False
             continue
         if key in ("ROOT", "JOINT", "END SITE"):
@@ -253,7 +246,8 @@ def _parse_hierarchy(lines: _Lines) -> _Hierarchy:
                 if name in name_line:
                     other = h.names.index(name)
                     if not h.end_site[other]:
-                        raise lines.error(f"joint name {name!r} is used twice (first on line {name_line[name]})")
+                        raise lines.error(f"joint name {short_repr(name)} is used twice "
+                                          f"(first on line {name_line[name]})")
                     # An End Site's made-up name yields to a joint's own (a later JOINT Head_End beside Head's
                     # End Site): the End Site takes the next free one.
                     del name_line[name]
@@ -273,7 +267,7 @@ def _parse_hierarchy(lines: _Lines) -> _Hierarchy:
                 raise lines.error("OFFSET outside of a joint")
             j = stack[-1]
             if h.offsets[j] is not None:
-                raise lines.error(f"joint {h.names[j]!r} has a second OFFSET")
+                raise lines.error(f"joint {short_repr(h.names[j])} has a second OFFSET")
             parts = rest.split()
             if len(parts) != 3:
                 raise lines.error(f"OFFSET needs 3 numbers, got {len(parts)}")
@@ -286,19 +280,19 @@ def _parse_hierarchy(lines: _Lines) -> _Hierarchy:
             if h.end_site[j]:
                 raise lines.error("an End Site has no CHANNELS")
             if h.channels[j]:
-                raise lines.error(f"joint {h.names[j]!r} has a second CHANNELS line")
+                raise lines.error(f"joint {short_repr(h.names[j])} has a second CHANNELS line")
             h.channels[j] = _parse_channels(rest, lines)
         elif key == "}":
             if not stack:
                 raise lines.error("'}' without an open joint")
             j = stack.pop()
             if h.offsets[j] is None:
-                raise lines.error(f"joint {h.names[j]!r} has no OFFSET")
+                raise lines.error(f"joint {short_repr(h.names[j])} has no OFFSET")
         elif key == "{":
             raise lines.error("unexpected '{'")
         elif key == "MOTION":
             if stack:
-                raise lines.error(f"MOTION before joint {h.names[stack[-1]]!r} is closed (missing '}}')")
+                raise lines.error(f"MOTION before joint {short_repr(h.names[stack[-1]])} is closed (missing '}}')")
             if not h.names:
                 raise lines.error("the HIERARCHY has no ROOT")
             return h
@@ -357,7 +351,7 @@ def _scan(data: bytes, start: int, n_frames: int, n_ch: int, first_line: int, pa
         while end < len(data) and data[end] not in b" \t\r\n\v\f":
             end += 1
         token = data[byte:end].decode("utf-8", "replace")
-        raise FileFormatError(path, where, f"non-numeric value {token[:40]!r} in frame {frames_read + 1}")
+        raise FileFormatError(path, where, f"non-numeric value {short_repr(token)} in frame {frames_read + 1}")
     if code == kb.BAD_COUNT:
         got = f"more than {n_ch}" if count > n_ch else str(count)
         at_end = _line_breaks(data[start:].rstrip()) <= line if count < n_ch else False
@@ -374,7 +368,7 @@ def _scan(data: bytes, start: int, n_frames: int, n_ch: int, first_line: int, pa
     for s, e, idx, ln in slow[: int(status[5])]:
         value = float(data[s:e])  # syntax already checked by the scanner
         if not math.isfinite(value):
-            raise FileFormatError(path, first_line + int(ln), f"value {data[s:e].decode()!r} is out of range")
+            raise FileFormatError(path, first_line + int(ln), f"value {short_repr(data[s:e].decode())} is out of range")
         flat[idx] = value
     return out
 
@@ -438,13 +432,14 @@ def _parse(data: bytes, path: PathLike | None, scale: float, up: str) -> tuple[S
     line = lines.next("'Frames:'")
     m = _FRAMES_RE.match(line)
     if not m or not _COUNT_RE.fullmatch(m.group(1)):
-        raise lines.error(f"expected 'Frames: <count>' (digits 0-9, at most {_MAX_COUNT_DIGITS}), got {_clip(line)!r}")
+        raise lines.error(f"expected 'Frames: <count>' (digits 0-9, at most {_MAX_COUNT_DIGITS}), "
+                          f"got {short_repr(line)}")
     n_frames = int(m.group(1))
     frames_line = lines.number
     line = lines.next("'Frame Time:'")
     m = _FRAME_TIME_RE.match(line)
     if not m:
-        raise lines.error(f"expected 'Frame Time: <seconds>', got {line!r}")
+        raise lines.error(f"expected 'Frame Time: <seconds>', got {short_repr(line)}")
     frame_time = _number(m.group(1), lines, "Frame Time")
     if frame_time <= 0:
         raise lines.error(f"Frame Time must be positive, got {frame_time}")
@@ -611,20 +606,21 @@ def save_bvh(
         raise ShapeError("clip pose", "(frames, J, k) with one time dimension", str(pose.batch_shape + (n, "k")))
     for name in skeleton.names:
         if any(c in name for c in "\r\n{}") or name != name.strip():
-            raise SkeletonError(f"joint {name!r} cannot be written to BVH: names may not hold line breaks "
+            raise SkeletonError(f"joint {short_repr(name)} cannot be written to BVH: names may not hold line breaks "
                                 "or braces, or start or end with spaces")
         try:
             name.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise SkeletonError(f"joint {name!r} cannot be written to BVH: it is not valid Unicode text "
+            raise SkeletonError(f"joint {short_repr(name)} cannot be written to BVH: it is not valid Unicode text "
                                 f"({exc.reason} at character {exc.start})") from None
     if np.any(np.abs(skeleton.scales - 1.0) > UNIT_SCALE_TOL):
         j = int(np.nonzero(np.any(np.abs(skeleton.scales - 1.0) > UNIT_SCALE_TOL, axis=1))[0][0])
-        raise SkeletonError(f"BVH has no scale: joint {skeleton.names[j]!r} has rest scale {tuple(skeleton.scales[j])}")
+        raise SkeletonError(f"BVH has no scale: joint {short_repr(skeleton.names[j])} has rest scale "
+                            f"{tuple(skeleton.scales[j])}")
     full = pose.broadcast()
     if np.any(np.abs(full.scales - 1.0) > UNIT_SCALE_TOL):
         j = int(np.nonzero(np.any(np.abs(full.scales - 1.0) > UNIT_SCALE_TOL, axis=(0, 2)))[0][0])
-        raise SkeletonError(f"BVH has no scale: the clip scales joint {skeleton.names[j]!r}")
+        raise SkeletonError(f"BVH has no scale: the clip scales joint {short_repr(skeleton.names[j])}")
     if not (np.all(np.isfinite(full.translations)) and np.all(np.isfinite(full.rotations))):
         raise SkeletonError("the clip holds NaN or inf")
     if clip.times is not None and clip.n_frames > 2:

@@ -7,6 +7,10 @@ is refused before it is opened, so a FIFO can never block a load and
 opened non-blocking and checked again on the open descriptor (the path could
 have been swapped between the two calls).  With ``size`` exactly that many
 bytes are read, after checking that the file holds them.
+
+:func:`short_repr` quotes a value from a file in an error message, cut to
+:data:`SHOWN_CHARS` characters (a 100,000-character URI or line must not
+fill the terminal): every io error message quotes file values through it.
 """
 
 from __future__ import annotations
@@ -16,9 +20,37 @@ import stat
 
 from ..errors import FileFormatError
 
-__all__ = ["read_regular", "file_kind"]
+__all__ = ["read_regular", "file_kind", "short_repr", "fewer_bytes", "SHOWN_CHARS", "PATH_CHARS"]
+
+#: Longest quotation of a value (its ``repr``) in an error message; a longer one is cut here.
+SHOWN_CHARS = 60
+#: Longest quotation of a file path (macOS's PATH_MAX): real paths are quoted whole (the batch command replaces
+#: an input's path by its name in messages); one made of a huge URI is cut.
+PATH_CHARS = 1024
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def short_repr(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` for an error message: whole up to ``limit`` characters, else its first ``limit``
+    characters and ``... (N characters)`` (N: a string's length; bytes and list, tuple or dict items are
+    counted as such; anything else by its ``repr``).  Paths are quoted with ``limit=PATH_CHARS``."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, (bytes, bytearray)):
+        size = f"{len(value):,} bytes"
+    elif isinstance(value, (list, tuple, dict)):
+        size = f"{len(value):,} items"
+    else:
+        size = f"{len(value) if isinstance(value, str) else len(text):,} characters"
+    return f"{text[:limit]}... ({size})"
+
+
+def fewer_bytes(path: str, have: int, need: int) -> str:
+    """The message for a file of ``have`` bytes read for ``need`` (:func:`read_regular`, and glTF buffers read
+    elsewhere: :class:`kinema.io.gltf.reader.ExternalFiles`)."""
+    return f"{short_repr(path, PATH_CHARS)} has {have} bytes, fewer than the {need} needed"
 
 
 def file_kind(mode: int) -> str:
@@ -31,8 +63,9 @@ def file_kind(mode: int) -> str:
 
 
 def read_regular(path: str, *, report_path: str | None = None, where: str | int | None = None,
-                 size: int | None = None) -> bytes:
-    """The bytes of the regular file ``path``: all of it, or exactly its first ``size`` bytes.
+                 size: int | None = None, limit: int | None = None) -> bytes:
+    """The bytes of the regular file ``path``: all of it, exactly its first ``size`` bytes, or at most its first
+    ``limit`` bytes.
 
     Raises :class:`kinema.FileFormatError` (``report_path``, default ``path``,
     at ``where``) when ``path`` is not a regular file or holds fewer than
@@ -42,15 +75,20 @@ def read_regular(path: str, *, report_path: str | None = None, where: str | int 
     report = path if report_path is None else report_path
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
-        raise FileFormatError(report, where, f"{path!r} is {file_kind(st.st_mode)}; only regular files are read")
+        raise FileFormatError(report, where, _not_regular(path, st.st_mode))
     if size is not None and st.st_size < size:
-        raise FileFormatError(report, where, f"{path!r} has {st.st_size} bytes, fewer than the {size} needed")
+        raise FileFormatError(report, where, fewer_bytes(path, st.st_size, size))
+    most = size if size is not None else limit
     fd = os.open(path, _OPEN_FLAGS)
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):  # swapped after the stat above
-            raise FileFormatError(report, where, f"{path!r} is {file_kind(st.st_mode)}; only regular files are read")
-        data = f.read() if size is None else f.read(size)
+            raise FileFormatError(report, where, _not_regular(path, st.st_mode))
+        data = f.read() if most is None else f.read(most)
     if size is not None and len(data) < size:  # shrank while being read
-        raise FileFormatError(report, where, f"{path!r} has {len(data)} bytes, fewer than the {size} needed")
+        raise FileFormatError(report, where, fewer_bytes(path, len(data), size))
     return data
+
+
+def _not_regular(path: str, mode: int) -> str:
+    return f"{short_repr(path, PATH_CHARS)} is {file_kind(mode)}; only regular files are read"

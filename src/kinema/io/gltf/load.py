@@ -23,7 +23,7 @@ from ...mesh import SkinnedMesh
 from ...pose import Clip, Pose
 from ...skeleton import ZERO_QUAT_EPS, Skeleton
 from .._read import read_regular
-from .reader import FLOAT, UBYTE, UINT, USHORT, CheckedDoc, parse_container, short_repr
+from .reader import FLOAT, UBYTE, UINT, USHORT, CheckedDoc, ExternalFiles, parse_container, short_repr
 from .scene import fold, fold_hierarchy, node_parents, unique_names
 
 __all__ = ["GltfAsset", "load_gltf", "TIME_EPS"]
@@ -119,7 +119,8 @@ def _sample(times: FloatArray, values: FloatArray, interp: str, query: FloatArra
     return np.array(out, dtype=np.float64)
 
 
-def load_gltf(path: str | os.PathLike[str], *, skin: int | str | None = 0, fps: float | None = None) -> GltfAsset:
+def load_gltf(path: str | os.PathLike[str], *, skin: int | str | None = 0, fps: float | None = None,
+              external: ExternalFiles | None = None) -> GltfAsset:
     """Read a glTF 2.0 ``.gltf`` or ``.glb`` file: skeleton of a skin, its mesh, and all animations.
 
     * ``skin``: index or name of the skin to read (default the first); None
@@ -145,7 +146,10 @@ def load_gltf(path: str | os.PathLike[str], *, skin: int | str | None = 0, fps: 
     files; every count is checked against its bufferView and against the
     file's decoding budget (``DECODE_BUDGET_FLOOR`` plus
     ``DECODE_BUDGET_FACTOR`` per byte of file data) before anything is
-    allocated.
+    allocated.  ``external``: the file's external buffers as
+    :func:`kinema.io.gltf.reader.read_external` read them in the file's own
+    folder, for a copy of the file loaded elsewhere (a batch's Dask worker):
+    they are taken from there, and nothing but ``path`` is read.
 
     Raises :class:`kinema.FileFormatError` (file and JSON path) for anything
     malformed or refused (a FIFO or device given as the file is refused too),
@@ -158,7 +162,8 @@ def load_gltf(path: str | os.PathLike[str], *, skin: int | str | None = 0, fps: 
     spath = os.fspath(path)
     data = read_regular(spath)
     doc, glb_bin = parse_container(spath, data)
-    r = CheckedDoc(spath, doc, glb_bin, os.path.dirname(os.path.abspath(spath)), doc_bytes=len(data))
+    r = CheckedDoc(spath, doc, glb_bin, os.path.dirname(os.path.abspath(spath)), doc_bytes=len(data),
+                   external=external)
     # Extreme values (1e308) may overflow on the way; every result is checked for finiteness instead.
     with np.errstate(all="ignore"):
         return _load(r, skin, fps)
@@ -183,7 +188,7 @@ def _load(r: CheckedDoc, skin: int | str | None, fps: float | None) -> GltfAsset
         if isinstance(skin, str):
             skin_names = [s.get("name") if isinstance(s, dict) else None for s in skins]
             if skin not in skin_names:
-                r.fail("skins", f"no skin named {skin!r} (skins: {skin_names})")
+                r.fail("skins", f"no skin named {short_repr(skin)} (skins: {short_repr(skin_names)})")
             skin_index = skin_names.index(skin)
         else:
             if not 0 <= int(skin) < len(skins):

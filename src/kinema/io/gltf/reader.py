@@ -7,6 +7,8 @@ a broken file raises :class:`kinema.FileFormatError` naming the file and the
 JSON path (``accessors[9].count``), never another exception type.  Buffer
 files are read only from the asset's own folder and only when regular
 (:meth:`CheckedDoc.resource_path`, :func:`kinema.io._read.read_regular`),
+or, for a file copied elsewhere (a Dask worker), from the :class:`ExternalFiles`
+that :func:`read_external` read beside the file with the same checks;
 and every decoded array is charged to the file's decoding budget
 (:data:`DECODE_BUDGET_FLOOR`, :data:`DECODE_BUDGET_FACTOR`) before it is
 allocated.
@@ -25,6 +27,7 @@ import re
 import struct
 import urllib.parse
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
 import numpy as np
@@ -32,12 +35,12 @@ from numpy.typing import NDArray
 
 from ..._types import FloatArray
 from ...errors import FileFormatError
-from .._read import read_regular
+from .._read import PATH_CHARS, fewer_bytes, read_regular, short_repr
 
 __all__ = [
-    "CheckedDoc", "parse_container", "short_repr", "ceil4", "COMPONENTS", "N_COMPONENTS", "FLOAT", "UBYTE",
-    "USHORT", "UINT", "ARRAY_BUFFER", "ELEMENT_ARRAY_BUFFER", "MAX_BUFFER_BYTES", "DECODE_BUDGET_FLOOR",
-    "DECODE_BUDGET_FACTOR",
+    "CheckedDoc", "ExternalFiles", "read_external", "parse_container", "short_repr", "ceil4", "COMPONENTS",
+    "N_COMPONENTS", "FLOAT", "UBYTE", "USHORT", "UINT", "ARRAY_BUFFER", "ELEMENT_ARRAY_BUFFER", "MAX_BUFFER_BYTES",
+    "DECODE_BUDGET_FLOOR", "DECODE_BUDGET_FACTOR",
 ]
 
 _GLB_MAGIC = b"glTF"
@@ -73,26 +76,44 @@ DECODE_BUDGET_FLOOR = 64 << 20
 DECODE_BUDGET_FACTOR = 64
 
 
-def short_repr(v: Any) -> str:
-    """``repr(v)`` cut to 40 characters, for error messages about file values."""
-    s = repr(v)
-    return s if len(s) <= 40 else s[:37] + "..."
-
-
 def ceil4(n: int) -> int:
     """``n`` rounded up to a multiple of 4 (GLB chunks and matrix columns are 4-byte aligned)."""
     return (n + 3) & ~3
 
 
+@dataclass(frozen=True)
+class ExternalFiles:
+    """A glTF file's external buffer files, read beside the file by :func:`read_external`, for a loader that
+    cannot read the file's folder (a Dask worker on another machine gets the file's bytes and these).
+
+    * ``files``: buffer ``uri`` (as written in the file) -> (the file it resolved to, its first bytes: as many
+      as the largest buffer naming that file asks for, fewer when the file is shorter);
+    * ``refused``: buffer ``uri`` -> why the loader refuses it (outside the folder, not a regular file, ...).
+
+    :class:`CheckedDoc` given these reads nothing from disk: each buffer's bytes, and each failure's message,
+    are the ones reading the file in its folder gives.
+    """
+
+    files: dict[str, tuple[str, bytes]] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)
+
+
 class CheckedDoc:
-    """Checked access to a parsed glTF document; every failure names its JSON path."""
+    """Checked access to a parsed glTF document; every failure names its JSON path.
+
+    ``external``: the file's external buffers read elsewhere (:func:`read_external`); None reads them from
+    ``base_dir``.
+    """
 
     def __init__(self, path: str, doc: dict[str, Any], glb_bin: bytes | None, base_dir: str,
-                 doc_bytes: int = 0) -> None:
+                 doc_bytes: int = 0, external: ExternalFiles | None = None) -> None:
         self.path = path
         self.doc = doc
         self.glb_bin = glb_bin
         self.base_dir = base_dir
+        self.external = external
+        #: The bytes ``external`` holds by resolved file (a file named by several uris is there once).
+        self._shipped = None if external is None else dict(external.files.values())
         self._buffers: dict[int, memoryview] = {}
         #: External files read so far (resolved path -> bytes): buffers that share a file read it once.
         self._files: dict[str, bytes] = {}
@@ -222,16 +243,13 @@ class CheckedDoc:
         elif uri.startswith("data:"):
             data = self._data_uri(uri, length, f"{w}.uri")
         else:
-            file = self.resource_path(uri, f"{w}.uri")
+            file = self._locate(uri, f"{w}.uri")
             known = self._files.get(file, b"")
             if len(known) >= length:
                 data = known  # another buffer's file, read already: no second read, no second budget
                 length_new = 0
             else:
-                try:
-                    data = read_regular(file, report_path=self.path, where=f"{w}.uri", size=length)
-                except OSError as exc:
-                    self.fail(f"{w}.uri", f"cannot read {file!r}: {exc.strerror or exc}")
+                data = self._read_file(file, f"{w}.uri", length)
                 self._files[file] = data
                 length_new = length - len(known)
             self._buffers[i] = view = memoryview(data)[:length]
@@ -242,6 +260,31 @@ class CheckedDoc:
         self._buffers[i] = view = memoryview(data)[:length]
         self.budget_left += DECODE_BUDGET_FACTOR * length
         return view
+
+    def _locate(self, uri: str, where: str) -> str:
+        """The file a buffer's ``uri`` names (:meth:`resource_path`; with :attr:`external`, as resolved there)."""
+        if self.external is None:
+            return self.resource_path(uri, where)
+        if uri in self.external.refused:
+            self.fail(where, self.external.refused[uri])
+        if uri not in self.external.files:
+            self.fail(where, f"{short_repr(uri)} was not read with the file (external files of another file?)")
+        return self.external.files[uri][0]
+
+    def _read_file(self, file: str, where: str, size: int, *, exact: bool = True) -> bytes:
+        """The first ``size`` bytes of the external ``file`` (``exact=False``: at most ``size``, fewer when the
+        file is shorter), read from disk as a regular file or, with :attr:`external`, taken from there."""
+        if self._shipped is not None:
+            data = self._shipped[file]
+            if exact and len(data) < size:
+                self.fail(where, fewer_bytes(file, len(data), size))
+            return data[:size]
+        try:
+            if exact:
+                return read_regular(file, report_path=self.path, where=where, size=size)
+            return read_regular(file, report_path=self.path, where=where, limit=size)
+        except OSError as exc:
+            self.fail(where, f"cannot read {short_repr(file, PATH_CHARS)}: {exc.strerror or exc}")
 
     def _data_uri(self, uri: str, length: int, where: str) -> bytes:
         """The bytes of a base64 ``data:`` URI, checked to hold at least ``length`` bytes before decoding."""
@@ -486,3 +529,49 @@ def parse_container(path: str, data: bytes) -> tuple[dict[str, Any], bytes | Non
     return doc, glb_bin
 
 
+def read_external(path: str, data: bytes) -> ExternalFiles:
+    """The external buffer files of the glTF file ``path`` (``data``: its bytes), read as the loader reads them.
+
+    Each buffer's ``uri`` is resolved and confined to the file's folder
+    (:meth:`CheckedDoc.resource_path`) and its file read once, regular files
+    only, and no more of it than the largest buffer naming it asks for (the
+    whole file when it is shorter).  A uri the loader would refuse is kept
+    with its reason, raised only when a buffer that uses it is read (as the
+    loader in the folder does).  A file that does not parse, and buffers
+    whose ``byteLength`` is invalid, give nothing to read: the loader reports
+    them.  Pass the result to :func:`kinema.io.load_gltf` (``external=``)
+    wherever the file's bytes are loaded.
+    """
+    try:
+        doc, glb_bin = parse_container(path, data)
+    except FileFormatError:
+        return ExternalFiles()
+    r = CheckedDoc(path, doc, glb_bin, os.path.dirname(os.path.abspath(path)))
+    refused: dict[str, str] = {}
+    file_of: dict[str, str] = {}  # uri -> resolved file
+    need: dict[str, int] = {}  # resolved file -> bytes its largest buffer asks for
+    buffers = doc.get("buffers")
+    for i in range(len(buffers) if isinstance(buffers, list) else 0):
+        w = f"buffers[{i}]"
+        try:
+            b = r.item("buffers", i)
+            length = r.integer(b, "byteLength", w, lo=1, hi=MAX_BUFFER_BYTES)
+        except FileFormatError:
+            continue  # the loader fails here, before the uri
+        uri = b.get("uri")
+        if not isinstance(uri, str) or uri.startswith("data:") or uri in refused:
+            continue
+        try:
+            file = file_of[uri] if uri in file_of else r.resource_path(uri, f"{w}.uri")
+        except FileFormatError as exc:
+            refused[uri] = exc.reason
+            continue
+        file_of[uri] = file
+        need[file] = max(need.get(file, 0), length)
+    read: dict[str, bytes] = {}
+    for file, size in need.items():
+        try:
+            read[file] = r._read_file(file, "buffers", size, exact=False)
+        except FileFormatError as exc:
+            refused.update((uri, exc.reason) for uri, f in file_of.items() if f == file)
+    return ExternalFiles({uri: (f, read[f]) for uri, f in file_of.items() if f in read}, refused)

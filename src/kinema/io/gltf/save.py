@@ -19,7 +19,7 @@ from ...errors import FileFormatError, ShapeError, SolverInputError
 from ...mesh import SkinnedMesh, bone_mesh
 from ...pose import Clip
 from ...skeleton import ZERO_QUAT_EPS, Skeleton
-from .reader import ARRAY_BUFFER, COMPONENTS, ELEMENT_ARRAY_BUFFER, FLOAT, UBYTE, UINT, USHORT, ceil4
+from .reader import ARRAY_BUFFER, COMPONENTS, ELEMENT_ARRAY_BUFFER, FLOAT, UBYTE, UINT, USHORT, ceil4, short_repr
 
 __all__ = ["save_gltf"]
 
@@ -35,7 +35,7 @@ def _check_f32(arr: NDArray[Any], what: str, names: tuple[str, ...] | None = Non
     ok = np.abs(np.asarray(arr, dtype=np.float64)) <= _F32_MAX
     if not np.all(ok):
         if names is not None:
-            what += f" of joint {names[int(np.argmin(np.all(ok.reshape(len(names), -1), axis=1)))]!r}"
+            what += f" of joint {short_repr(names[int(np.argmin(np.all(ok.reshape(len(names), -1), axis=1)))])}"
         raise SolverInputError(f"{what}: values NaN, infinite or beyond float32 range (|x| > {_F32_MAX:.4g}); "
                                "glTF stores float32")
 
@@ -138,9 +138,9 @@ def save_gltf(
     nj = skeleton.n_joints
     for name, clip in clip_map.items():
         if not isinstance(clip, Clip):
-            raise TypeError(f"clips[{name!r}] is a {type(clip).__name__}, not a kinema.Clip")
+            raise TypeError(f"clips[{short_repr(name)}] is a {type(clip).__name__}, not a kinema.Clip")
         if clip.pose.n_joints != nj:
-            raise ShapeError(f"clip {name!r}", f"(frames, {nj}, k) for a skeleton of {nj} joints",
+            raise ShapeError(f"clip {short_repr(name)}", f"(frames, {nj}, k) for a skeleton of {nj} joints",
                              f"{clip.pose.n_joints} joints")
     for what, rest in (("translations", skeleton.translations), ("scales", skeleton.scales)):
         _check_f32(rest, f"skeleton rest {what}", skeleton.names)
@@ -152,7 +152,7 @@ def save_gltf(
         the_mesh = None
     elif isinstance(mesh, str):
         if mesh != "bones":
-            raise SolverInputError(f"mesh must be a SkinnedMesh, 'bones', None or False, got {mesh!r}")
+            raise SolverInputError(f"mesh must be a SkinnedMesh, 'bones', None or False, got {short_repr(mesh)}")
         the_mesh = bone_mesh(skeleton)
     elif isinstance(mesh, SkinnedMesh):
         the_mesh = mesh
@@ -243,22 +243,22 @@ def save_gltf(
         s = full.scales
         for what, arr in (("translations", t), ("rotations", q_raw), ("scales", s)):
             if not np.all(np.isfinite(arr)):
-                raise FileFormatError(spath, f"animations[{ai}]", f"clip {name!r} has NaN or inf {what}")
+                raise FileFormatError(spath, f"animations[{ai}]", f"clip {short_repr(name)} has NaN or inf {what}")
         if np.any(s <= 0.0):
-            raise FileFormatError(spath, f"animations[{ai}]", f"clip {name!r} has zero or negative scales")
+            raise FileFormatError(spath, f"animations[{ai}]", f"clip {short_repr(name)} has zero or negative scales")
         nf = clip.n_frames
         times = clip.times if clip.times is not None else np.arange(nf) / float(clip.fps)
-        _check_f32(times, f"clip {name!r} frame times")
+        _check_f32(times, f"clip {short_repr(name)} frame times")
         t32 = times.astype(np.float32)
         if np.any(np.diff(t32) <= 0.0):
             raise FileFormatError(spath, f"animations[{ai}]",
-                                  f"clip {name!r}: frame times do not strictly increase in float32")
+                                  f"clip {short_repr(name)}: frame times do not strictly increase in float32")
         # Keep each track on one hemisphere so LINEAR (slerp) between keys takes the short way.
         q = rotation.normalize(q_raw)
         for fr in range(1, nf):
             flip = np.sum(q[fr] * q[fr - 1], axis=-1) < 0.0
             q[fr, flip] *= -1.0
-        inp = blob.add(t32.reshape(-1, 1), FLOAT, "SCALAR", what=f"clip {name!r} frame times", minmax=True)
+        inp = blob.add(t32.reshape(-1, 1), FLOAT, "SCALAR", what=f"clip {short_repr(name)} frame times", minmax=True)
         samplers: list[Any] = []
         channels: list[Any] = []
         for j in range(nj):
@@ -271,13 +271,14 @@ def save_gltf(
                     same |= np.all(raw[:, j] == -rest[j], axis=-1)
                 if bool(np.all(same)):
                     continue
-                out = blob.add(arr[:, j], FLOAT, typ, what=f"clip {name!r} {path_name} of joint {skeleton.names[j]!r}")
+                out = blob.add(arr[:, j], FLOAT, typ,
+                               what=f"clip {short_repr(name)} {path_name} of joint {short_repr(skeleton.names[j])}")
                 samplers.append(g.AnimationSampler(input=inp, output=out, interpolation="LINEAR"))
                 channels.append(g.AnimationChannel(sampler=len(samplers) - 1,
                                                    target=g.AnimationChannelTarget(node=j, path=path_name)))
         if not channels:
             # A clip equal to the rest pose still needs one channel (animations need >= 1).
-            out = blob.add(q[:, roots[0]], FLOAT, "VEC4", what=f"clip {name!r} rotation")
+            out = blob.add(q[:, roots[0]], FLOAT, "VEC4", what=f"clip {short_repr(name)} rotation")
             samplers.append(g.AnimationSampler(input=inp, output=out, interpolation="LINEAR"))
             channels.append(g.AnimationChannel(sampler=0, target=g.AnimationChannelTarget(node=roots[0],
                                                                                           path="rotation")))

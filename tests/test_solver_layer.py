@@ -108,6 +108,26 @@ def test_batch_equals_loop_of_singles_bit_for_bit(per_item_pose: bool) -> None:
             assert rows_equal(solver.solve(pose[i] if per_item_pose else pose, tg[i], **kw), small, i), name
 
 
+def test_batch_with_per_item_weights_equals_loop_of_singles_bit_for_bit() -> None:
+    """Per-item weights, exactly 0 and 1 among them: each item of a batch is its single solve with its own weight,
+    pose, error and diagnostics to the bit (an item of weight 1 in a blended batch used to get its error from a
+    second FK pass, 1 ulp off its single solve's)."""
+    sk = make_rig()
+    weights = np.array([1.0, 0.25, 0.0, 1.0, 0.75, 1.0, 0.5])
+    for name, solver, kw in cases(sk) + [("tree", kinema.FABRIKTree(sk, ["c5", "b0"], limits=LIMITS), {})]:
+        end = sk.names[int(solver.joints[-1])]
+        tg = targets_for(sk, N_BATCH, end)
+        if name == "tree":
+            tg = np.stack([tg, targets_for(sk, N_BATCH, "b0", seed=4)], axis=1)
+        w = np.resize(weights, N_BATCH)
+        batch = solver.solve(sk.rest_pose(), tg, weight=w, **kw)
+        for i in range(0, N_BATCH, 3):
+            one = solver.solve(sk.rest_pose(), tg[i], weight=float(w[i]), **kw)
+            assert rows_equal(one, batch, i), f"{name}: item {i} (weight {w[i]}) differs from its single solve"
+            assert bool(one.state["moved"]) == bool(batch.state["moved"][i]), name
+            assert int(one.limits_hit) == int(batch.limits_hit[i]), name
+
+
 def test_tree_batch_equals_singles_and_reports_goal_errors() -> None:
     sk = make_rig()
     tree = kinema.FABRIKTree(sk, ["c5", "b0"], limits=LIMITS)

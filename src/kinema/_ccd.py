@@ -192,8 +192,10 @@ class CCD(Solver):
             limits_hit = limits_hit + blend_with_input(  # the sliding root's translation too
                 prep, inputs, self.joints[self.weights > 0.0], None if self.fixed_root else int(self.joints[0]), w_f,
                 self._blend_limits)
-            err = _end_error(self.skeleton, prep.out, int(self.joints[-1]), tgt_f, n)
-            changed = changed & (np.broadcast_to(w_f, (n,)) > 0.0)
+            w_n = np.broadcast_to(w_f, (n,))
+            # the blended items' errors from their new pose (an item of weight 1 keeps the kernel's, as alone)
+            err = np.where(w_n != 1.0, _end_error(self.skeleton, prep.out, int(self.joints[-1]), tgt_f, n), err)
+            changed = changed & (w_n > 0.0)
         return result(prep.out, prep.batch, err, err <= self.tolerance, counts[0], limits_hit,
                       {"joints": self.joints, "moved": changed.reshape(prep.batch) if prep.batch else changed[0]})
 

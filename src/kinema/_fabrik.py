@@ -260,8 +260,10 @@ class _FabrikSolver(Solver):
                 w_f, self._blend_limits)
             p = forward_kinematics(self.skeleton, prep.out).positions.reshape(n, -1, 3)
             ends = plan.joints[plan.node_j[plan.goal_node]]
-            gerr = np.linalg.norm(p[:, ends] - tg, axis=-1)
-            moved &= np.broadcast_to(w_f, (n,)) > 0.0
+            w_n = np.broadcast_to(w_f, (n,))
+            # the blended items' errors from their new pose (an item of weight 1 keeps the kernel's, as alone)
+            gerr = np.where((w_n != 1.0)[:, None], np.linalg.norm(p[:, ends] - tg, axis=-1), gerr)
+            moved &= w_n > 0.0
         return prep.out, prep.batch, gerr, counts, moved
 
 

@@ -498,8 +498,11 @@ def blend_rotations(r_out: FloatArray, r_in: FloatArray, joints: IntArray, weigh
 
     w = np.broadcast_to(weight, (r_out.shape[0],))
     src = np.broadcast_to(r_in, r_out.shape)[:, joints]
-    mixed = slerp(src, r_out[:, joints], w[:, None])
-    r_out[:, joints] = np.where((w <= 0.0)[:, None, None], src, mixed)
+    solved = r_out[:, joints]
+    mixed = slerp(src, solved, w[:, None])
+    # the ends exactly: slerp at 1 may give the solved rotation's other sign (-q, on the input's side), and an
+    # item of weight 1 in a batch must be its unblended single solve bit for bit
+    r_out[:, joints] = np.where((w <= 0.0)[:, None, None], src, np.where((w >= 1.0)[:, None, None], solved, mixed))
 
 
 #: A limited joint a blend clamps: ``(joint, limit kind, parameter row (LIMIT_PARAMS,), rest rotation (1, 4))``

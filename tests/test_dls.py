@@ -375,6 +375,28 @@ def test_equal_priority_goals_are_weighted() -> None:
     assert np.all(np.isfinite(e))
 
 
+def test_weights_count_only_within_their_level() -> None:
+    """Weights trade goals of one priority off against each other; their overall scale does not fight the
+    damping: a lone goal of weight 1e-10 reaches as one of weight 1 (it stopped 10 cm short), and scaling every
+    weight of a level by the same factor gives the same solve bit for bit."""
+    sk = samples.humanoid()
+    pose = walk_pose(3)
+    p = positions(sk, pose)
+    base = solve_dls(sk, pose, [PositionGoal("right_wrist", p[5] + [0.1, 0.0, 0.0])])
+    assert float(base.error) <= 1e-6
+    for scale in (1e-10, 1e-20, 1e20):
+        res = solve_dls(sk, pose, [PositionGoal("right_wrist", p[5] + [0.1, 0.0, 0.0], weight=scale)])
+        np.testing.assert_array_equal(res.pose.rotations, base.pose.rotations)
+    pair = [PositionGoal("left_wrist", p[8] + [0.5, 0.5, 0.0], weight=3.0),
+            PositionGoal("right_wrist", p[5] + [-0.5, 0.5, 0.0], weight=1.0),
+            PositionGoal("left_ankle", p[14], priority=1, weight=0.5)]
+    ref = solve_dls(sk, pose, pair)
+    for scale in (1e-8, 1e8):
+        scaled = [PositionGoal(g.joint, g.target, weight=g.weight * (scale if g.priority == 0 else 1 / scale),
+                               priority=g.priority) for g in pair]
+        np.testing.assert_array_equal(solve_dls(sk, pose, scaled).pose.rotations, ref.pose.rotations)
+
+
 def test_goal_order_does_not_change_the_result() -> None:
     sk = samples.humanoid()
     pose = walk_pose(12)

@@ -190,8 +190,15 @@ class DLS:
         goal_axis = np.array([goals[n].axis if isinstance(goals[n], LookAtGoal) else (0.0, 0.0, 0.0)
                               for n in order], dtype=np.float64).reshape(-1)
         pose_w = goals[pose_idx[0]].weight if pose_idx else 0.0
+        # Weights count within a level (sum of weight x error^2 over its goals): relative to the level's largest,
+        # so the level's scale is 1 against the damping (a lone goal of weight 1e-10 would otherwise be damped
+        # to a standstill, 10 cm short of a reachable target).
+        weights = np.array([goals[n].weight for n in order], dtype=np.float64)
+        for lv in range(len(level_start) - 1):
+            lo, hi = level_start[lv], level_start[lv + 1]
+            weights[lo:hi] /= weights[lo:hi].max()
         self._plan_f = np.ascontiguousarray(np.concatenate([
-            np.sqrt(np.array([goals[n].weight for n in order], dtype=np.float64)), goal_axis, [pose_w],
+            np.sqrt(weights), goal_axis, [pose_w],
             dof_axis.reshape(-1), packed.params.reshape(-1), packed.rest.reshape(-1)]).astype(np.float64))
         assert packed.params.shape[1] == LIMIT_PARAMS
         opts = np.zeros(_O_SIZE)

@@ -12,7 +12,8 @@ broadcast against the pose's.  **Priority: a larger number is more
 important** (as in :func:`kinema.solve_chains`); a goal never disturbs a
 more important one (it acts in the null space of all more important
 goals), and goals of equal priority are weighted together (least squares,
-cost ``sum(weight * error^2)``).  The pose goal is always the least
+cost ``sum(weight * error^2)``; only the weights' ratios within a priority
+matter).  The pose goal is always the least
 important level: it uses only what the other goals leave free.
 
 Errors are reported in length units (position) or radians (orientation,

@@ -245,3 +245,88 @@ def test_pack_limits() -> None:
         pack_limits(sk, [1, 2], {"b": h, 1: h})
     with pytest.raises(kinema.SolverInputError, match="not a Hinge"):
         pack_limits(sk, [1, 2], {"b": 3.0})  # type: ignore[dict-item]
+
+
+# ---------------------------------------------------------------------------- any finite size
+def test_axes_and_references_of_any_finite_size() -> None:
+    """(1e300, 1e300, 0): its squared length overflowed and the axis became (0, 0, 0), silently."""
+    assert Hinge((1e300, 1e300, 0), -1, 1).axis == Hinge((1, 1, 0), -1, 1).axis
+    big = SwingTwist((0, 1e300, 0), (0.3, 0.6), reference=(1e300, 0, 2e299))
+    small = SwingTwist((0, 1, 0), (0.3, 0.6), reference=(1, 0, 0.2))
+    assert big.axis == small.axis
+    np.testing.assert_allclose(big.reference, small.reference, rtol=0, atol=2 * np.finfo(float).eps)
+
+
+@pytest.mark.parametrize(
+    "lim",
+    [Hinge((0, 0, 1), -0.5, 0.7), SwingTwist((0, 1, 0), (0.4, 0.8), -0.2, 0.3),
+     EulerRange("YXZ", (-0.5, -0.3, -1.0), (0.5, 0.6, 1.0))],
+)
+@pytest.mark.parametrize("size", [1e160, 1e300])
+def test_rotations_of_any_finite_size(lim: kinema.limits.Limit, size: float, rng: np.random.Generator) -> None:
+    """A quaternion (or rest rotation) of components 1e300 is the rotation it holds: it used to normalise to
+    zero, so an outside rotation read as inside (violation 0, returned unchanged) and a huge rest as identity."""
+    rest = _random_quats(rng, 200)
+    rel = _random_quats(rng, 200)
+    rel[:100] = lim.clamp(rel[:100])  # half of them inside
+    q = R.multiply(rest, rel)
+    c, hit = lim.clamp_hit(q, rest)
+    assert hit.any() and not hit.all()
+    c_big, hit_big = lim.clamp_hit(q * size, rest * size)
+    assert np.array_equal(hit_big, hit)
+    assert np.all(R.equal(c_big, c, atol=1e-15))
+    assert np.array_equal(c_big[~hit], q[~hit] * size)  # inside: the input itself, bit for bit
+    np.testing.assert_allclose(lim.violation(q * size, rest * size), lim.violation(q, rest), rtol=0, atol=1e-14)
+
+
+def test_contains_tolerance_is_a_number() -> None:
+    h = Hinge((0, 0, 1), -0.5, 0.5)
+    for atol in ("x", np.nan, -1.0, None):
+        with pytest.raises(kinema.SolverInputError, match="atol"):
+            h.contains([0, 0, 0, 1], atol=atol)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------- gimbal lock
+SEQUENCES = list(R.EULER_SEQUENCES) + [s.lower() for s in R.EULER_SEQUENCES]
+
+
+def _singular(seq: str) -> tuple[float, float]:
+    """The middle angles of gimbal lock."""
+    return (0.0, math.pi) if seq[0].lower() == seq[2].lower() else (-math.pi / 2, math.pi / 2)
+
+
+def test_euler_inside_at_gimbal_lock_is_inside() -> None:
+    """(0.25, 90, 0.25) XYZ is in the box below, but as_euler reads it as (0.5, 90, 0): it was measured 0.2 rad
+    outside and clamped 0.2 rad away."""
+    lim = EulerRange("XYZ", (-0.3, -math.pi, -0.3), (0.3, math.pi, 0.3))
+    q = R.from_euler("XYZ", [0.25, math.pi / 2, 0.25])
+    assert lim.violation(q) == 0.0
+    c, hit = lim.clamp_hit(q)
+    assert not hit and np.array_equal(c, q)
+
+
+@pytest.mark.parametrize("seq", SEQUENCES)
+def test_euler_at_gimbal_lock_every_sequence(seq: str, rng: np.random.Generator) -> None:
+    """Boxes whose middle range holds a singular value, rotations at and near gimbal lock (up to 3e-7 off,
+    across the band where as_euler sets the third angle to zero): inside ones are untouched; the clamp lands
+    inside (violation <= TOL, 1.57 rad before), re-clamping moves nothing more than TOL; at the lock the clamp
+    turns the rotation by exactly its violation (the smallest turn, about the first axis)."""
+    for b_s in _singular(seq):
+        for _ in range(6):
+            half = rng.uniform(0.05, 1.2, 3)
+            mid = rng.uniform(-1.5, 1.5, 3)
+            mid[1] = b_s
+            lo, hi = np.maximum(mid - half, -math.pi), np.minimum(mid + half, math.pi)
+            lim = EulerRange(seq, lo, hi)
+            a = rng.uniform(-math.pi, math.pi, (300, 3))
+            a[:, 1] = b_s + rng.choice([0.0, 1e-9, 1e-7, 1.5e-7, 3e-7], 300) * np.sign(-b_s + 0.5)
+            a[:100, 0] = rng.uniform(lo[0], hi[0], 100)  # inside ones
+            a[:100, 2] = rng.uniform(lo[2], hi[2], 100)
+            q = R.from_euler(seq, a)
+            c, hit = lim.clamp_hit(q)
+            assert not hit[:100].any() and np.array_equal(c[:100], q[:100])
+            assert np.max(lim.violation(c)) <= TOL
+            assert np.max(R.angle_between(lim.clamp(c), c)) <= TOL
+            exact = a[:, 1] == b_s
+            turned = R.angle_between(c[exact & hit], q[exact & hit])
+            np.testing.assert_allclose(turned, lim.violation(q[exact & hit]), rtol=0, atol=1e-12)

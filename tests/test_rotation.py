@@ -9,8 +9,10 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.spatial.transform import Rotation as SciRot
 
-from kinema import ShapeError
+import kinema
+from kinema import ShapeError, SolverInputError
 from kinema import rotation as R
+from kinema._kernels.quat import EULER_GIMBAL_EPS
 
 finite = st.floats(-10.0, 10.0, allow_nan=False, allow_infinity=False)
 quat_arrays = arrays(np.float64, st.tuples(st.integers(1, 6), st.just(4)), elements=finite).filter(
@@ -278,3 +280,127 @@ def test_shape_errors_say_expected_and_got() -> None:
         R.multiply(np.ones((2, 4)), np.ones((3, 4)))
     with pytest.raises(ShapeError, match="non-numeric"):
         R.normalize(["a", "b", "c", "d"])
+
+
+# ------------------------------------------------------------------------------------ any finite size
+#: A quaternion and two vectors whose largest component is in [0.5, 1): scaled by a power of two they are
+#: brought back to exactly these numbers, so every function must give the same bits for them at any size.
+Q_HALF = np.array([0.1, -0.2, 0.7, 0.4])
+V_HALF = np.array([0.6, -0.3, 0.2])
+W = np.array([-0.4, 1.3, 0.5])
+
+
+def _results(q: np.ndarray, u: np.ndarray) -> dict[str, object]:
+    """Every kinema.rotation function of the quaternion ``q`` and the direction ``u``."""
+    return {
+        "normalize": R.normalize(q), "canonical": R.canonical(-q), "inverse": R.inverse(q),
+        "rotate": R.rotate(q, W), "as_matrix": R.as_matrix(q), "as_euler": R.as_euler(q, "ZXY"),
+        "as_rotvec": R.as_rotvec(q), "multiply": R.multiply(q, q), "slerp": R.slerp(q, [0, 0, 0, 1], 0.3),
+        "nlerp": R.nlerp([0, 0, 0, 1], q, 0.3), "angle_between": R.angle_between(q, [0, 0, 0, 1]),
+        "equal": R.equal(q, Q_HALF), "swing_twist": R.swing_twist(q, u), "from_two_vectors": R.from_two_vectors(u, W),
+        "from_two_vectors_b": R.from_two_vectors(W, u), "from_axis_angle": R.from_axis_angle(u, 0.7),
+        "swing_twist_axis": R.swing_twist(Q_HALF, u),
+    }
+
+
+@pytest.mark.parametrize("scale", [2.0**520, 2.0**1000])
+def test_quaternions_and_directions_scaled_by_a_power_of_two_give_the_same_bits(scale: float) -> None:
+    """Components of 1e157 and 1e301 (their squares overflow): before, normalize gave zeros, rotate left the
+    vector where it was and from_two_vectors returned a zero quaternion."""
+    want = _results(Q_HALF, V_HALF)
+    got = _results(Q_HALF * scale, V_HALF * scale)
+    for name, value in want.items():
+        np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(value), err_msg=name)
+
+
+@pytest.mark.parametrize("size", [1e160, 1e200, 1e300])
+def test_huge_quaternions_are_the_rotation_they_hold(size: float) -> None:
+    q = np.array([0.0, 0.0, 1.0, 1.0])
+    unit_q = q / np.sqrt(2.0)
+    np.testing.assert_allclose(R.normalize(q * size), unit_q, rtol=0, atol=2 * np.finfo(float).eps)
+    np.testing.assert_allclose(R.rotate(q * size, [1.0, 0.0, 0.0]), [0.0, 1.0, 0.0], rtol=0, atol=1e-15)
+    assert R.equal(q * size, -q)
+    assert float(R.angle_between(q * size, unit_q)) <= 1e-15
+
+
+def test_rotation_vectors_of_any_finite_length() -> None:
+    """|r| = 1e200: the squared length overflowed and gave NaN; beyond the largest float there is no angle."""
+    # lengths that are exact in floating point: 1e200, and 5 * 2**600 for (3, -4, 0) * 2**600
+    for axis, angle in (([0.0, 0.0, 1.0], 1e200), ([0.6, -0.8, 0.0], 5.0 * 2.0**600)):
+        r = np.asarray(axis) * angle
+        np.testing.assert_allclose(R.from_rotvec(r), R.from_axis_angle(axis, angle), rtol=0, atol=1e-15)
+    with pytest.raises(SolverInputError, match="longer than the largest float"):
+        R.from_rotvec([1.5e308, 1.5e308, 0.0])
+
+
+def test_bad_arguments_are_kinema_errors_that_name_the_problem() -> None:
+    """Each of these escaped as a bare TypeError, ValueError, ZeroDivisionError or numpy error, or was read as
+    a number it is not ("1", None as NaN, True as 1)."""
+    for bad in ("1", None, 1j, [True]):
+        with pytest.raises(ShapeError, match="angle: .*non-numeric"):
+            R.from_axis_angle([0, 0, 1], bad)  # type: ignore[arg-type]
+        with pytest.raises(ShapeError, match="t: .*non-numeric"):
+            R.slerp([0, 0, 0, 1], [0, 0, 1, 0], bad)  # type: ignore[arg-type]
+    for call in (lambda: R.from_axis_angle([0, 0, 1], np.inf), lambda: R.from_euler("XYZ", [0.0, np.nan, 0.0]),
+                 lambda: R.from_rotvec([np.inf, 0.0, 0.0]), lambda: R.nlerp([0, 0, 0, 1], [0, 0, 1, 0], np.nan)):
+        with pytest.raises(SolverInputError, match="NaN or inf"):
+            call()
+    with pytest.raises(SolverInputError, match=r"m contains NaN or inf \(first at index \(1, 1\)\)"):
+        R.from_matrix(np.diag([1.0, np.nan, 1.0]))  # ZeroDivisionError from the kernel before
+    for atol in ("x", np.nan, -1.0):
+        with pytest.raises(SolverInputError, match="atol"):
+            R.equal([0, 0, 0, 1], [0, 0, 0, 1], atol=atol)  # type: ignore[arg-type]
+    for shape in ("ab", (-1,), (2.0,), None):
+        with pytest.raises(ShapeError, match="shape: expected shape a tuple of non-negative ints"):
+            R.identity(shape)  # type: ignore[arg-type]
+    assert R.identity(3).shape == (3, 4) and R.identity(np.int64(2)).shape == (2, 4)
+    for seq in ("XXY", "xyZ", 5):
+        with pytest.raises(kinema.KinemaError, match="Euler sequence|three axes"):
+            R.as_euler([0, 0, 0, 1], seq)  # type: ignore[arg-type]
+
+
+rows = arrays(np.float64, st.tuples(st.integers(1, 5), st.just(4)), elements=finite)
+
+
+@given(rows, st.lists(st.sampled_from([1.0, 1e-300, 2.0**700, 1e300]), min_size=5, max_size=5))
+def test_batch_equals_a_loop_of_single_calls_bit_for_bit(a: np.ndarray, sizes: list[float]) -> None:
+    """Rows of mixed sizes (unit, tiny, huge): each row of a batch is the single call on that row, to the bit."""
+    n = len(a)
+    q = a * np.asarray(sizes[:n])[:, None]
+    v = a[:, :3] * np.asarray(sizes[::-1][:n])[:, None]
+    b = np.roll(q, 1, axis=0)
+    t = np.linspace(0.0, 1.0, n)
+    m = R.as_matrix(a)
+    calls = {
+        "multiply": (R.multiply, (q, b)), "normalize": (R.normalize, (q,)), "canonical": (R.canonical, (q,)),
+        "rotate": (R.rotate, (q, a[:, 1:])), "as_matrix": (R.as_matrix, (q,)), "from_matrix": (R.from_matrix, (m,)),
+        "from_axis_angle": (R.from_axis_angle, (v, a[:, 0])), "as_rotvec": (R.as_rotvec, (q,)),
+        "from_rotvec": (R.from_rotvec, (v,)), "from_euler": (lambda x: R.from_euler("ZYZ", x), (a[:, :3],)),
+        "as_euler": (lambda x: R.as_euler(x, "xzy"), (q,)), "slerp": (R.slerp, (q, b, t)),
+        "nlerp": (R.nlerp, (q, b, t)), "angle_between": (R.angle_between, (q, b)),
+        "from_two_vectors": (R.from_two_vectors, (v, a[:, 1:])), "swing_twist": (R.swing_twist, (q, a[:, :3] + 1e-3)),
+    }
+    for name, (f, args) in calls.items():
+        whole = f(*args)
+        for i in range(n):
+            np.testing.assert_array_equal(np.asarray(f(*[x[i] for x in args])), np.asarray(whole)[..., i, :]
+                                          if name == "swing_twist" else whole[i], err_msg=name)
+
+
+@pytest.mark.parametrize("seq", list(R.EULER_SEQUENCES) + [s.lower() for s in R.EULER_SEQUENCES])
+def test_euler_round_trip_tolerance_at_and_near_gimbal_lock(seq: str, rng: np.random.Generator) -> None:
+    """as_euler then from_euler gives the rotation back to 2e-15 rad with the middle angle at its singular value
+    or more than 2 EULER_GIMBAL_EPS from it; within EULER_GIMBAL_EPS of it (where the third angle is set to
+    zero) to 2 EULER_GIMBAL_EPS rad, the documented cost of that convention."""
+    n = 2000
+    angles = rng.uniform(-np.pi, np.pi, size=(n, 3))
+    proper = seq[0].lower() == seq[2].lower()
+    singular = rng.choice([0.0, np.pi] if proper else [-np.pi / 2, np.pi / 2], n)
+    off = np.where(rng.random(n) < 0.5, 0.0, 10.0 ** rng.uniform(-12, -2, n))
+    inward = np.where(singular > 0.0, -1.0, 1.0) if not proper else np.where(singular == 0.0, 1.0, -1.0)
+    angles[:, 1] = singular + inward * off
+    q = R.from_euler(seq, angles)
+    err = R.angle_between(q, R.from_euler(seq, R.as_euler(q, seq)))
+    far = (off == 0.0) | (off > 2 * EULER_GIMBAL_EPS)
+    assert np.max(err[far]) <= 2e-15
+    assert np.max(err) <= 2 * EULER_GIMBAL_EPS

@@ -178,3 +178,92 @@ def test_import_is_light() -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == ""
+
+
+# ------------------------------------------------------------------------- exploratory pass
+def test_rest_rotations_of_any_finite_size() -> None:
+    """[0, 0, 1e300, 1e300]: its squared length overflowed and the rest rotation was stored as (0, 0, 0, 0)."""
+    t = [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+    big = Skeleton(["a", "b"], [-1, 0], t, [[0, 0, 0, 1e300], [0, 0, 1e300, 1e300]])
+    unit = Skeleton(["a", "b"], [-1, 0], t, [[0, 0, 0, 1], [0, 0, 1, 1]])
+    assert np.array_equal(big.rotations, unit.rotations)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"names": "ab"}, SkeletonError, "names must be a sequence"),  # was read as the names 'a' and 'b'
+        ({"names": None}, SkeletonError, "names must be a sequence"),  # TypeError
+        ({"parents": ["x", "a"]}, ShapeError, r"parents: expected shape \(2,\), got non-numeric"),  # TypeError
+        ({"parents": [True, False]}, ShapeError, "parents: .*dtype bool"),  # read as 1 and 0
+        ({"parents": np.array([2**64 - 1, 0], np.uint64)}, SkeletonError,  # silently became -1, a root
+         "joint 'a' has unknown parent index 18446744073709551615"),
+        ({"parents": [-1, 2**70]}, ShapeError, "parents: .*non-numeric"),  # OverflowError
+        ({"translations": np.zeros((2, 3), complex)}, ShapeError, "translations: .*complex"),  # imaginary dropped
+        ({"translations": [[0, 0], [0, 1, 0]]}, ShapeError, r"translations: expected shape \(2, 3\)"),  # ValueError
+        ({"rotations": "xy"}, ShapeError, r"rotations: expected shape \(2, 4\), got non-numeric"),  # ValueError
+        ({"meta": [1, 2]}, SkeletonError, "meta must be a mapping"),  # TypeError
+    ],
+)
+def test_constructor_inputs_are_refused_by_name(kwargs: dict, error: type, match: str) -> None:
+    args = {"names": ["a", "b"], "parents": [-1, 0], "translations": [[0, 0, 0], [0, 1, 0]]} | kwargs
+    with pytest.raises(error, match=match):
+        Skeleton(**args)
+
+
+def test_from_unordered_parents_are_indices_names_or_none() -> None:
+    t = [[0, 1, 0], [0, 0, 0]]
+    assert Skeleton.from_unordered(["b", "a"], [1.0, None], t)[0].names == ("a", "b")  # an integral float is fine
+    for bad in (1.5, True, float("nan")):  # 1.5 and True were read as 1; NaN was a ValueError
+        with pytest.raises(SkeletonError, match=f"joint 'b' has parent {bad!r}: a parent is an index"):
+            Skeleton.from_unordered(["b", "a"], [bad, None], t)
+    with pytest.raises(SkeletonError, match="parents must be a sequence"):
+        Skeleton.from_unordered(["b", "a"], {0: 1, 1: None}, t)  # type: ignore[arg-type]
+    with pytest.raises(ShapeError, match=r"rotations: expected shape \(2, 4\), got \(1, 4\)"):  # IndexError
+        Skeleton.from_unordered(["b", "a"], [1, None], t, [[0, 0, 0, 1]])
+
+
+def test_indices_takes_a_sequence() -> None:
+    sk = arm()
+    assert sk.indices(["spine", 0, np.int64(2)]).tolist() == [1, 0, 2]
+    for bad in ("spine", 3, None):  # 'spine' was looked up letter by letter; 3 and None were TypeErrors
+        with pytest.raises(BoneNotFoundError, match="indices takes a sequence"):
+            sk.indices(bad)  # type: ignore[arg-type]
+
+
+def test_pose_indexing_reaches_the_batch_dimensions_only() -> None:
+    """pose[:, 0] on a batch of 2 picked joint 0 and returned a pose of 2 'joints'; now every index acts on the
+    batch dimensions as on an array of that shape, and one that does not fit them is a ShapeError."""
+    sk = arm()
+    rng = np.random.default_rng(4)
+    pose = Pose(rng.normal(size=(3, 2, 8, 3)), rng.normal(size=(2, 8, 4)), rng.uniform(0.5, 2, size=(3, 1, 8, 3)))
+    full = pose.broadcast()
+    for index in (1, (2, 0), slice(0, 2), (..., 1), np.array([True, False, True]), [2, 0], None, (0, None)):
+        got = pose[index]
+        on_batch = (*(index if isinstance(index, tuple) else (index,)), slice(None), slice(None))  # joints untouched
+        for a, b in ((got.translations, full.translations), (got.rotations, full.rotations),
+                     (got.scales, full.scales)):
+            np.testing.assert_array_equal(a, b[on_batch])
+    for bad in ((0, 0, 0), 3, "a", (slice(None), slice(None), 0)):
+        with pytest.raises(ShapeError, match=r"pose index: expected shape an index into the batch dimensions \(3, 2\)"):
+            pose[bad]
+    with pytest.raises(ShapeError, match=r"batch dimensions \(\)"):
+        sk.rest_pose()[0]
+
+
+def test_batch_shapes_and_clip_arguments() -> None:
+    sk = arm()
+    assert sk.rest_pose(np.int64(3)).batch_shape == (3,)
+    assert sk.rest_pose().broadcast(4).batch_shape == (4,)  # was a TypeError
+    with pytest.raises(ShapeError, match="batch_shape: expected shape a tuple of non-negative ints"):
+        sk.rest_pose().broadcast((2, "a"))  # type: ignore[arg-type]
+    frames = sk.rest_pose((3,))
+    for fps in ("30", None, True, np.array([30.0, 30.0]), np.nan):  # TypeErrors, a bool read as 1 fps
+        with pytest.raises(kinema.SolverInputError, match="fps"):
+            Clip(frames, fps)  # type: ignore[arg-type]
+    with pytest.raises(ShapeError, match="clip times: .*non-numeric"):
+        Clip(frames, 30.0, "abc")  # type: ignore[arg-type]
+    with pytest.raises(kinema.SolverInputError, match="strictly increasing"):
+        Clip(frames, 30.0, np.array([0.0, 0.2, 0.1]))
+    with pytest.raises(kinema.SolverInputError, match="clip pose must be a kinema.Pose"):
+        Clip("frames", 30.0)  # type: ignore[arg-type]

@@ -124,6 +124,22 @@ def broadcast_batch(*shapes: tuple[int, ...]) -> tuple[int, ...]:
         raise ShapeError("batch dimensions", "broadcastable batch shapes", got) from None
 
 
+def batch_shape_arg(x: Any, what: str = "batch_shape") -> tuple[int, ...]:
+    """A batch shape given as an argument: a tuple (or other sequence) of non-negative ints, or one int.
+
+    :class:`ShapeError` naming ``what`` for anything else (floats, bools, strings, None, negative sizes).
+    """
+    expected = "a tuple of non-negative ints"
+    if isinstance(x, np.ndarray) and x.ndim == 0:
+        x = x[()]
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        x = (x,)  # one batch dimension given as a number
+    if not is_sequence(x) or any(isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 0
+                                 for d in x):
+        raise ShapeError(what, expected, repr(x))
+    return tuple(int(d) for d in x)
+
+
 def is_sequence(x: Any) -> bool:
     """Whether ``x`` is a sequence of items as an argument means one (steps, goals, joints): iterable, and not a
     string, bytes or a mapping (which iterate as characters or keys)."""

@@ -51,9 +51,13 @@ def _batch_view(a: NDArray[np.float64], batch: tuple[int, ...], n: int, tail: tu
     return _rows(a, batch, n, tail)
 
 
-def _check_pose(skeleton: Skeleton, pose: Pose) -> None:
+def _check_skeleton(skeleton: Skeleton) -> None:
     if not isinstance(skeleton, Skeleton):
         raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+
+
+def _check_pose(skeleton: Skeleton, pose: Pose) -> None:
+    _check_skeleton(skeleton)
     if not isinstance(pose, Pose):
         raise SolverInputError(f"pose must be a kinema.Pose, got {type(pose).__name__}")
     if pose.n_joints != skeleton.n_joints:
@@ -115,10 +119,13 @@ def world_to_local(
     ``q_local = inverse(q_parent_world) q_world`` and
     ``t_local = L_parent^-1 (p - p_parent)`` where ``L_parent`` is the
     parent's world linear part built from the local ``scales`` (default: the
-    skeleton's rest scales).  Exact inverse of :func:`forward_kinematics`.
+    skeleton's rest scales).  Exact inverse of :func:`forward_kinematics`.  A
+    parent whose world scale has no inverse (a zero scale, or scales whose
+    product underflows) raises :class:`~kinema.SolverInputError`.
     """
     from ._kernels import fk as kfk
 
+    _check_skeleton(skeleton)
     nj = skeleton.n_joints
     rw = as_float_array(world_rotations, "world_rotations", (nj, 4))
     pw = as_float_array(world_positions, "world_positions", (nj, 3))
@@ -133,7 +140,8 @@ def world_to_local(
     t_out = np.empty((n, nj, 3))
     r_out = np.empty((n, nj, 4))
     work = np.empty((n, nj, 1, 1)) if uniform else np.empty((n, nj, 3, 3))
-    args = (skeleton.parents, rw_f, pw_f, s, uniform, t_out, r_out, work)
+    singular = np.full(n, -1, dtype=np.int64)  # per item: the first joint whose world linear part has no inverse
+    args = (skeleton.parents, rw_f, pw_f, s, uniform, t_out, r_out, work, singular)
     if n * nj >= FK_PARALLEL_MIN_JOINTS:  # as forward_kinematics: small jobs never start (or compile) threads
         from ._kernels._jit import parallel_chunksize
         from ._solve import n_chunks
@@ -142,5 +150,10 @@ def world_to_local(
             kfk.world_to_local(n_chunks(n), *args)
     else:
         kfk.world_to_local_serial(*args)
+    if np.any(singular >= 0):
+        i = int(np.argmax(singular >= 0))
+        item = f" (item {tuple(int(k) for k in np.unravel_index(i, batch))})" if batch else ""
+        raise SolverInputError(f"world_to_local: the world scale of joint {skeleton.names[int(singular[i])]!r} has no "
+                               f"inverse{item}: a zero scale, or scales whose product underflows")
     s_full = np.broadcast_to(s_in, batch + (nj, 3)).copy()
     return Pose(t_out.reshape(batch + (nj, 3)), r_out.reshape(batch + (nj, 4)), s_full)

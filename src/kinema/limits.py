@@ -41,6 +41,11 @@ methods below to treat ``rotation_local`` as already rest-relative.
   of their range, so 179 and -179 degrees count as 2 degrees apart.  If either
   triple is inside the box nothing changes; otherwise both are clamped (the
   short way round) and the rebuilt rotation closer to the input is kept.
+  **Gimbal lock** (the middle angle within 2e-7 rad of +-pi/2, or of 0 or pi
+  for sequences such as ``"ZXZ"``): the rotation fixes only the sum or the
+  difference of the outer angles, so it is inside when some pair of the box
+  gives it (whatever split :func:`kinema.rotation.as_euler` reports), and one
+  outside only in that sum or difference is turned by just its violation.
 
 Every clamp leaves a rotation that is inside (within ``LIMIT_SLACK``,
 1e-12 rad) **bit for bit unchanged**, never produces NaN, and keeps the sign
@@ -75,8 +80,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._types import FloatArray
-from ._validate import as_float_array, as_float_scalar, broadcast_batch, require_finite
+from ._validate import as_float_array, as_float_scalar, broadcast_batch, positive_number, require_finite
 from .errors import ShapeError, SolverInputError
+from .goals import unit_and_length
 
 if TYPE_CHECKING:
     from .skeleton import Skeleton
@@ -112,16 +118,17 @@ AXIS_EPS = 1e-12
 
 
 def _unit(v: ArrayLike, what: str) -> tuple[float, float, float]:
+    """``v`` as a unit 3-vector: its direction at any finite size (1e300 components included)."""
     try:
         a = as_float_array(v, what, (3,), batch=False)
     except ShapeError:
         raise SolverInputError(f"{what} must be 3 finite numbers, got {v!r}") from None
     if a.shape != (3,) or not np.all(np.isfinite(a)):
         raise SolverInputError(f"{what} must be 3 finite numbers, got {v!r}")
-    n = float(np.linalg.norm(a))
-    if n <= AXIS_EPS:
+    u, n = unit_and_length(a)
+    if float(n[0]) <= AXIS_EPS:
         raise SolverInputError(f"{what} is a zero vector; a limit axis needs a direction")
-    return (float(a[0] / n), float(a[1] / n), float(a[2] / n))
+    return (float(u[0]), float(u[1]), float(u[2]))
 
 
 def _angle(x: Any, what: str, degrees: bool, lo: float = -math.pi, hi: float = math.pi) -> float:
@@ -162,13 +169,14 @@ class Limit(ABC):
             rest_rotation, "rest_rotation", (4,))
         require_finite(q, "rotation_local", SolverInputError)
         require_finite(r, "rest_rotation", SolverInputError)
-        if np.any(np.linalg.norm(r, axis=-1) <= AXIS_EPS):  # a zero quaternion has no rotation to be relative to
+        r, length = unit_and_length(r)  # of any finite size (rotation_local: the kernels take any size)
+        if np.any(length <= AXIS_EPS):  # a zero quaternion has no rotation to be relative to
             raise SolverInputError("rest_rotation contains a zero quaternion")
         batch = broadcast_batch(q.shape[:-1], r.shape[:-1])
         n = int(np.prod(batch)) if batch else 1
         qf = np.ascontiguousarray(np.broadcast_to(q, batch + (4,))).reshape(n, 4)
-        rf = np.ascontiguousarray(np.broadcast_to(r, batch + (4,))).reshape(n, 4)
-        rf = rf / np.linalg.norm(rf, axis=-1, keepdims=True)
+        # a writeable copy (a read-only broadcast view would be a kernel specialisation of its own)
+        rf = np.array(np.broadcast_to(r, batch + (4,)), dtype=np.float64, order="C").reshape(n, 4)
         return batch, qf, rf
 
     def clamp(self, rotation_local: ArrayLike, rest_rotation: ArrayLike | None = None) -> FloatArray:
@@ -208,7 +216,8 @@ class Limit(ABC):
 
     def contains(self, rotation_local: ArrayLike, rest_rotation: ArrayLike | None = None,
                  atol: float = 1e-9) -> NDArray[np.bool_]:
-        """``(...,)`` bool: :meth:`violation` ``<= atol``."""
+        """``(...,)`` bool: :meth:`violation` ``<= atol`` (a finite number >= 0)."""
+        atol = positive_number(atol, "atol", allow_zero=True)
         return np.asarray(self.violation(rotation_local, rest_rotation) <= atol)
 
 

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validate import as_float_array, broadcast_batch
-from .errors import ShapeError
+from ._validate import as_float_array, batch_shape_arg, broadcast_batch, positive_number, require_finite
+from .errors import ShapeError, SolverInputError
 
 __all__ = ["Pose", "Clip"]
 
@@ -70,7 +70,8 @@ class Pose:
 
     def broadcast(self, batch_shape: tuple[int, ...] | None = None) -> Pose:
         """A copy whose three arrays all have the full shape ``(*batch_shape, J, k)``."""
-        shape = self.batch_shape if batch_shape is None else broadcast_batch(self.batch_shape, tuple(batch_shape))
+        shape = self.batch_shape if batch_shape is None else broadcast_batch(self.batch_shape,
+                                                                             batch_shape_arg(batch_shape))
         n = self.n_joints
         return Pose(
             np.broadcast_to(self.translations, shape + (n, 3)).copy(),
@@ -82,9 +83,23 @@ class Pose:
         return Pose(self.translations.copy(), self.rotations.copy(), self.scales.copy())
 
     def __getitem__(self, index: Any) -> Pose:
-        """Index the batch dimensions (the joint axis is never indexed)."""
-        full = self.broadcast()
-        return Pose(full.translations[index], full.rotations[index], full.scales[index])
+        """Index the batch dimensions as NumPy would (the joint axis is never indexed).
+
+        An index that does not fit the batch dimensions (out of range, more indices than batch
+        dimensions, not an index) raises :class:`~kinema.ShapeError`.
+        """
+        batch = self.batch_shape
+        try:
+            rows = np.arange(int(np.prod(batch)) if batch else 1).reshape(batch)[index]  # the batch dims alone
+        except (IndexError, TypeError, ValueError) as exc:
+            raise ShapeError("pose index", f"an index into the batch dimensions {batch}",
+                             f"{index!r} ({exc})") from None
+        n = self.n_joints
+
+        def take(a: NDArray[np.float64], k: int) -> NDArray[np.float64]:
+            return np.broadcast_to(a, batch + (n, k)).reshape((-1, n, k))[rows]
+
+        return Pose(take(self.translations, 3), take(self.rotations, 4), take(self.scales, 3))
 
     def __repr__(self) -> str:
         return f"Pose(batch_shape={self.batch_shape}, n_joints={self.n_joints})"
@@ -105,16 +120,16 @@ class Clip:
     times: NDArray[np.float64] | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.pose, Pose):
+            raise SolverInputError(f"clip pose must be a kinema.Pose, got {type(self.pose).__name__}")
         if not len(self.pose.batch_shape):
             raise ShapeError("clip pose", "(frames, J, k) with a time dimension", "(J, k)")
-        if not (np.isfinite(self.fps) and self.fps > 0):
-            raise ValueError(f"fps must be positive and finite, got {self.fps}")
+        self.fps = positive_number(self.fps, "fps")  # SolverInputError (a ValueError) for 0, NaN, "30", True
         if self.times is not None:
-            t = np.asarray(self.times, dtype=np.float64)
-            if t.shape != (self.n_frames,):
-                raise ShapeError("clip times", f"({self.n_frames},)", tuple(t.shape))
-            if not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0.0):
-                raise ValueError("clip times must be finite and strictly increasing")
+            t = np.array(as_float_array(self.times, "clip times", (self.n_frames,), batch=False))
+            require_finite(t, "clip times")
+            if np.any(np.diff(t) <= 0.0):
+                raise SolverInputError("clip times must be finite and strictly increasing")
             self.times = t
 
     @property

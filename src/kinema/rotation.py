@@ -3,7 +3,9 @@
 Conventions, everywhere in kinema:
 
 * Quaternions are **xyzw** (scalar last, as glTF, three.js and scipy), shape
-  ``(..., 4)``.  Inputs need not be unit length; they are normalised.
+  ``(..., 4)``.  Inputs need not be unit length; they are normalised, at any
+  finite size (a quaternion or a vector with components of 1e300 is the
+  rotation or direction it holds; one shorter than 1e-12 counts as zero).
 * Rotations are active; ``multiply(a, b)`` applies ``b`` first, then ``a``.
 * Angles are radians unless ``degrees=True``.
 * Single in, single out: a ``(4,)`` quaternion gives a ``(4,)`` result;
@@ -22,8 +24,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._types import FloatArray
-from ._validate import as_float_array, broadcast_batch
-from .errors import ShapeError
+from ._validate import as_float_array, batch_shape_arg, broadcast_batch, positive_number, require_finite
+from .errors import ShapeError, SolverInputError
+from .goals import unit_and_length
 
 __all__ = [
     "identity",
@@ -50,6 +53,9 @@ __all__ = [
     "EULER_SEQUENCES",
 ]
 
+
+#: A vector shorter than this has no direction (:data:`kinema._kernels.quat.VEC_NORM_EPS`).
+_VEC_NORM_EPS = 1e-12
 
 #: The 12 intrinsic Euler sequences (their lower-case forms are extrinsic).
 EULER_SEQUENCES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "XYX", "XZX", "YXY", "YZY", "ZXZ", "ZYZ")
@@ -79,7 +85,7 @@ def _flat(items: list[tuple[FloatArray, tuple[int, ...]]]) -> tuple[tuple[int, .
 
 def identity(shape: tuple[int, ...] = ()) -> FloatArray:
     """Identity quaternions of batch ``shape``: ``(*shape, 4)``."""
-    q = np.zeros(tuple(shape) + (4,))
+    q = np.zeros(batch_shape_arg(shape, "shape") + (4,))
     q[..., 3] = 1.0
     return q
 
@@ -127,6 +133,7 @@ def canonical(q: ArrayLike) -> FloatArray:
 def equal(a: ArrayLike, b: ArrayLike, atol: float = 1e-9) -> NDArray[np.bool_] | bool:
     """Whether ``a`` and ``b`` are the same rotation (``q`` and ``-q`` are equal), to ``atol``
     on the quaternion components.  Returns a bool for single inputs."""
+    atol = positive_number(atol, "atol", allow_zero=True)
     qa = normalize(a)
     qb = normalize(b)
     same = np.all(np.abs(qa - qb) <= atol, axis=-1) | np.all(np.abs(qa + qb) <= atol, axis=-1)
@@ -153,8 +160,9 @@ def as_matrix(q: ArrayLike) -> FloatArray:
 
 
 def from_matrix(m: ArrayLike) -> FloatArray:
-    """Quaternions (canonical, ``w >= 0``) of rotation matrices ``(..., 3, 3)``."""
+    """Quaternions (canonical, ``w >= 0``) of rotation matrices ``(..., 3, 3)``; NaN or inf is refused."""
     a = as_float_array(m, "m", (3, 3))
+    require_finite(a, "m")
     batch, n, (f,) = _flat([(a, (3, 3))])
     out = np.empty((n, 4))
     _kern().from_matrix(f, out)
@@ -162,9 +170,11 @@ def from_matrix(m: ArrayLike) -> FloatArray:
 
 
 def from_axis_angle(axis: ArrayLike, angle: ArrayLike, degrees: bool = False) -> FloatArray:
-    """Rotation by ``angle (...)`` about ``axis (..., 3)`` (normalised; zero axis gives identity)."""
+    """Rotation by ``angle (...)`` about ``axis (..., 3)`` (normalised; zero axis gives identity).
+
+    ``angle`` must be finite (:class:`~kinema.SolverInputError`)."""
     ax = as_float_array(axis, "axis", (3,))
-    an = np.asarray(angle, dtype=np.float64)
+    an = _finite_numbers(angle, "angle")
     if degrees:
         an = np.deg2rad(an)
     batch, n, (fa, fn) = _flat([(ax, (3,)), (an, ())])
@@ -184,13 +194,17 @@ def as_axis_angle(q: ArrayLike, degrees: bool = False) -> tuple[FloatArray, Floa
 
 
 def from_rotvec(r: ArrayLike, degrees: bool = False) -> FloatArray:
-    """Quaternions of rotation vectors (axis times angle) ``(..., 3)``."""
-    a: FloatArray = as_float_array(r, "rotvec", (3,))
+    """Quaternions of rotation vectors (axis times angle) ``(..., 3)``; finite, and no longer than the largest
+    float (:class:`~kinema.SolverInputError`)."""
+    a: FloatArray = _finite_numbers(r, "rotvec", (3,))
     if degrees:
         a = np.asarray(np.deg2rad(a), dtype=np.float64)
     batch, n, (f,) = _flat([(a, (3,))])
     out = np.empty((n, 4))
     _kern().from_rotvec(f, out)
+    if np.isnan(out).any():  # the kernel's mark for a length beyond the largest float
+        bad = np.argwhere(np.isnan(out[:, 0]))[0]
+        raise SolverInputError(f"rotvec is longer than the largest float (item {int(bad[0])}): no angle to turn by")
     return out.reshape(batch + (4,))
 
 
@@ -204,25 +218,36 @@ def as_rotvec(q: ArrayLike, degrees: bool = False) -> FloatArray:
     return np.rad2deg(res) if degrees else res
 
 
+def _finite_numbers(x: ArrayLike, what: str, trailing: tuple[int, ...] = ()) -> FloatArray:
+    """Angles, rotation vectors, interpolation parameters: real numbers (``ShapeError`` otherwise), finite
+    (``SolverInputError``: a sine of inf has no value)."""
+    a = as_float_array(x, what, trailing)
+    require_finite(a, what)
+    return a
+
+
 def _parse_seq(seq: str) -> tuple[int, int, int, bool]:
+    """``(i, j, k, extrinsic)`` of an Euler sequence; :class:`~kinema.SolverInputError` (a ``ValueError``) for
+    anything else."""
     if not isinstance(seq, str) or len(seq) != 3:
-        raise ValueError(f"an Euler sequence is three axes such as 'ZXY' or 'xyz', got {seq!r}")
+        raise SolverInputError(f"an Euler sequence is three axes such as 'ZXY' or 'xyz', got {seq!r}")
     if seq.isupper() and set(seq) <= set("XYZ"):
         extrinsic = False
     elif seq.islower() and set(seq) <= set("xyz"):
         extrinsic = True
     else:
-        raise ValueError(f"Euler sequence {seq!r}: use all upper case (intrinsic) or all lower case (extrinsic) x/y/z")
+        raise SolverInputError(f"Euler sequence {seq!r}: use all upper case (intrinsic) or all lower case "
+                               "(extrinsic) x/y/z")
     if seq[0] == seq[1] or seq[1] == seq[2]:
-        raise ValueError(f"Euler sequence {seq!r}: consecutive axes must differ")
+        raise SolverInputError(f"Euler sequence {seq!r}: consecutive axes must differ")
     ax = ["xyz".index(c) for c in seq.lower()]
     return ax[0], ax[1], ax[2], extrinsic
 
 
 def from_euler(seq: str, angles: ArrayLike, degrees: bool = False) -> FloatArray:
-    """Quaternions of Euler ``angles (..., 3)`` for sequence ``seq`` (see module docs)."""
+    """Quaternions of Euler ``angles (..., 3)`` (finite) for sequence ``seq`` (see module docs)."""
     i, j, k, ext = _parse_seq(seq)
-    a: FloatArray = as_float_array(angles, "angles", (3,))
+    a: FloatArray = _finite_numbers(angles, "angles", (3,))
     if degrees:
         a = np.asarray(np.deg2rad(a), dtype=np.float64)
     batch, n, (f,) = _flat([(a, (3,))])
@@ -250,7 +275,7 @@ def slerp(a: ArrayLike, b: ArrayLike, t: ArrayLike) -> FloatArray:
     """Spherical interpolation from ``a`` (t=0) to ``b`` (t=1) along the shorter arc."""
     qa = as_float_array(a, "a", (4,))
     qb = as_float_array(b, "b", (4,))
-    tt = np.asarray(t, dtype=np.float64)
+    tt = _finite_numbers(t, "t")
     batch, n, (fa, fb, ft) = _flat([(qa, (4,)), (qb, (4,)), (tt, ())])
     out = np.empty((n, 4))
     _kern().slerp(fa, fb, ft, out)
@@ -261,7 +286,7 @@ def nlerp(a: ArrayLike, b: ArrayLike, t: ArrayLike) -> FloatArray:
     """Normalised linear interpolation along the shorter arc (cheaper, not constant speed)."""
     qa = as_float_array(a, "a", (4,))
     qb = as_float_array(b, "b", (4,))
-    tt = np.asarray(t, dtype=np.float64)
+    tt = _finite_numbers(t, "t")
     batch, n, (fa, fb, ft) = _flat([(qa, (4,)), (qb, (4,)), (tt, ())])
     out = np.empty((n, 4))
     _kern().nlerp(fa, fb, ft, out)
@@ -304,7 +329,7 @@ def swing_twist(q: ArrayLike, axis: ArrayLike) -> tuple[FloatArray, FloatArray]:
     """
     qa = as_float_array(q, "q", (4,))
     ax = as_float_array(axis, "axis", (3,))
-    if np.any(np.linalg.norm(ax, axis=-1) == 0.0):
+    if np.any(unit_and_length(ax)[1] <= _VEC_NORM_EPS):  # the kernel's "no direction" (any size above is exact)
         raise ShapeError("axis", "non-zero vectors", "a zero vector")
     batch, n, (fq, fa) = _flat([(qa, (4,)), (ax, (3,))])
     sw = np.empty((n, 4))

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._validate import _numeric_array, as_float_array, batch_shape_arg, is_sequence
 from .errors import BoneNotFoundError, ShapeError, SkeletonError
+from .goals import unit_and_length
 
 if TYPE_CHECKING:
     from .pose import Pose
@@ -57,7 +59,7 @@ class Skeleton:
         *,
         meta: Mapping[str, Any] | None = None,
     ) -> None:
-        names_t = tuple(names)
+        names_t = _names(names)
         n = len(names_t)
         if n == 0:
             raise SkeletonError("a skeleton needs at least one joint")
@@ -70,19 +72,20 @@ class Skeleton:
                 raise SkeletonError(f"joint name {name!r} is used twice (joints {seen[name]} and {j})")
             seen[name] = j
 
-        par = np.asarray(parents)
-        if par.shape != (n,):
-            raise ShapeError("parents", f"({n},)", tuple(par.shape))
-        if par.size and not np.issubdtype(par.dtype, np.integer):
-            if not np.all(np.mod(par, 1) == 0):
-                raise SkeletonError("parents must be integer indices")
-        par = par.astype(np.int64)
+        par_in = _numeric_array(parents, "parents", f"({n},)")  # not names (from_unordered takes those), not bools
+        if par_in.shape != (n,):
+            raise ShapeError("parents", f"({n},)", tuple(par_in.shape))
+        if not np.all(np.mod(par_in, 1) == 0):  # NaN and inf too
+            raise SkeletonError("parents must be integer indices")
+        out_of_range = np.nonzero((par_in < -1) | (par_in >= n))[0]  # before the cast: 2**64 - 1 is not -1
+        if out_of_range.size:
+            j = int(out_of_range[0])
+            raise SkeletonError(f"joint {names_t[j]!r} has unknown parent index {par_in[j]} (skeleton has {n} joints)")
+        par = par_in.astype(np.int64)
         for j in range(n):
             p = int(par[j])
             if p == -1:
                 continue
-            if p < -1 or p >= n:
-                raise SkeletonError(f"joint {names_t[j]!r} has unknown parent index {p} (skeleton has {n} joints)")
             if p == j:
                 raise SkeletonError(f"joint {names_t[j]!r} is its own parent (a cycle)")
             if p > j:
@@ -97,12 +100,10 @@ class Skeleton:
             r = np.zeros((n, 4))
             r[:, 3] = 1.0
         else:
-            r = _checked(rotations, (n, 4), "rotations", names_t)
-            norms = np.linalg.norm(r, axis=1)
-            bad = np.nonzero(norms < ZERO_QUAT_EPS)[0]
+            r, norms = unit_and_length(_checked(rotations, (n, 4), "rotations", names_t))  # any finite size
+            bad = np.nonzero(norms[:, 0] < ZERO_QUAT_EPS)[0]
             if bad.size:
                 raise SkeletonError(f"joint {names_t[int(bad[0])]!r} has a zero rotation quaternion")
-            r = r / norms[:, None]
         if scales is None:
             s = np.ones((n, 3))
         else:
@@ -117,6 +118,8 @@ class Skeleton:
         self._translations = _readonly(t)
         self._rotations = _readonly(r)
         self._scales = _readonly(s)
+        if meta is not None and not isinstance(meta, Mapping):
+            raise SkeletonError(f"meta must be a mapping (a dict), got {type(meta).__name__}")
         self._meta: Mapping[str, Any] = MappingProxyType(dict(meta or {}))
         self._index = seen
         kids: list[list[int]] = [[] for _ in range(n)]
@@ -145,21 +148,26 @@ class Skeleton:
         ``data[order]``.  Children keep their relative order; roots come in
         the order given.
         """
-        names_t = tuple(names)
+        names_t = _names(names)
         n = len(names_t)
         pos = {name: i for i, name in enumerate(names_t)}
+        if not is_sequence(parents):
+            raise SkeletonError(f"parents must be a sequence (a parent per joint), got {type(parents).__name__}")
         plist: list[Any] = list(parents) if not isinstance(parents, np.ndarray) else parents.tolist()  # type: ignore[arg-type]
         if len(plist) != n:
             raise ShapeError("parents", f"({n},)", (len(plist),))
         par_idx: list[int] = []
         for j, p in enumerate(plist):
-            if p is None or (isinstance(p, (int, np.integer)) and int(p) == -1):
+            if p is None:
                 par_idx.append(-1)
             elif isinstance(p, str):
                 if p not in pos:
                     raise SkeletonError(f"joint {names_t[j]!r} has unknown parent {p!r}")
                 par_idx.append(pos[p])
             else:
+                integral = isinstance(p, (int, np.integer)) or (isinstance(p, (float, np.floating)) and p % 1 == 0)
+                if isinstance(p, (bool, np.bool_)) or not integral:  # 1.5 is no index; NaN neither
+                    raise SkeletonError(f"joint {names_t[j]!r} has parent {p!r}: a parent is an index, a name or None")
                 pi = int(p)
                 if pi < -1 or pi >= n:
                     raise SkeletonError(f"joint {names_t[j]!r} has unknown parent index {pi}")
@@ -186,13 +194,12 @@ class Skeleton:
         new_of_old[order_a] = np.arange(n)
         new_parents = np.array([-1 if par_idx[o] == -1 else new_of_old[par_idx[o]] for o in order], dtype=np.int64)
 
-        def take(a: ArrayLike | None) -> NDArray[Any] | None:
-            return None if a is None else np.asarray(a)[order_a]
+        def take(a: ArrayLike | None, what: str, k: int) -> NDArray[Any] | None:
+            return None if a is None else as_float_array(a, what, (n, k), batch=False)[order_a]
 
-        t = np.asarray(translations, dtype=np.float64)
-        if t.shape != (n, 3):
-            raise ShapeError("translations", f"({n}, 3)", tuple(t.shape))
-        skel = cls([names_t[o] for o in order], new_parents, t[order_a], take(rotations), take(scales), meta=meta)
+        t = as_float_array(translations, "translations", (n, 3), batch=False)[order_a]
+        skel = cls([names_t[o] for o in order], new_parents, t, take(rotations, "rotations", 4),
+                   take(scales, "scales", 3), meta=meta)
         return skel, order_a
 
     # ------------------------------------------------------------- properties
@@ -240,9 +247,12 @@ class Skeleton:
             raise BoneNotFoundError(name, self._names) from None
 
     def indices(self, joints: Iterable[int | str]) -> NDArray[np.int64]:
-        """Indices of several joints given by name or index."""
+        """Indices of several joints given by name or index (a sequence of them; one name is not)."""
         from ._validate import resolve_joint
 
+        if not is_sequence(joints):
+            raise BoneNotFoundError(joints, self._names, "indices takes a sequence of joint names or indices, got "
+                                    f"{joints!r}; index() takes one name")
         return np.asarray([resolve_joint(self, j) for j in joints], dtype=np.int64)
 
     def children(self, joint: int | str) -> tuple[int, ...]:
@@ -295,14 +305,7 @@ class Skeleton:
         """The rest pose as a :class:`~kinema.Pose` (copies, broadcast to ``batch_shape``)."""
         from .pose import Pose
 
-        if isinstance(batch_shape, (int, np.integer)):  # one batch dimension given as a number
-            batch_shape = (int(batch_shape),)
-        try:
-            shape = tuple(int(d) for d in batch_shape)
-        except (TypeError, ValueError):
-            raise ShapeError("batch_shape", "a tuple of non-negative ints", repr(batch_shape)) from None
-        if any(d < 0 for d in shape) or any(isinstance(d, (bool, np.bool_, float)) for d in batch_shape):
-            raise ShapeError("batch_shape", "a tuple of non-negative ints", repr(batch_shape))
+        shape = batch_shape_arg(batch_shape)
         return Pose(
             np.broadcast_to(self._translations, shape + self._translations.shape).copy(),
             np.broadcast_to(self._rotations, shape + self._rotations.shape).copy(),
@@ -325,10 +328,17 @@ class Skeleton:
         return out
 
 
+def _names(names: Any) -> tuple[str, ...]:
+    """The joint names as a tuple; :class:`SkeletonError` for a string (its letters are not names) or a non-sequence."""
+    if not is_sequence(names):
+        raise SkeletonError(f"names must be a sequence of joint names, got {names!r}")
+    return tuple(names)
+
+
 def _checked(a: ArrayLike, shape: tuple[int, ...], what: str, names: tuple[str, ...]) -> NDArray[np.float64]:
-    arr = np.array(a, dtype=np.float64)
-    if arr.shape != shape:
-        raise ShapeError(what, str(shape), tuple(arr.shape))
+    """``a`` as a float64 array of exactly ``shape`` (:func:`~kinema._validate.as_float_array`: real numbers, read
+    as the numbers they hold), finite (:class:`SkeletonError` naming the joint)."""
+    arr = np.array(as_float_array(a, what, shape, batch=False))  # an own copy (it is made read-only)
     bad = np.nonzero(~np.all(np.isfinite(arr), axis=1))[0]
     if bad.size:
         raise SkeletonError(f"joint {names[int(bad[0])]!r} has NaN or inf in its rest {what}")

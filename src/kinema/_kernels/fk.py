@@ -6,11 +6,14 @@ batch item (broadcast without copying); otherwise the axis has length ``N``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._jit import njit, prange
 from .chain import joint_world
-from .quat import qconj, qmul, qnormalize, qrotate, qto_matrix
+from .quat import qconj, qmul, qrotate, qto_matrix
+from .rotation import is_zero4, qscaled, qunit
 
 
 @njit(helper=True)
@@ -38,17 +41,26 @@ def _mat3_vec(a: tuple, v: tuple) -> tuple:  # type: ignore[type-arg]
 
 
 @njit(helper=True)
+def _inverse(x: float) -> float:
+    """``1 / x``, or inf when ``x`` is 0 or so small that its inverse overflows (the caller refuses it)."""
+    if x == 0.0:
+        return math.inf
+    return 1.0 / x
+
+
+@njit(helper=True)
 def _mat3_inv(a: tuple) -> tuple:  # type: ignore[type-arg]
+    """``(inverse of a, 1 / det a)``: the second is inf when ``a`` has no inverse (see :func:`_inverse`)."""
     c00 = a[4] * a[8] - a[5] * a[7]
     c01 = a[5] * a[6] - a[3] * a[8]
     c02 = a[3] * a[7] - a[4] * a[6]
     det = a[0] * c00 + a[1] * c01 + a[2] * c02
-    k = 1.0 / det
+    k = _inverse(det)
     return (
         c00 * k, (a[2] * a[7] - a[1] * a[8]) * k, (a[1] * a[5] - a[2] * a[4]) * k,
         c01 * k, (a[0] * a[8] - a[2] * a[6]) * k, (a[2] * a[3] - a[0] * a[5]) * k,
         c02 * k, (a[1] * a[6] - a[0] * a[7]) * k, (a[0] * a[4] - a[1] * a[3]) * k,
-    )
+    ), k
 
 
 @njit(helper=True)
@@ -82,11 +94,16 @@ def fk_uniform_item(i, parents, t_local, r_local, s_local, pos_world, rot_world,
         rq = (r_local[ir, j, 0], r_local[ir, j, 1], r_local[ir, j, 2], r_local[ir, j, 3])
         p = parents[j]
         if p < 0:
-            wp, wq, ws = joint_world((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), 1.0, t, rq, s_local[is_, j, 0])
+            pp = (0.0, 0.0, 0.0)
+            pq = (0.0, 0.0, 0.0, 1.0)
+            ps = 1.0
         else:
             pq = (rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3])
             pp = (pos_world[i, p, 0], pos_world[i, p, 1], pos_world[i, p, 2])
-            wp, wq, ws = joint_world(pp, pq, scale_world[i, p], t, rq, s_local[is_, j, 0])
+            ps = scale_world[i, p]
+        wp, wq, ws = joint_world(pp, pq, ps, t, rq, s_local[is_, j, 0])
+        if is_zero4(wq):  # rq's squares overflowed (components near 1e154 and beyond): again on rq scaled exactly
+            wp, wq, ws = joint_world(pp, pq, ps, t, qscaled(rq), s_local[is_, j, 0])
         scale_world[i, j] = ws
         pos_world[i, j, 0] = wp[0]
         pos_world[i, j, 1] = wp[1]
@@ -128,7 +145,7 @@ def fk_item(i, parents, t_local, r_local, s_local, uniform, want_matrices, pos_w
         rq = (r_local[ir, j, 0], r_local[ir, j, 1], r_local[ir, j, 2], r_local[ir, j, 3])
         p = parents[j]
         # non-uniform scales: the 3x3 linear part L = L_parent R(q) diag(s)
-        q = qnormalize(rq)
+        q = qunit(rq)
         m = qto_matrix(q)
         sx = s_local[is_, j, 0]
         sy = s_local[is_, j, 1]
@@ -201,33 +218,39 @@ def fk_uniform_parallel(n_chunks, parents, t_local, r_local, s_local, pos_world,
 
 
 @njit(helper=True)
-def world_to_local_item(i, parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work):  # type: ignore[no-untyped-def]
+def world_to_local_item(i, parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work,  # type: ignore[no-untyped-def]
+                        singular):
     """Inverse of :func:`fk_item` for item ``i``: ``q_local = conj(q_parent) q``, ``t = L_parent^-1 (p - p_parent)``.
 
     ``rot_world (N,J,4)``, ``pos_world (N,J,3)``, ``s_local (Ns,J,3)``;
     writes ``t_local (N,J,3)``, ``r_local (N,J,4)``; ``mat_work (N,J,3,3)``
     holds world linear parts when scales are not uniform, and ``(N,J,1,1)``
-    (world uniform scale in ``[0, 0]``) when they are.
+    (world uniform scale in ``[0, 0]``) when they are.  ``singular (N,)`` gets, for item ``i``, the first
+    joint whose world linear part has no inverse (a zero scale, or scales whose product underflows); its
+    children's translations are then inf or NaN, and the caller refuses the item.
     """
     nj = parents.shape[0]
     is_ = i % s_local.shape[0]
     for j in range(nj):
-        q = qnormalize((rot_world[i, j, 0], rot_world[i, j, 1], rot_world[i, j, 2], rot_world[i, j, 3]))
+        q = qunit((rot_world[i, j, 0], rot_world[i, j, 1], rot_world[i, j, 2], rot_world[i, j, 3]))
         wp = (pos_world[i, j, 0], pos_world[i, j, 1], pos_world[i, j, 2])
         p = parents[j]
         if p < 0:
             lq = q
             lt = wp
         else:
-            pq = qnormalize((rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3]))
+            pq = qunit((rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3]))
             lq = qmul(qconj(pq), q)
             d = (wp[0] - pos_world[i, p, 0], wp[1] - pos_world[i, p, 1], wp[2] - pos_world[i, p, 2])
             if uniform:
-                inv_s = 1.0 / mat_work[i, p, 0, 0]
+                inv_s = _inverse(mat_work[i, p, 0, 0])
                 lt0 = qrotate(qconj(pq), d)
                 lt = (lt0[0] * inv_s, lt0[1] * inv_s, lt0[2] * inv_s)
             else:
-                lt = _mat3_vec(_mat3_inv(_read_mat3(mat_work[i, p])), d)
+                inv, inv_s = _mat3_inv(_read_mat3(mat_work[i, p]))
+                lt = _mat3_vec(inv, d)
+            if math.isinf(inv_s) and singular[i] < 0:
+                singular[i] = p
         if uniform:
             ws = s_local[is_, j, 0]
             if p >= 0:
@@ -250,17 +273,21 @@ def world_to_local_item(i, parents, rot_world, pos_world, s_local, uniform, t_lo
 
 
 @njit
-def world_to_local_serial(parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work):  # type: ignore[no-untyped-def]
+def world_to_local_serial(parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work,  # type: ignore[no-untyped-def]
+                          singular):
     """:func:`world_to_local_item` for every item on the calling thread."""
     for i in range(rot_world.shape[0]):
-        world_to_local_item(i, parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work)
+        world_to_local_item(i, parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work,
+                            singular)
 
 
 @njit(parallel=True)
-def world_to_local(n_chunks, parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work):  # type: ignore[no-untyped-def]
+def world_to_local(n_chunks, parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work,  # type: ignore[no-untyped-def]
+                   singular):
     """:func:`world_to_local_serial` with the items split into ``n_chunks`` chunks over threads (same per-item code)."""
     n = rot_world.shape[0]
     size = (n + n_chunks - 1) // n_chunks
     for c in prange(n_chunks):
         for i in range(c * size, min(n, (c + 1) * size)):
-            world_to_local_item(i, parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work)
+            world_to_local_item(i, parents, rot_world, pos_world, s_local, uniform, t_local, r_local, mat_work,
+                                singular)

@@ -25,6 +25,7 @@ import math
 
 from ._jit import njit
 from .quat import (
+    EULER_GIMBAL_EPS,
     qangle,
     qconj,
     qdot,
@@ -37,6 +38,7 @@ from .quat import (
     twist_angle,
     vcross,
 )
+from .rotation import qtamed
 
 LIMIT_NONE = 0
 LIMIT_HINGE = 1
@@ -50,6 +52,11 @@ LIMIT_PARAMS = 12
 #: left untouched.  Without it a joint clamped exactly onto a bound would be
 #: re-clamped by one ulp on the next pass (and counted as a hit every time).
 LIMIT_SLACK = 1e-12
+
+#: :func:`_euler_lock` counts a middle angle within this of its singular value as gimbal lock: twice
+#: ``EULER_GIMBAL_EPS``, so that every triple ``qto_euler`` snapped (its test rounds differently, by an ulp)
+#: is read as one; a triple within it that was not snapped is exact, and its ``u`` is that of the rotation.
+EULER_LOCK_BAND = 2.0 * EULER_GIMBAL_EPS
 
 #: A swing below this angle (radians) has no direction: the elliptical
 #: bound is then irrelevant (the swing is inside any cone).
@@ -153,6 +160,64 @@ def _euler_excess(params, e) -> float:  # type: ignore[no-untyped-def]
     return m
 
 
+@njit(helper=True)
+def _euler_lock(i: int, j: int, k: int, extrinsic: bool, b: float):  # type: ignore[no-untyped-def]
+    """``(at_lock, sigma)`` for the middle angle ``b`` of :func:`~kinema._kernels.quat.qto_euler`.
+
+    At gimbal lock (``b`` within ``EULER_LOCK_BAND`` of 0 or pi for proper Euler sequences, of +-pi/2 for
+    Tait-Bryan ones; ``qto_euler`` puts the whole turn in the first angle there) the rotation fixes only
+    ``u = a - sigma c`` of the outer angles: ``(a + t, b, c + sigma t)`` is the same rotation for every
+    ``t``.  ``sigma`` (+1 or -1, by sequence and singularity) is read off two rotations built at the lock.
+    """
+    if i == k:
+        s = 0.0 if abs(b) <= 0.5 * math.pi else math.pi
+    else:
+        s = 0.5 * math.pi
+    if abs(abs(b) - s) > EULER_LOCK_BAND:
+        return False, 0.0
+    bs = math.copysign(s, b)
+    q1 = qfrom_euler(1.0, bs, 0.0, i, j, k, extrinsic)
+    q2 = qfrom_euler(0.0, bs, 1.0, i, j, k, extrinsic)
+    # the same rotation (|dot| = 1) when a + c is what counts; 2 rad apart (|dot| = cos 1) when a - c is
+    return True, (-1.0 if abs(qdot(q1, q2)) > 0.9 else 1.0)
+
+
+@njit(borrows=True, helper=True)
+def _lock_range(params, sigma: float):  # type: ignore[no-untyped-def]
+    """``(lo, hi)``: the values ``a - sigma c`` takes over the box's first and third ranges."""
+    if sigma > 0.0:
+        return params[4] - params[9], params[7] - params[6]
+    return params[4] + params[6], params[7] + params[9]
+
+
+@njit(borrows=True, helper=True)
+def _lock_excess(params, e, sigma: float) -> float:  # type: ignore[no-untyped-def]
+    """:func:`_euler_excess` of a rotation at gimbal lock: it is inside when some ``(a, c)`` of the box gives its
+    ``u = a - sigma c`` (and its middle angle is in range), whatever split ``qto_euler`` picked."""
+    lo, hi = _lock_range(params, sigma)
+    xu = 0.0 if hi - lo >= _TWO_PI else _angle_excess(e[0] - sigma * e[2], lo, hi)
+    xb = _angle_excess(e[1], params[5], params[8])
+    return xu if xu > xb else xb
+
+
+@njit(borrows=True, helper=True)
+def _euler_box_excess(params, q):  # type: ignore[no-untyped-def]
+    """``(excess, e, f, lock, sigma)``: how far (radians) ``q`` lies outside the Euler box, its two triples, and
+    whether it is at gimbal lock (:func:`_euler_lock`).  Off the lock the better of the two triples counts;
+    at the lock only ``u`` and the middle angle do (the twin has the same ones)."""
+    i = int(params[0])
+    j = int(params[1])
+    k = int(params[2])
+    ext = params[3] != 0.0
+    e, f = _euler_solutions(q, i, j, k, ext)
+    lock, sigma = _euler_lock(i, j, k, ext, e[1])
+    if lock:
+        return _lock_excess(params, e, sigma), e, f, lock, sigma
+    a = _euler_excess(params, e)
+    b = _euler_excess(params, f)
+    return (a if a < b else b), e, f, lock, sigma
+
+
 @njit(borrows=True, helper=True)
 def limit_violation(kind: int, params, q_rel) -> float:  # type: ignore[no-untyped-def]
     """How far (radians, >= 0) the rest-relative rotation ``q_rel`` lies outside the limit.
@@ -179,14 +244,7 @@ def limit_violation(kind: int, params, q_rel) -> float:  # type: ignore[no-untyp
         ex = _angle_excess(twist_angle(tw, axis), params[8], params[9])
         return sx if sx > ex else ex
     if kind == LIMIT_EULER:
-        i = int(params[0])
-        j = int(params[1])
-        k = int(params[2])
-        ext = params[3] != 0.0
-        e, f = _euler_solutions(q, i, j, k, ext)
-        a = _euler_excess(params, e)
-        b = _euler_excess(params, f)
-        return a if a < b else b
+        return _euler_box_excess(params, q)[0]
     return 0.0
 
 
@@ -259,7 +317,12 @@ def _clamp_euler(params, q):  # type: ignore[no-untyped-def]
        (:func:`wrap_near`): 179 and -179 degrees are 2 degrees apart.
     3. If either triple is inside the box, the rotation is inside: return the
        zero quaternion as a marker (the caller keeps ``q`` untouched).
-    4. Otherwise clamp each triple per axis the short way round
+    4. At gimbal lock with the middle angle in range, only ``u = a - sigma c``
+       matters (:func:`_euler_lock`): ``u`` is clamped into the range the
+       box gives it and split into an ``(a, c)`` of the box, the smallest
+       turn that brings ``q`` inside (a triple clamped per axis would leave
+       the rotation outside or move one that was inside).
+    5. Otherwise clamp each triple per axis the short way round
        (:func:`clamp_angle`), rebuild both, and return the one closer to
        ``q`` (largest ``|dot|``).
     """
@@ -267,9 +330,15 @@ def _clamp_euler(params, q):  # type: ignore[no-untyped-def]
     j = int(params[1])
     k = int(params[2])
     ext = params[3] != 0.0
-    e, f = _euler_solutions(q, i, j, k, ext)
-    if _euler_excess(params, e) <= LIMIT_SLACK or _euler_excess(params, f) <= LIMIT_SLACK:
+    excess, e, f, lock, sigma = _euler_box_excess(params, q)
+    if excess <= LIMIT_SLACK:
         return (0.0, 0.0, 0.0, 0.0)
+    if lock and _angle_excess(e[1], params[5], params[8]) <= LIMIT_SLACK:
+        lo, hi = _lock_range(params, sigma)
+        u = clamp_angle(e[0] - sigma * e[2], lo, hi)
+        a = clamp_angle(u + sigma * clamp_angle(e[2], params[6], params[9]), params[4], params[7])
+        c = clamp_angle(wrap_near(sigma * (a - u), 0.5 * (params[6] + params[9])), params[6], params[9])
+        return qfrom_euler(a, e[1], c, i, j, k, ext)
     qe = qfrom_euler(clamp_angle(e[0], params[4], params[7]), clamp_angle(e[1], params[5], params[8]),
                      clamp_angle(e[2], params[6], params[9]), i, j, k, ext)
     qf = qfrom_euler(clamp_angle(f[0], params[4], params[7]), clamp_angle(f[1], params[5], params[8]),
@@ -304,7 +373,9 @@ def clamp_many(kind, params, rest, q_local, out, hit):  # type: ignore[no-untype
     for n in range(q_local.shape[0]):
         r = (rest[n % nr, 0], rest[n % nr, 1], rest[n % nr, 2], rest[n % nr, 3])
         q = (q_local[n, 0], q_local[n, 1], q_local[n, 2], q_local[n, 3])
-        o, h = apply_limit_local(kind, params, r, q)
+        o, h = apply_limit_local(kind, params, r, qtamed(q))  # qtamed: components of any finite size
+        if not h:
+            o = q  # inside: the input itself, bit for bit
         out[n, 0] = o[0]
         out[n, 1] = o[1]
         out[n, 2] = o[2]
@@ -318,5 +389,5 @@ def violation_many(kind, params, rest, q_local, out):  # type: ignore[no-untyped
     nr = rest.shape[0]
     for n in range(q_local.shape[0]):
         r = (rest[n % nr, 0], rest[n % nr, 1], rest[n % nr, 2], rest[n % nr, 3])
-        q = qnormalize((q_local[n, 0], q_local[n, 1], q_local[n, 2], q_local[n, 3]))
+        q = qnormalize(qtamed((q_local[n, 0], q_local[n, 1], q_local[n, 2], q_local[n, 3])))
         out[n] = limit_violation(kind, params, qmul(qconj(r), q))

@@ -38,7 +38,7 @@ from numpy.typing import ArrayLike
 from . import rotation as rot
 from ._kernels.constants import DEFAULT_MARGIN_FRACTION
 from ._types import BoolArray, FloatArray, IntArray
-from ._validate import resolve_joint
+from ._validate import as_float_array, as_float_scalar, is_sequence, positive_number, require_finite, resolve_joint
 from .errors import ShapeError, SkeletonError, SolverInputError
 from .fk import forward_kinematics
 from .pose import Clip, Pose
@@ -214,6 +214,9 @@ def _clip_arrays(skeleton: Skeleton, clip: Clip, copy: bool = True) -> tuple[Flo
         raise ShapeError("clip pose", f"(frames, {skeleton.n_joints}, k)", f"{clip.pose.n_joints} joints")
     if len(clip.pose.batch_shape) != 1:
         raise ShapeError("clip pose", "(frames, J, k) with one time dimension", str(clip.pose.batch_shape))
+    for what, a in (("translations", clip.pose.translations), ("rotations", clip.pose.rotations),
+                    ("scales", clip.pose.scales)):
+        require_finite(a, f"clip pose {what}")  # NaN feet would match no threshold and silently find no contacts
     n, nj = clip.n_frames, skeleton.n_joints
 
     def full(a: FloatArray, k: int) -> FloatArray:
@@ -525,9 +528,15 @@ def foot_skate(positions: ArrayLike, mask: ArrayLike, times: ArrayLike) -> float
     ``times (F,)`` seconds.  Averages ``|dp_horizontal| / dt`` over every pair
     of consecutive frames that are both in contact; 0 when there is none.
     """
-    p = np.asarray(positions, dtype=np.float64)
+    p = as_float_array(positions, "positions", (3,))
+    if p.ndim != 3:
+        raise ShapeError("positions", "(F, K, 3)", tuple(p.shape))
     m = np.asarray(mask, dtype=bool)
-    t = np.asarray(times, dtype=np.float64)
+    if m.shape != p.shape[:2]:
+        raise ShapeError("mask", f"{p.shape[:2]} (frames, feet) to match the positions", tuple(m.shape))
+    t = as_float_array(times, "times", (p.shape[0],), batch=False)
+    if not (np.all(np.isfinite(t)) and np.all(np.diff(t) > 0.0)):
+        raise SolverInputError("times must be finite and strictly increasing")
     if p.shape[0] < 2:
         return 0.0
     both = m[1:] & m[:-1]
@@ -583,10 +592,11 @@ def find_feet(skeleton: Skeleton) -> tuple[int, ...]:
     return tuple(chosen)
 
 
-def _resolve_feet(skeleton: Skeleton, feet: Sequence[int | str] | None) -> tuple[int, ...]:
+def _resolve_feet(skeleton: Skeleton, feet: Sequence[int | str] | int | str | None) -> tuple[int, ...]:
     if feet is None:
         return find_feet(skeleton)
-    idx = tuple(resolve_joint(skeleton, f) for f in feet)
+    listed = [feet] if isinstance(feet, (str, int, np.integer)) else list(feet)  # one foot, or several
+    idx = tuple(resolve_joint(skeleton, f) for f in listed)
     if not idx:
         raise SolverInputError("feet: give at least one foot joint")
     if len(set(idx)) != len(idx):
@@ -594,6 +604,28 @@ def _resolve_feet(skeleton: Skeleton, feet: Sequence[int | str] | None) -> tuple
     for i in idx:
         _leg(skeleton, i)
     return idx
+
+
+def _separate_legs(skeleton: Skeleton, legs: Sequence[tuple[int, int, int]]) -> None:
+    """Refuse legs that share a joint, or one that hangs below another (:class:`SolverInputError`).
+
+    :func:`footlock` solves each leg ``(hip, knee, foot)`` on its own, from the animated pose: a joint in
+    two legs gets the second leg's solve only, and a leg below another one's foot (a toe given as a
+    foot beside its ankle) is solved where the other leg no longer leaves it.  Either way a foot
+    would end off its lock, so the legs must be disjoint and none on another's path to the root.
+    """
+    names = skeleton.names
+    for a, leg_a in enumerate(legs):
+        for b, leg_b in enumerate(legs):
+            if a == b or not {leg_b[2], *skeleton.ancestors(leg_b[2])} & set(leg_a):
+                continue
+            shared = [names[j] for j in leg_a if j in leg_b]
+            how = f"share {shared[0]!r}" if shared else f"are nested (the second hangs below {names[leg_a[2]]!r})"
+            raise SolverInputError(
+                f"feet {names[leg_a[2]]!r} and {names[leg_b[2]]!r}: their legs (hip, knee, foot) "
+                f"{tuple(names[j] for j in leg_a)} and {tuple(names[j] for j in leg_b)} {how}; footlock solves "
+                "each leg on its own, so give one foot per leg (e.g. the ankles, not an ankle and its toe), "
+                "each with a hip joint of its own")
 
 
 @dataclass(frozen=True)
@@ -646,30 +678,32 @@ class Contacts:
         return int(sum(len(self.runs(k)[0]) for k in range(len(self.feet))))
 
 
-def _positive(x: float | None, what: str) -> float | None:
-    if x is None:
-        return None
-    v = float(x)
-    if not (np.isfinite(v) and v > 0):
-        raise SolverInputError(f"{what} must be a positive number, got {x!r}")
-    return v
-
-
 def _per_foot(x: float | Sequence[float] | None, k: int, what: str) -> FloatArray | None:
     if x is None:
         return None
-    a = np.asarray(x, dtype=np.float64)
+    bad = f"{what}: expected one finite number or one per foot ({k}), got {x!r}"
+    try:
+        a = as_float_array(x, what, ())
+    except ShapeError:  # not numbers (a string, None in a list)
+        raise SolverInputError(bad) from None
     if a.ndim == 0:
         a = np.full(k, float(a))
     if a.shape != (k,) or not np.all(np.isfinite(a)):
-        raise SolverInputError(f"{what}: expected one finite number or one per foot ({k}), got {x!r}")
+        raise SolverInputError(bad)
     return a
+
+
+def _frame_number(x: Any, what: str) -> int:
+    """``x`` as a Python int: an int or a NumPy integer (not a bool, not a float that would be cut)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise SolverInputError(f"{what}: expected a whole number of frames (an int), got {x!r}")
+    return int(x)
 
 
 def detect_contacts(
     skeleton: Skeleton,
     clip: Clip,
-    feet: Sequence[int | str] | None = None,
+    feet: Sequence[int | str] | int | str | None = None,
     *,
     height: float | None = None,
     speed: float | None = None,
@@ -683,7 +717,7 @@ def detect_contacts(
 ) -> Contacts:
     """Find when each foot is planted.
 
-    * ``feet``: foot joints (names or indices); default :func:`find_feet`.
+    * ``feet``: foot joints (names or indices, or one of them); default :func:`find_feet`.
     * ``height``: contact height above the ground (units); default
       ``HEIGHT_ON_FRACTION`` of the leg length.
     * ``speed``: contact speed (units/s); default estimated from the clip:
@@ -717,17 +751,15 @@ def detect_contacts(
     t_all, r_all, s_all = _clip_arrays(skeleton, clip, copy=False)
     idx = _resolve_feet(skeleton, feet)
     k = len(idx)
-    hysteresis = float(hysteresis)
+    hysteresis = as_float_scalar(hysteresis, "hysteresis")
     if not (np.isfinite(hysteresis) and hysteresis >= 1.0):
         raise SolverInputError(f"hysteresis must be >= 1, got {hysteresis!r}")
-    for name, seconds in (("min_duration", min_duration), ("max_gap", max_gap), ("merge_gap", merge_gap)):
-        if not (np.isfinite(seconds) and seconds >= 0):
-            raise SolverInputError(f"{name} must be >= 0 seconds, got {seconds!r}")
-    step_given = None if step is None else float(step)
-    if step_given is not None and not (np.isfinite(step_given) and step_given >= 0):
-        raise SolverInputError(f"step must be >= 0 (clip units), got {step!r}")
-    h_given = _positive(height, "contact height")
-    v_given = _positive(speed, "contact speed")
+    min_duration, max_gap, merge_gap = (positive_number(seconds, f"{name} (seconds)", allow_zero=True) for
+                                        name, seconds in (("min_duration", min_duration), ("max_gap", max_gap),
+                                                          ("merge_gap", merge_gap)))
+    step_given = None if step is None else positive_number(step, "step (clip units)", allow_zero=True)
+    h_given = None if height is None else positive_number(height, "contact height")
+    v_given = None if speed is None else positive_number(speed, "contact speed")
     g_given = _per_foot(ground, k, "ground")
 
     legs = [_leg(skeleton, f) for f in idx]
@@ -736,9 +768,8 @@ def detect_contacts(
         p = forward_kinematics(sub, Pose(_take(t_all, keep), _take(r_all, keep), _take(s_all, keep))).positions
         p = p[:, np.searchsorted(keep, idx)]
     else:
-        p = np.asarray(positions, dtype=np.float64)
-        if p.shape != (clip.n_frames, k, 3):
-            raise ShapeError("positions", f"({clip.n_frames}, {k}, 3)", tuple(p.shape))
+        p = as_float_array(positions, "positions", (clip.n_frames, k, 3), batch=False)
+        require_finite(p, "positions")
     # leg lengths from the first frame
     world = forward_kinematics(skeleton, Pose(t_all[0], r_all[0], s_all if s_all.ndim == 2 else s_all[0])).positions
     leg_length = np.array([np.linalg.norm(world[kn] - world[h]) + np.linalg.norm(world[f] - world[kn])
@@ -747,8 +778,9 @@ def detect_contacts(
     t = frame_times(clip)
     n = clip.n_frames
     if n >= 2:
-        vel = np.gradient(p, t, axis=0)
-        spd = np.linalg.norm(vel, axis=-1)
+        with np.errstate(all="ignore"):  # frame times of 1e-300 s (or 1e300 s) over- or underflow the differences
+            spd = np.linalg.norm(np.gradient(p, t, axis=0), axis=-1)
+        spd[~np.isfinite(spd)] = np.inf  # too fast to tell: never planted
     else:  # a single frame has no motion
         spd = np.zeros((n, k))
     hgt = p[..., UP_AXIS]
@@ -831,9 +863,20 @@ class FootlockResult:
 
 
 def _moving(a: FloatArray, half: int, how: str) -> FloatArray:
-    """Moving max or mean over ``[f - half, f + half]`` (edge values repeated)."""
-    if half <= 0 or a.size == 0:
+    """Moving max or mean over ``[f - half, f + half]`` (edge values repeated).
+
+    A window wider than the clip (an ``ease`` of minutes on a short clip) is not padded out: every
+    frame's window then holds the whole clip, so the max is the clip's max and the mean counts the
+    repeated edge values (``half - f`` copies of the first, ``half - (n - 1 - f)`` of the last).
+    """
+    n = a.size
+    if half <= 0 or n == 0:
         return a.copy()
+    if half >= n:
+        if how == "max":
+            return np.full(n, a.max())
+        f = np.arange(n)
+        return (a.sum() + (half - f) * a[0] + (half - (n - 1 - f)) * a[-1]) / (2 * half + 1)
     padded = np.pad(a, half, mode="edge")
     win = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1)
     return win.max(axis=-1) if how == "max" else win.mean(axis=-1)
@@ -981,7 +1024,7 @@ def _lengthen_fast_ramps(speed: FloatArray, cap: FloatArray, runs: Sequence[tupl
 def footlock(
     skeleton: Skeleton,
     clip: Clip,
-    feet: Sequence[int | str] | None = None,
+    feet: Sequence[int | str] | int | str | None = None,
     *,
     contacts: Contacts | None = None,
     ease: float = DEFAULT_EASE_S,
@@ -1063,12 +1106,13 @@ def footlock(
     if n == 0:
         raise SolverInputError("the clip has no frames: there is nothing to foot-lock")
     t_out, r_out, scales = _clip_arrays(skeleton, clip)
+    if contacts is not None and not isinstance(contacts, Contacts):
+        raise SolverInputError(f"contacts must be what detect_contacts returns, got a {type(contacts).__name__}")
     idx = _resolve_feet(skeleton, feet if feet is not None else (contacts.feet if contacts is not None else None))
-    ease = float(ease)
-    if not (np.isfinite(ease) and ease >= 0):
-        raise SolverInputError(f"ease must be >= 0 seconds, got {ease!r}")
+    ease = positive_number(ease, "ease (seconds)", allow_zero=True)
     k = len(idx)
     legs_full = [_leg(skeleton, f) for f in idx]
+    _separate_legs(skeleton, legs_full)
     # Everything below runs on the legs and their ancestors only (same world transforms).
     sub, keep = _subskeleton(skeleton, [j for leg in legs_full for j in leg])
     legs = [tuple(int(x) for x in np.searchsorted(keep, leg)) for leg in legs_full]
@@ -1285,17 +1329,22 @@ def reach(
         raise SolverInputError("the clip has no frames: there is nothing to re-aim")
     t_all, r_out, scales = _clip_arrays(skeleton, clip)
     eff = resolve_joint(skeleton, effector)
-    tgt = np.asarray(target, dtype=np.float64)
-    if tgt.shape != (3,) or not np.all(np.isfinite(tgt)):
+    try:
+        tgt = as_float_array(target, "target", (3,), batch=False)
+    except ShapeError:
+        tgt = np.full(3, np.nan)  # not three numbers: refused below, with what was given
+    if not np.all(np.isfinite(tgt)):
         raise SolverInputError(f"target must be three finite numbers, got {target!r}")
-    a, b = (int(frames[0]), int(frames[1]))
+    if not is_sequence(frames) or len(frames) != 2:
+        raise SolverInputError(f"frames must be a pair (A, B) of frame numbers, got {frames!r}")
+    a, b = (_frame_number(f, "frames") for f in frames)
     if not (0 <= a <= b < n):
         raise SolverInputError(f"frames {a}:{b} are outside the clip's 0:{n - 1} (A <= B, both inclusive)")
     t = frame_times(clip)
     fps = (n - 1) / (t[-1] - t[0]) if n >= 2 else float(clip.fps)
-    n_blend = int(round(DEFAULT_REACH_BLEND_S * fps)) if blend is None else int(blend)
-    if n_blend < 0:
-        raise SolverInputError(f"blend must be >= 0 frames, got {blend!r}")
+    n_blend = _frames(DEFAULT_REACH_BLEND_S, fps, "blend") if blend is None else _frame_number(blend, "blend")
+    if not 0 <= n_blend <= MAX_DURATION_FRAMES:
+        raise SolverInputError(f"blend must be 0 to {MAX_DURATION_FRAMES} frames, got {blend!r}")
     starts, ends = np.array([a], dtype=np.int64), np.array([b + 1], dtype=np.int64)
     w, owner = _ease(starts, ends, n, n_blend)
     solve_frames = np.flatnonzero(w > 0.0)

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import rotation as rot
-from .errors import FileFormatError
+from .errors import FileFormatError, SolverInputError
 from .pose import Clip, Pose
 from .skeleton import Skeleton
 
@@ -267,9 +267,10 @@ def clip(name: str = "walk") -> Clip:
     origin rotation, revolute joints a rotation by the clip's angle about
     their URDF axis; fixed joints keep their rest transform.  ``fps`` is
     ``1 / frame duration`` (the last frame's zero duration is the end marker).
+    Another name raises :class:`~kinema.SolverInputError` (a ``ValueError``) listing the clips.
     """
-    if name not in CLIP_NAMES:
-        raise ValueError(f"unknown sample clip {name!r}; choose one of {', '.join(CLIP_NAMES)}")
+    if not isinstance(name, str) or name not in CLIP_NAMES:
+        raise SolverInputError(f"unknown sample clip {name!r}; choose one of {', '.join(CLIP_NAMES)}")
     path = data_path(f"humanoid3d_{name}.txt")
     skeleton, types, axes = _urdf()
     with open(path, encoding="utf-8") as f:

@@ -51,7 +51,7 @@ FILE_COMMANDS = ("footlock", "reach", "convert")
 #: Seconds ``batch --dask ADDRESS`` waits for the scheduler by default (``--dask-timeout``).
 DASK_CONNECT_TIMEOUT_S = 5.0
 
-#: Default ``--tolerance`` of reach and footlock, as a fraction of the figure's rest height: an
+#: Default ``--tolerance`` of reach and footlock, as a fraction of the figure's height (:func:`units_guess`): an
 #: effector (foot) ending farther than this from its target is reported as "missed" (exit status 3).
 #: Reachable targets land to rounding (~1e-12 of the height); 1e-6 of a 1.7 m figure is 1.7 um.
 MISS_RTOL = 1e-6
@@ -139,10 +139,52 @@ def _names(text: str) -> list[str]:
     return names
 
 
+#: ``kinema info``'s guesses (units, up axis) and the default ``--tolerance`` look at this many evenly
+#: spaced frames of the clip at most (a 200000-frame capture costs no more than a short one).
+GUESS_FRAMES = 64
+
+#: Where the rest pose does not stand along the animation's up axis, the figure's height is this
+#: percentile of its extent along that axis over those frames (its standing height; a crouch or a
+#: glitch frame does not set it).
+HEIGHT_PERCENTILE = 95.0
+
+
+def _up_index(skeleton: Skeleton, p: np.ndarray) -> int | None:
+    """The axis most bones run along in ``p (S, J, 3)`` (legs and spine outweigh the arms); None without bones."""
+    par = skeleton.parents
+    has = par >= 0
+    if not np.any(has):
+        return None
+    return int(np.argmax(np.abs(p[:, has] - p[:, par[has]]).sum(axis=(0, 1))))
+
+
+def _figure(skeleton: Skeleton, clip: Clip | None) -> tuple[int | None, float]:
+    """``(up axis or None, height)`` of the figure, in the file's units.
+
+    The up axis is the one most bones run along in the animation (up to :data:`GUESS_FRAMES` of its
+    frames; the rest pose without a clip), the axis the commands work with.  The height is the rest
+    pose's extent along it, unless the rest pose does not stand along that axis: many capture files
+    (MotionBuilder's among them) lay every bone along X at rest and turn them upright in each frame,
+    so their rest pose is neither upright nor as tall as the figure; then it is the
+    :data:`HEIGHT_PERCENTILE` of the animated extents.
+    """
+    rest = forward_kinematics(skeleton, skeleton.rest_pose()).positions[None]
+    up_rest = _up_index(skeleton, rest)
+    if clip is None or clip.n_frames == 0:
+        up, anim = up_rest, None
+    else:
+        pick = np.unique(np.round(np.linspace(0, clip.n_frames - 1, min(clip.n_frames, GUESS_FRAMES))))
+        anim = forward_kinematics(skeleton, clip.pose[pick.astype(np.int64)]).positions
+        up = _up_index(skeleton, anim)
+    axis = mocap.UP_AXIS if up is None else up
+    if anim is None or up == up_rest:
+        return up, float(np.ptp(rest[0, :, axis]))
+    return up, float(np.percentile(np.ptp(anim[..., axis], axis=-1), HEIGHT_PERCENTILE))
+
+
 def units_guess(skeleton: Skeleton, clip: Clip | None = None) -> tuple[str, str, float]:
-    """``(short, long, height)``: the figure's height (rest pose, up axis) and the units it suggests."""
-    p = forward_kinematics(skeleton, skeleton.rest_pose()).positions
-    h = float(p[:, mocap.UP_AXIS].max() - p[:, mocap.UP_AXIS].min()) if len(p) else 0.0
+    """``(short, long, height)``: the figure's height (:func:`_figure`) and the units it suggests."""
+    h = _figure(skeleton, clip)[1]
     if 0.3 <= h <= 3.0:
         return "m", "metres", h
     if 100.0 <= h <= 300.0:
@@ -154,15 +196,11 @@ def units_guess(skeleton: Skeleton, clip: Clip | None = None) -> tuple[str, str,
     return "units", "unknown", h
 
 
-def _up_guess(skeleton: Skeleton) -> str:
-    """The axis most bones run along in the rest pose (legs and spine outweigh the arms)."""
-    p = forward_kinematics(skeleton, skeleton.rest_pose()).positions
-    par = skeleton.parents
-    has = par >= 0
-    if not np.any(has):
-        return "?"
-    bones = np.abs(p[has] - p[par[has]]).sum(axis=0)
-    return "XYZ"[int(np.argmax(bones))]
+def _up_guess(skeleton: Skeleton, clip: Clip | None = None) -> str:
+    """The axis most bones run along in the animation (the rest pose without one): ``"X"``, ``"Y"``, ``"Z"``
+    or ``"?"`` (no bones)."""
+    up = _figure(skeleton, clip)[0]
+    return "?" if up is None else "XYZ"[up]
 
 
 # ===================================================================== info
@@ -180,7 +218,7 @@ def run_info(args: argparse.Namespace, ui: UI) -> int:
     m = read_input(args)
     sk, clip = m.skeleton, m.clip
     short, long, height = units_guess(sk, clip)
-    up = _up_guess(sk)
+    up = _up_guess(sk, clip)
     ends = sk.meta.get("bvh_end_site")
     n_end = int(sum(bool(e) for e in ends)) if ends is not None else 0
     try:
@@ -219,7 +257,7 @@ def run_info(args: argparse.Namespace, ui: UI) -> int:
     rows = [("file", f"{m.source} ({m.kind})"), ("joints", joints), ("frames", timing)]
     if m.clip_names:
         rows.append(("clips", ", ".join(m.clip_names) + f" (showing {m.clip_name!r})"))
-    rows.append(("units", f"{long} (guess: the rest pose is {height:.4g} {short} tall)"))
+    rows.append(("units", f"{long} (guess: the figure is {height:.4g} {short} tall)"))
     up_text = f"{up} up" + ("" if up == "Y" else "  (kinema works Y up; a Z-up BVH loads with load_bvh(up='z'))")
     rows.append(("axes", up_text))
     rows.append(("feet", ", ".join(feet) if feet else "none found by name (footlock needs --feet)"))
@@ -312,7 +350,7 @@ def _tolerance(p: Any, what: str) -> None:
 
 def _tolerance_of(m: Motion, args: argparse.Namespace) -> float:
     given = getattr(args, "tolerance", None)
-    return float(given) if given is not None else MISS_RTOL * max(units_guess(m.skeleton)[2], 1e-12)
+    return float(given) if given is not None else MISS_RTOL * max(units_guess(m.skeleton, m.clip)[2], 1e-12)
 
 
 def footlock_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip, dict[str, Any]]:
@@ -337,7 +375,7 @@ def footlock_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip
         "command": "footlock",
         "status": "missed" if r["ik_error_max"] > tol else "ok",
         "frames": r["frames"],
-        "units": units_guess(m.skeleton)[0],
+        "units": units_guess(m.skeleton, m.clip)[0],
         "feet": r["feet"],
         "contacts_per_foot": r["contacts_per_foot"],
         "contact_frames_per_foot": r["contact_frames_per_foot"],
@@ -352,6 +390,7 @@ def footlock_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip
         "hips_drop_max_units": r["hips_drop_max"],
         "error_max_units": r["ik_error_max"],
         "tolerance_units": tol,
+        "up_axis": _up_guess(m.skeleton, m.clip),  # footlock works Y up: another axis is warned about
     }
     return m.skeleton, res.clip, figures
 
@@ -436,7 +475,7 @@ def reach_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip, d
         "command": "reach",
         "status": "missed" if r["max_error"] > tol else "ok",
         "frames": r["frames"],
-        "units": units_guess(m.skeleton)[0],
+        "units": units_guess(m.skeleton, m.clip)[0],
         "effector": r["effector"],
         "target_units": [float(x) for x in args.target],
         "range": r["range"],
@@ -511,6 +550,11 @@ def _run_file_command(command: str, args: argparse.Namespace, ui: UI) -> int:
         report_reach(ui, m.source, out, figures)
     else:
         ui.print(f"wrote {out} ({figures['joints']} joints, {figures['frames']} frames at {figures['fps']:.6g} fps)")
+    up = figures.get("up_axis", "Y")
+    if up not in ("Y", "?"):
+        ui.note(f"kinema {command}: warning: {m.source} looks {up} up (its bones run mostly along {up}); footlock "
+                "works Y up, so its contacts and hips are likely wrong here (a Z-up BVH loads Y up with "
+                "kinema.io.load_bvh(path, up='z'))")
     if figures["status"] == "missed":
         ui.note(f"kinema {command}: missed: {_status_text(figures).removeprefix('missed: ')}; "
                 f"the output was written (exit status {EXIT_MISSED})")

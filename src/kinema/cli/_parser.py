@@ -66,7 +66,8 @@ COMMAND_EXAMPLES = {
         "and the IK eases in and out around each contact.  Other joints are untouched.\n"
         "The report gives skate and joint speeds of the joints footlock changed (the legs),\n"
         "contact frames per foot, and exits 3 ('missed') when a foot ends farther than\n"
-        "--tolerance from its lock.\n\n" + EXIT_STATUS_HELP
+        "--tolerance from its lock.  Footlock works Y up: a file whose bones run mostly\n"
+        "along another axis (a Z-up capture) is written with a warning on stderr.\n\n" + EXIT_STATUS_HELP
     ),
     "reach": (
         "examples:\n  kinema info --sample walk --joints --frame 20     where the joints are (pick a target near one)\n"

@@ -742,6 +742,7 @@ def test_kernel_constants_mirror_the_python_side() -> None:
                                                                             kd.AFFECTS_ANCESTOR)
     assert (_dls._O_ITERATIONS, _dls._O_TOLERANCE, _dls._O_DAMPING, _dls._O_SIZE) == (
         kd.O_ITERATIONS, kd.O_TOLERANCE, kd.O_DAMPING, kd.O_SIZE)
+    assert _dls._DAMPING_MAX == kd.DAMPING_MAX
     assert (_dls._D_STATUS, _dls._D_ERROR, _dls._D_ITERATIONS, _dls._D_LIMITS_HIT, _dls._D_POSE_ERROR,
             _dls._D_HEADER) == (kd.D_STATUS, kd.D_ERROR, kd.D_ITERATIONS, kd.D_LIMITS_HIT, kd.D_POSE_ERROR,
                                 kd.D_HEADER)
@@ -772,3 +773,38 @@ def test_a_pose_goal_under_pinned_feet_does_not_stall_the_hands() -> None:
         # the pose goal's error is the largest joint angle away from the input; it is no larger than without it
         away_without = float(np.max(kinema.rotation.angle_between(pose.rotations, without.pose.rotations)))
         assert res.state["goal_errors"][4] <= away_without + 1e-9
+
+
+def test_edge_arguments_and_aliased_out() -> None:
+    """Found by an exploratory pass: a non-Pose ``out`` escaped as AttributeError, ``iterations`` of 2**63 wrapped
+    to a solve of no iterations, a damping past the kernel's stop made every rejected step end the solve, and
+    ``moved`` said False after a solve written through another Pose over the input's arrays."""
+    sk = samples.humanoid()
+    pose = walk_pose(12)
+    goal = PositionGoal("left_wrist", positions(sk, pose)[8] + [0.1, 0.0, 0.1])
+    with pytest.raises(SolverInputError, match="out must be a kinema.Pose"):
+        DLS(sk, [goal]).solve(pose, out=np.zeros((15, 4)))  # type: ignore[arg-type]
+    for bad in (2**31, 2**63 - 1, 10**20):
+        with pytest.raises(SolverInputError, match="iterations must be at most"):
+            DLS(sk, [goal], iterations=bad)
+        with pytest.raises(SolverInputError, match="iterations must be at most"):
+            kinema.solve_ccd(sk, pose, ("left_shoulder", "left_wrist"), [0.0, 1.0, 0.0], iterations=bad)
+    with pytest.raises(SolverInputError, match="damping must be below"):
+        DLS(sk, [goal], damping=1e10)
+    t, r = pose.translations.copy(), pose.rotations.copy()
+    before = r.copy()
+    res = DLS(sk, [goal]).solve(kinema.Pose(t, r), out=kinema.Pose(t, r))
+    assert not np.array_equal(r, before) and bool(res.state["moved"])
+
+
+def test_tied_goals_do_not_depend_on_their_order() -> None:
+    """Goals alike in everything but their target are ordered by the target too: listing them the other way
+    round gives the same solve to the bit (it differed by 7e-9 rad and 16 iterations)."""
+    sk = samples.humanoid()
+    pose = walk_pose(12)
+    w = positions(sk, pose)[8]
+    a, b = PositionGoal("left_wrist", w + [0.3, 0.1, 0]), PositionGoal("left_wrist", w + [0, 0.2, 0.3])
+    r1 = solve_dls(sk, pose, [a, b, PoseGoal(0.1)])
+    r2 = solve_dls(sk, pose, [b, a, PoseGoal(0.1)])
+    np.testing.assert_array_equal(r1.pose.rotations, r2.pose.rotations)
+    np.testing.assert_array_equal(r1.state["goal_errors"][[0, 1]], r2.state["goal_errors"][[1, 0]])

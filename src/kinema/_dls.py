@@ -55,6 +55,7 @@ _P_HEADER = 8
 _AFFECTS_SELF = 1
 _AFFECTS_ANCESTOR = 2
 _O_ITERATIONS, _O_TOLERANCE, _O_DAMPING, _O_SIZE = 0, 1, 2, 3
+_DAMPING_MAX = 1e8
 _D_STATUS, _D_ERROR, _D_ITERATIONS, _D_LIMITS_HIT, _D_POSE_ERROR, _D_HEADER = 0, 1, 2, 3, 4, 5
 
 
@@ -113,6 +114,8 @@ class DLS:
         self.iterations = check_iterations(iterations)
         self.tolerance = positive_number(tolerance, "tolerance")
         self.damping = positive_number(damping, "damping")
+        if self.damping >= _DAMPING_MAX:  # the kernel stops the solve once the damping passes this
+            raise SolverInputError(f"damping must be below {_DAMPING_MAX:g}, got {damping!r}")
         parents = skeleton.parents
         gj = {n: goal_joint(skeleton, goals[n]) for n in hard}
 
@@ -165,12 +168,14 @@ class DLS:
         hinge = packed.kinds == LIMIT_HINGE
         dof_axis[hinge] = packed.params[hinge, 0:3]
 
-        # canonical goal order: levels by priority (most important first), then kind, joint, weight, axis, so
-        # the order goals are listed in does not change the numbers
+        # canonical goal order: levels by priority (most important first), then kind, joint, weight, axis and
+        # target, so the order goals are listed in does not change the numbers (only identical goals tie)
         def key(n: int) -> tuple[Any, ...]:
             g = goals[n]
             axis = g.axis if isinstance(g, LookAtGoal) else (0.0, 0.0, 0.0)
-            return (-g.priority, _GOAL_KIND[type(g)], gj[n], g.weight, axis, n)
+            target = goal_target(g)
+            return (-g.priority, _GOAL_KIND[type(g)], gj[n], g.weight, axis, target.shape,
+                    np.ascontiguousarray(target, dtype=np.float64).tobytes(), n)
 
         order = sorted(hard, key=key)
         self._order = order  # plan goal p is user goal order[p]
@@ -302,9 +307,13 @@ class DLS:
         tg = self._goal_targets(targets)
         extras: list[tuple[FloatArray, tuple[int, ...]]] = [(a, (a.shape[-1],)) for a in tg]
         extras.append((_FULL_WEIGHT if w is None else w, ()))
-        # The input as given, for state["moved"] (kept aside when out=pose overwrites it).
-        r_in, t_in = (pose.rotations, pose.translations) if out is not pose else \
-            (pose.rotations.copy(), pose.translations.copy())
+        # The input as given, for state["moved"] (kept aside when the output overwrites it: out=pose, or another
+        # Pose over the same arrays).
+        aliased = out is not None and isinstance(out, Pose) and (
+            np.may_share_memory(out.rotations, pose.rotations) or np.may_share_memory(out.translations,
+                                                                                      pose.translations))
+        r_in, t_in = (pose.rotations.copy(), pose.translations.copy()) if aliased else \
+            (pose.rotations, pose.translations)
         prep = prepare(self.skeleton, pose, extras, out, rotations_only=not self.root_translation)
         n = prep.n
         n_goals = len(self._order)

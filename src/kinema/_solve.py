@@ -273,6 +273,8 @@ def prepare(
     """
     if not checked:
         check_pose(skeleton, pose, "solve")
+    if out is not None and not isinstance(out, Pose):
+        raise SolverInputError(f"out must be a kinema.Pose (or None), got {type(out).__name__}")
     if unbatched is None:
         unbatched = out is None and pose.translations.ndim == 2 and pose.rotations.ndim == 2 \
             and pose.scales.ndim == 2
@@ -341,10 +343,17 @@ class OneItemOutputs(threading.local):
 
 
 # ---------------------------------------------------------------- options
+#: The most iterations a solver takes: far more than any solve uses, and within the kernels' integer
+#: options (a count of 2**63 or more wrapped around to a solve of no iterations).
+MAX_ITERATIONS = 2**31 - 1
+
+
 def check_iterations(iterations: Any) -> int:
-    """A non-negative iteration count; :class:`SolverInputError` otherwise (bools are not counts)."""
+    """An iteration count in ``[0, MAX_ITERATIONS]``; :class:`SolverInputError` otherwise (bools are not counts)."""
     if isinstance(iterations, (bool, np.bool_)) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
         raise SolverInputError(f"iterations must be a non-negative integer, got {iterations!r}")
+    if iterations > MAX_ITERATIONS:
+        raise SolverInputError(f"iterations must be at most {MAX_ITERATIONS}, got {iterations!r}")
     return int(iterations)
 
 

@@ -27,6 +27,7 @@ from ._jit import njit
 from .quat import (
     EULER_GIMBAL_EPS,
     qangle,
+    qcanonical,
     qconj,
     qdot,
     qfrom_axis_angle,
@@ -141,8 +142,11 @@ def _euler_solutions(q, i: int, j: int, k: int, extrinsic: bool):  # type: ignor
 
     Tait-Bryan (``i != k``): ``(a + pi, pi - b, c + pi)``; proper Euler
     (``i == k``): ``(a + pi, -b, c + pi)``.  Both give the same rotation.
+    Read from ``q``'s canonical sign, so ``q`` and ``-q`` give the same
+    triples to the bit (``qto_euler``'s half-angle ``atan2`` shifts by pi
+    with the sign and rounds differently).
     """
-    e = qto_euler(q, i, j, k, extrinsic)
+    e = qto_euler(qcanonical(q), i, j, k, extrinsic)
     if i == k:
         f = (e[0] + math.pi, -e[1], e[2] + math.pi)
     else:

@@ -138,6 +138,12 @@ SATISFIED_FRACTION = 0.1
 PIVOT_MIN = 1e-300
 #: A cut-off direction shorter than this (radians) marks no limit direction.
 BLOCK_EPS = 1e-12
+#: Most times one step is solved again with the limit directions it would push joints on their limits into
+#: dropped (the clamping loop); what the last solve still runs into is clamped.
+CLAMP_PASSES = 4
+#: A joint is on its limit when turning it this far (radians) along its step crosses the limit: well above the
+#: clamps' slack (1e-12), well below a step.
+LIMIT_PROBE_ANGLE = 1e-9
 #: A look-at target closer than this to its joint gives no direction: no error and no row.
 LOOK_AT_MIN_DISTANCE = 1e-12
 #: Below this ``|a_w x d|`` the look-at axis is along the direction (or exactly away): no rotation axis.
@@ -193,7 +199,7 @@ def diag_size(plan_i):  # type: ignore[no-untyped-def]
 @njit
 def make_scratch(plan_i, plan_f, opts):  # type: ignore[no-untyped-def]
     """Work arrays for one thread: ``(pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y,
-    delta, e_pose, world_axis, block_n, block_new, gerr, t_io, lvl, mask, unit)``."""
+    delta, e_pose, world_axis, block_n, block_new, gerr, t_io, lvl, mask, unit, block_try, probe)``."""
     nf = plan_i[P_N_FK]
     k = plan_i[P_N_MOVING]
     g = plan_i[P_N_GOALS]
@@ -220,8 +226,10 @@ def make_scratch(plan_i, plan_f, opts):  # type: ignore[no-untyped-def]
     lvl = np.zeros((3, plan_i[P_N_LEVELS] + 1))  # per level (pose last): error now, after the step, floor
     mask = np.zeros(max(k, 1))  # joints whose limit direction the step drops
     unit = np.ones(2)  # the item's length unit L and 1 / L (see dls_item)
+    block_try = np.zeros((max(k, 1), 4))  # one step's limit directions (block_n and what the clamping loop adds)
+    probe = np.zeros(3)  # one joint's probing turn
     return (pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, world_axis,
-            block_n, block_new, gerr, t_io, lvl, mask, unit)
+            block_n, block_new, gerr, t_io, lvl, mask, unit, block_try, probe)
 
 
 @njit
@@ -668,45 +676,55 @@ def _step(plan_i, plan_f, lay, lam, n_levels, use_pose, jac, err, basis, lev_j, 
 
 
 @njit(helper=True)
+def _record_block(plan_f, lay, k, nd, cut, block_new):  # type: ignore[no-untyped-def]
+    """Remember in ``block_new[k]`` the direction ``cut`` (a local rotation vector) that joint ``k``'s limit took
+    off a rotation: unit in rotation-vector space for a ball joint, the sign along the hinge axis for a hinge;
+    ``w = 1``.  A cut shorter than ``BLOCK_EPS`` marks nothing."""
+    if nd == 1:
+        u = _dof_unit(plan_f, lay, k, nd, 0)
+        along = cut[0] * u[0] + cut[1] * u[1] + cut[2] * u[2]
+        if abs(along) > BLOCK_EPS:
+            block_new[k, 0] = 1.0 if along > 0.0 else -1.0
+            block_new[k, 1] = 0.0
+            block_new[k, 2] = 0.0
+            block_new[k, 3] = 1.0
+        return
+    n = math.sqrt(cut[0] * cut[0] + cut[1] * cut[1] + cut[2] * cut[2])
+    if n > BLOCK_EPS:
+        block_new[k, 0] = cut[0] / n
+        block_new[k, 1] = cut[1] / n
+        block_new[k, 2] = cut[2] / n
+        block_new[k, 3] = 1.0
+
+
+@njit(helper=True)
+def _turned(plan_f, lay, k, nd, q, delta, d0):  # type: ignore[no-untyped-def]
+    """Joint ``k``'s local rotation ``q`` turned by its DOFs of ``delta`` (from ``d0``): ``q * exp(delta_k)``."""
+    if nd == 1:
+        dq = qfrom_axis_angle(_dof_unit(plan_f, lay, k, nd, 0), delta[d0])
+    else:
+        dq = qfrom_rotvec((delta[d0], delta[d0 + 1], delta[d0 + 2]))
+    return qnormalize(qmul(q, dq))
+
+
+@njit(helper=True)
 def _apply_step(plan_i, plan_f, lay, i, t, r, delta, block_new, unit):  # type: ignore[no-untyped-def]
     """Add ``delta`` to the moving joints (clamped into their limits) and the root (its translation DOFs in the
     item's length unit ``unit[0]``); returns the clamps that hit.
 
-    ``block_new[k]`` receives the direction a clamp cut off (local, unit; ``w = 1``); rows of joints no clamp
+    ``block_new[k]`` receives the direction a clamp cut off (:func:`_record_block`); rows of joints no clamp
     hit are left as they are.
     """
     o_mfk, o_dof0, o_ndof = lay[2], lay[3], lay[4]
     hits = 0
     for k in range(plan_i[P_N_MOVING]):
         j = plan_i[lay[0] + plan_i[o_mfk + k]]
-        d0 = plan_i[o_dof0 + k]
         nd = plan_i[o_ndof + k]
-        q = read_q(r, i, j)
-        if nd == 1:
-            u = _dof_unit(plan_f, lay, k, nd, 0)
-            dq = qfrom_axis_angle(u, delta[d0])
-        else:
-            dq = qfrom_rotvec((delta[d0], delta[d0 + 1], delta[d0 + 2]))
-        qn = qnormalize(qmul(q, dq))
+        qn = _turned(plan_f, lay, k, nd, read_q(r, i, j), delta, plan_i[o_dof0 + k])
         qc, hit = _joint_limit(plan_i, plan_f, lay, k, qn)
         if hit:
             hits += 1
-            cut = qto_rotvec(qmul(qconj(qc), qn))  # the part of the step the limit took off (local)
-            if nd == 1:
-                u = _dof_unit(plan_f, lay, k, nd, 0)
-                along = cut[0] * u[0] + cut[1] * u[1] + cut[2] * u[2]
-                if abs(along) > BLOCK_EPS:
-                    block_new[k, 0] = 1.0 if along > 0.0 else -1.0
-                    block_new[k, 1] = 0.0
-                    block_new[k, 2] = 0.0
-                    block_new[k, 3] = 1.0
-            else:
-                n = math.sqrt(cut[0] * cut[0] + cut[1] * cut[1] + cut[2] * cut[2])
-                if n > BLOCK_EPS:
-                    block_new[k, 0] = cut[0] / n
-                    block_new[k, 1] = cut[1] / n
-                    block_new[k, 2] = cut[2] / n
-                    block_new[k, 3] = 1.0
+            _record_block(plan_f, lay, k, nd, qto_rotvec(qmul(qconj(qc), qn)), block_new)  # what the limit took off
             qn = qc
         write_q(r, i, j, qn)
     rt = plan_i[P_ROOT_T]
@@ -784,31 +802,64 @@ def _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch, lam, n_levels, u
     Returns ``(clamps that hit, largest DOF change, weighted squared error, pose error)``.
     """
     (pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, world_axis,
-     block_n, block_new, gerr, t_io, lvl, mask, unit) = scratch
+     block_n, block_new, gerr, t_io, lvl, mask, unit, block_try, probe) = scratch
     nk = plan_i[P_N_MOVING]
     o_dof0 = lay[3]
     o_ndof = lay[4]
     _jacobian(plan_i, plan_f, lay, i, goals, pos, rot, jac, world_axis, unit)
     for k in range(nk):
         mask[k] = 0.0
-    _step(plan_i, plan_f, lay, lam, n_levels, use_pose, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose,
-          block_n, mask)
-    # joints on a limit: drop their cut-off direction where the step pushes into it, and solve again
-    any_blocked = False
     for k in range(nk):
-        if block_n[k, 3] != 0.0:
+        for a in range(4):
+            block_try[k, a] = block_n[k, a]
+    _step(plan_i, plan_f, lay, lam, n_levels, use_pose, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose,
+          block_try, mask)
+    # The clamping loop: a joint the step would push into a limit (one it is remembered to be on, or one the
+    # step would run into) has that direction dropped from its columns, and the step is solved again, so the
+    # levels share out what the limited joints cannot do instead of a clamp distorting the step afterwards.
+    for _pass in range(CLAMP_PASSES):
+        new = 0
+        for k in range(nk):
+            if mask[k] != 0.0:
+                continue
             d0 = plan_i[o_dof0 + k]
-            if plan_i[o_ndof + k] == 1:
-                push = delta[d0] * block_n[k, 0]
-            else:
-                push = delta[d0] * block_n[k, 0] + delta[d0 + 1] * block_n[k, 1] + delta[d0 + 2] * block_n[k, 2]
-            if push > 0.0:
-                mask[k] = 1.0
-                any_blocked = True
-    if any_blocked:
-        _block_columns(plan_i, lay, jac, 3 * plan_i[P_N_GOALS], block_n, mask)
+            nd = plan_i[o_ndof + k]
+            if block_n[k, 3] != 0.0:
+                if nd == 1:
+                    push = delta[d0] * block_n[k, 0]
+                else:
+                    push = delta[d0] * block_n[k, 0] + delta[d0 + 1] * block_n[k, 1] + delta[d0 + 2] * block_n[k, 2]
+                if push > 0.0:
+                    mask[k] = 1.0
+                    new += 1
+                    continue
+            if plan_i[lay[5] + k] != LIMIT_NONE:
+                # on its limit already: a turn of LIMIT_PROBE_ANGLE along the step crosses it (a joint further
+                # inside moves up to the limit, clamped, and is on it for the next step)
+                j = plan_i[lay[0] + plan_i[lay[2] + k]]
+                if nd == 1:
+                    length = abs(delta[d0])
+                else:
+                    length = math.sqrt(delta[d0] * delta[d0] + delta[d0 + 1] * delta[d0 + 1]
+                                       + delta[d0 + 2] * delta[d0 + 2])
+                if length <= 0.0:
+                    continue
+                f = min(1.0, LIMIT_PROBE_ANGLE / length)
+                for a in range(nd):
+                    probe[a] = delta[d0 + a] * f
+                qn = _turned(plan_f, lay, k, nd, read_q(r, i, j), probe, 0)
+                qc, hit = _joint_limit(plan_i, plan_f, lay, k, qn)
+                if hit:
+                    block_try[k, 3] = 0.0
+                    _record_block(plan_f, lay, k, nd, qto_rotvec(qmul(qconj(qc), qn)), block_try)
+                    if block_try[k, 3] != 0.0:
+                        mask[k] = 1.0
+                        new += 1
+        if new == 0:
+            break
+        _block_columns(plan_i, lay, jac, 3 * plan_i[P_N_GOALS], block_try, mask)
         _step(plan_i, plan_f, lay, lam, n_levels, use_pose, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose,
-              block_n, mask)
+              block_try, mask)
     # (_step kept every joint's turn within MAX_STEP_ANGLE)
     size = 0.0
     for c in range(plan_i[P_N_DOF]):
@@ -841,7 +892,7 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
 
     ``weights (1|N,)``: each item's blend of the solved pose with the input pose (1: solved)."""
     (pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, world_axis,
-     block_n, block_new, gerr, t_io, lvl, mask, unit) = scratch
+     block_n, block_new, gerr, t_io, lvl, mask, unit, block_try, probe) = scratch
     lay = layout(plan_i)
     o_mfk = lay[2]
     nk = plan_i[P_N_MOVING]

@@ -854,3 +854,31 @@ def test_a_joint_on_its_limit_does_not_stall_the_solve() -> None:
     for name, lim in body_limits.items():
         j = humanoid.index(name)
         assert float(lim.violation(both.pose.rotations[j], humanoid.rotations[j])) <= 1e-12, name
+
+
+def test_at_limit_and_weight_zero_tell_the_returned_pose() -> None:
+    """``at_limit`` says which joints are on their limit in the returned pose (it said which a clamp stopped in the
+    last step: a joint resting on its bound was often missed, and after a blend joints off it were flagged);
+    weight 0 gives the input back as it was, unmoved, with no iteration (it came back renormalised, 1 ulp off,
+    and ``moved`` said True)."""
+    t = np.zeros((3, 3))
+    t[1:, 1] = 0.5
+    sk = kinema.Skeleton(["j0", "j1", "j2"], [-1, 0, 1], t)
+    limits = {"j0": Hinge((0, 0, 1), -0.2, 0.2), "j1": Hinge((0, 0, 1), -2.0, 2.0)}
+    far = [PositionGoal("j2", [1.04320004, 0.75766477, -0.56298819])]  # pulls j0 onto its lower bound
+    res = solve_dls(sk, sk.rest_pose(), far, limits=limits)
+    angles = rot.as_rotvec(res.pose.rotations[:2])[:, 2]
+    assert abs(angles[0] + 0.2) <= 1e-12 and abs(abs(angles[1]) - 2.0) > 1e-3
+    np.testing.assert_array_equal(res.state["at_limit"], [True, False])
+    half = solve_dls(sk, sk.rest_pose(), far, limits=limits, weight=0.5)  # halfway: off the bound
+    np.testing.assert_array_equal(half.state["at_limit"], [False, False])
+
+    humanoid = samples.humanoid()
+    pose = walk_pose(6)
+    goal = [PositionGoal("left_wrist", positions(humanoid, pose)[8] + 0.2)]
+    for w in (0.0, np.array([0.0, 0.5])):
+        res = solve_dls(humanoid, pose, goal, weight=w, limits={"left_elbow": Hinge((0, 0, 1), 0.0, 0.1)})
+        rows = np.broadcast_to(res.pose.rotations, (2,) + pose.rotations.shape)
+        np.testing.assert_array_equal(rows[0], pose.rotations)
+        assert not np.atleast_1d(res.state["moved"])[0] and np.atleast_1d(res.iterations)[0] == 0
+        assert np.atleast_1d(res.limits_hit)[0] == 0

@@ -278,7 +278,7 @@ class DLS:
           goal's entry must be None).  Targets broadcast against the pose's
           batch.
         * ``weight``: ``(*batch,)`` in [0, 1], each item's blend of the solved
-          pose with the input (0: input, 1: solved), applied to the moving
+          pose with the input (0: the input as it was, no step taken; 1: solved), applied to the moving
           joints (slerp) and the root; it broadcasts with the pose and the
           targets, as every solver's ``weight``.
         * ``out``: a pose to write the result into (full batch shape,
@@ -293,8 +293,9 @@ class DLS:
           units for positions, radians for orientations and look-ats, the
           largest joint angle away from the input for the pose goal);
         * ``"goal_reached"`` ``(*batch, G)`` bool; ``"goals"``: the goal joints' names (``"pose"``);
-        * ``"at_limit"`` ``(*batch, K)`` bool: moving joints a limit stopped
-          in the last step; ``"joints"``: the moving joints' names;
+        * ``"at_limit"`` ``(*batch, K)`` bool: moving joints on their limit in
+          the returned pose (within 1e-6 rad of it, after any blend);
+          ``"joints"``: the moving joints' names;
         * ``"status"`` ``(*batch,)`` int: 0 (a solve that overflows float64,
           with coordinates or scales near 1e150 or beyond, raises
           :class:`~kinema.SolverInputError` instead);

@@ -144,6 +144,8 @@ CLAMP_PASSES = 4
 #: A joint is on its limit when turning it this far (radians) along its step crosses the limit: well above the
 #: clamps' slack (1e-12), well below a step.
 LIMIT_PROBE_ANGLE = 1e-9
+#: ``at_limit`` reports a joint within this angle (radians) of its limit (some turn this large leaves it).
+AT_LIMIT_ANGLE = 1e-6
 #: A look-at target closer than this to its joint gives no direction: no error and no row.
 LOOK_AT_MIN_DISTANCE = 1e-12
 #: Below this ``|a_w x d|`` the look-at axis is along the direction (or exactly away): no rotation axis.
@@ -886,6 +888,27 @@ def _joint_limit(plan_i, plan_f, lay, k, q):  # type: ignore[no-untyped-def]
     return apply_limit_local(kind, plan_f[f_lp + LIMIT_PARAMS * k:f_lp + LIMIT_PARAMS * (k + 1)], rest, q)
 
 
+@njit(helper=True)
+def _on_limit(plan_i, plan_f, lay, k, q):  # type: ignore[no-untyped-def]
+    """Whether moving joint ``k``'s local rotation ``q`` is on its limit: a turn of ``AT_LIMIT_ANGLE`` about one of
+    its local axes (a hinge: either way about its axis) leaves the limit."""
+    if plan_i[lay[5] + k] == LIMIT_NONE:
+        return False
+    if plan_i[lay[4] + k] == 1:
+        u = _dof_unit(plan_f, lay, k, 1, 0)
+        for sign in (-1.0, 1.0):
+            if _joint_limit(plan_i, plan_f, lay, k, qmul(q, qfrom_axis_angle(u, sign * AT_LIMIT_ANGLE)))[1]:
+                return True
+        return False
+    for a in range(3):
+        for sign in (-1.0, 1.0):
+            v = sign * AT_LIMIT_ANGLE
+            turn = (v if a == 0 else 0.0, v if a == 1 else 0.0, v if a == 2 else 0.0)
+            if _joint_limit(plan_i, plan_f, lay, k, qmul(q, qfrom_rotvec(turn)))[1]:
+                return True
+    return False
+
+
 @njit(borrows=True, helper=True)
 def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  # type: ignore[no-untyped-def]
     """Solve item ``i`` (see the module docs); writes ``r[i]`` (and the root translation) and ``diag[i]``.
@@ -903,7 +926,9 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
     weight = weights[i % weights.shape[0]]
     rt = plan_i[P_ROOT_T]
     jr = plan_i[lay[0] + rt] if rt >= 0 else 0
-    # the input pose (the pose goal's target and the blend's start); start inside the limits
+    # the input pose (the pose goal's target and the blend's start); start inside the limits.  Weight 0: the
+    # input comes back as it was (not normalised, not clamped, no step), with its errors.
+    frozen = weight == 0.0
     hits = 0
     for k in range(nk):
         j = plan_i[lay[0] + plan_i[o_mfk + k]]
@@ -916,6 +941,8 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
         block_n[k, 1] = 0.0
         block_n[k, 2] = 0.0
         block_n[k, 3] = 0.0
+        if frozen:
+            continue
         q, hit = _joint_limit(plan_i, plan_f, lay, k, q)
         if hit:
             hits += 1
@@ -957,7 +984,7 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
     last_step = math.inf
     iters = 0
     has_pose = plan_i[P_HAS_POSE] != 0
-    while iters < max_iter:
+    while iters < max_iter and not frozen:
         reached = True
         for g in range(ng):
             if gerr[g] > tol:
@@ -1014,7 +1041,7 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
             lam *= DAMPING_UP
             if lam > DAMPING_MAX:
                 break
-    if weight != 1.0:
+    if weight != 1.0 and not frozen:
         for k in range(nk):
             j = plan_i[lay[0] + plan_i[o_mfk + k]]
             q = qslerp((q_in[k, 0], q_in[k, 1], q_in[k, 2], q_in[k, 3]), read_q(r, i, j), weight)
@@ -1048,7 +1075,8 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
         diag[i, D_HEADER + g] = gerr[g]
         diag[i, D_HEADER + ng + g] = 1.0 if gerr[g] <= tol else 0.0
     for k in range(nk):
-        diag[i, D_HEADER + 2 * ng + k] = block_n[k, 3]
+        j = plan_i[lay[0] + plan_i[o_mfk + k]]
+        diag[i, D_HEADER + 2 * ng + k] = 1.0 if _on_limit(plan_i, plan_f, lay, k, read_q(r, i, j)) else 0.0
     diag[i, D_STATUS] = STATUS_OK if finite else STATUS_NONFINITE
     diag[i, D_ERROR] = worst
     diag[i, D_ITERATIONS] = iters

@@ -792,3 +792,30 @@ def test_kernel_helpers_compile_without_python_wrappers_and_refuse_python_calls(
     with pytest.raises(KernelHelperCalled):
         basic_range(0, 0, ())
     assert "no_cpython_wrapper" not in two_bone.DRIVERS_BASIC.serial.targetoptions  # drivers are called from Python
+
+
+def test_out_may_be_a_pose_made_without_per_item_scales() -> None:
+    """``out=pose`` for a batched pose whose scales (or, for a solver writing rotations only, translations) are one
+    unbatched row: the solve writes the rotations in place with the numbers of a fresh output, bit for bit (it
+    was refused: "out.scales: expected (4, J, 3)").  A read-only ``out`` says so."""
+    sk = make_rig()
+    rng = np.random.default_rng(2)
+    for name, solver, kw in cases(sk) + [("dls", kinema.DLS(sk, [kinema.PositionGoal("c5", [0.0, 0.0, 0.0])]), {})]:
+        end = sk.names[int(solver.joints[-1])]
+        tg = targets_for(sk, 4, end)
+        r = R.multiply(sk.rest_pose((4,)).rotations, R.from_rotvec(rng.normal(size=(4, sk.n_joints, 3)) * 0.1))
+        pose = kinema.Pose(sk.rest_pose().translations, r)  # translations and scales: one (J, 3) row each
+        if name == "dls":
+            fresh, again = solver.solve(pose, [tg]), solver.solve(pose, [tg], out=pose)
+        else:
+            fresh = solver.solve(pose, tg, **kw)
+            if "ccd" in name or "fabrik" in name:  # (these write translations: out needs them per item)
+                pose = kinema.Pose(np.broadcast_to(pose.translations, (4, sk.n_joints, 3)).copy(), pose.rotations)
+            again = solver.solve(pose, tg, out=pose, **kw)
+        assert again.pose is pose, name
+        np.testing.assert_array_equal(pose.rotations, fresh.pose.rotations)
+        np.testing.assert_array_equal(np.asarray(again.error), np.asarray(fresh.error))
+    frozen = sk.rest_pose((4,))
+    frozen.rotations.flags.writeable = False
+    with pytest.raises(kinema.ShapeError, match="read-only"):
+        kinema.solve_ccd(sk, sk.rest_pose((4,)), CHAIN, targets_for(sk, 4, "c5"), out=frozen)

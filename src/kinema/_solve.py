@@ -296,10 +296,17 @@ def prepare(
             pose.scales.copy() if keep_s else fill_broadcast(np.empty(batch + (nj, 3)), pose.scales),
         )
     else:
-        for name, arr, k in (("translations", out.translations, 3), ("rotations", out.rotations, 4),
-                             ("scales", out.scales, 3)):
-            if arr.shape != batch + (nj, k) or not arr.flags.c_contiguous or not arr.flags.writeable:
-                raise ShapeError(f"out.{name}", f"{batch + (nj, k)} (C-contiguous, writeable)", tuple(arr.shape))
+        # An array the solve never writes (scales; translations too when it writes rotations only) may stay
+        # unbatched in ``out`` when the input's is: there is nothing per item to hold (out=pose for a pose
+        # made without per-frame scales).
+        for name, arr, k, own in (
+                ("translations", out.translations, 3, rotations_only and pose.translations.ndim == 2),
+                ("rotations", out.rotations, 4, False), ("scales", out.scales, 3, pose.scales.ndim == 2)):
+            want = (nj, k) if own and arr.ndim == 2 else batch + (nj, k)
+            if arr.shape != want or not arr.flags.c_contiguous or not arr.flags.writeable:
+                got: tuple[int, ...] | str = tuple(arr.shape) if arr.shape != want else \
+                    f"{tuple(arr.shape)}, {'not C-contiguous' if not arr.flags.c_contiguous else 'read-only'}"
+                raise ShapeError(f"out.{name}", f"{want} (C-contiguous, writeable)", got)
         if out is not pose:
             fill_broadcast(out.translations, pose.translations)
             fill_broadcast(out.rotations, pose.rotations)

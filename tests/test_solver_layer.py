@@ -819,3 +819,25 @@ def test_out_may_be_a_pose_made_without_per_item_scales() -> None:
     frozen.rotations.flags.writeable = False
     with pytest.raises(kinema.ShapeError, match="read-only"):
         kinema.solve_ccd(sk, sk.rest_pose((4,)), CHAIN, targets_for(sk, 4, "c5"), out=frozen)
+
+
+def test_huge_pose_quaternions_solve_as_their_unit_rotations() -> None:
+    """A pose quaternion of any finite size is its rotation in every solver (one of components near 1e300 was
+    normalised to zero: the joint read as no rotation at all, and two-bone's error grew from 0.27 to 0.79)."""
+    sk = make_rig()
+    pose = sk.rest_pose()
+    pose.rotations[...] = R.from_rotvec(np.random.default_rng(4).normal(size=(sk.n_joints, 3)) * 0.3)
+    big = pose.copy()
+    big.rotations[[0, 2, 3]] *= np.array([1e300, 3e200, 2e155])[:, None]
+    tg = targets_for(sk, 1, "c5")[0]
+    # (the normalised quaternions differ by an ulp: DLS, which stops within its tolerance 1e-6 on a redundant
+    # chain, lands that much apart)
+    for solve, atol in ((lambda p: kinema.solve_two_bone(sk, p, ARM, targets_for(sk, 1, "c3")[0]), 1e-12),
+                        (lambda p: kinema.solve_ccd(sk, p, CHAIN, tg, limits=LIMITS), 1e-12),
+                        (lambda p: kinema.solve_fabrik(sk, p, CHAIN, tg, limits=LIMITS), 1e-12),
+                        (lambda p: kinema.solve_dls(sk, p, [kinema.PositionGoal("c5", tg)], limits=LIMITS), 1e-6)):
+        unit, huge = solve(pose), solve(big)
+        np.testing.assert_allclose(R.angle_between(huge.pose.rotations, unit.pose.rotations), 0.0, rtol=0, atol=atol)
+        assert abs(float(huge.error) - float(unit.error)) <= atol
+    np.testing.assert_allclose(kinema.forward_kinematics(sk, big).positions,
+                               kinema.forward_kinematics(sk, pose).positions, rtol=0, atol=1e-12)

@@ -12,8 +12,7 @@ import numpy as np
 
 from ._jit import njit, prange
 from .chain import joint_world
-from .quat import qconj, qmul, qrotate, qto_matrix
-from .rotation import is_zero4, qscaled, qunit
+from .quat import qconj, qmul, qnormalize, qrotate, qto_matrix
 
 
 @njit(helper=True)
@@ -102,8 +101,6 @@ def fk_uniform_item(i, parents, t_local, r_local, s_local, pos_world, rot_world,
             pp = (pos_world[i, p, 0], pos_world[i, p, 1], pos_world[i, p, 2])
             ps = scale_world[i, p]
         wp, wq, ws = joint_world(pp, pq, ps, t, rq, s_local[is_, j, 0])
-        if is_zero4(wq):  # rq's squares overflowed (components near 1e154 and beyond): again on rq scaled exactly
-            wp, wq, ws = joint_world(pp, pq, ps, t, qscaled(rq), s_local[is_, j, 0])
         scale_world[i, j] = ws
         pos_world[i, j, 0] = wp[0]
         pos_world[i, j, 1] = wp[1]
@@ -145,7 +142,7 @@ def fk_item(i, parents, t_local, r_local, s_local, uniform, want_matrices, pos_w
         rq = (r_local[ir, j, 0], r_local[ir, j, 1], r_local[ir, j, 2], r_local[ir, j, 3])
         p = parents[j]
         # non-uniform scales: the 3x3 linear part L = L_parent R(q) diag(s)
-        q = qunit(rq)
+        q = qnormalize(rq)
         m = qto_matrix(q)
         sx = s_local[is_, j, 0]
         sy = s_local[is_, j, 1]
@@ -232,14 +229,14 @@ def world_to_local_item(i, parents, rot_world, pos_world, s_local, uniform, t_lo
     nj = parents.shape[0]
     is_ = i % s_local.shape[0]
     for j in range(nj):
-        q = qunit((rot_world[i, j, 0], rot_world[i, j, 1], rot_world[i, j, 2], rot_world[i, j, 3]))
+        q = qnormalize((rot_world[i, j, 0], rot_world[i, j, 1], rot_world[i, j, 2], rot_world[i, j, 3]))
         wp = (pos_world[i, j, 0], pos_world[i, j, 1], pos_world[i, j, 2])
         p = parents[j]
         if p < 0:
             lq = q
             lt = wp
         else:
-            pq = qunit((rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3]))
+            pq = qnormalize((rot_world[i, p, 0], rot_world[i, p, 1], rot_world[i, p, 2], rot_world[i, p, 3]))
             lq = qmul(qconj(pq), q)
             d = (wp[0] - pos_world[i, p, 0], wp[1] - pos_world[i, p, 1], wp[2] - pos_world[i, p, 2])
             if uniform:

@@ -142,8 +142,34 @@ def qdot(a: tuple, b: tuple) -> float:  # type: ignore[type-arg]
 
 @njit(helper=True)
 def qnormalize(q: tuple) -> tuple:  # type: ignore[type-arg]
-    """Unit quaternion along ``q``; identity when ``|q| <= QUAT_NORM_EPS``."""
+    """Unit quaternion along ``q`` of any finite size; identity when ``|q| <= QUAT_NORM_EPS``."""
     n2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]
+    if math.isinf(n2):
+        # the squares overflowed (components near 1e154 and beyond): the same rotation scaled exactly by a power
+        # of two (a non-finite q stays as it is and gives zeros, as NaN gives NaN)
+        s = qscaled(q)
+        return _qunit(s, s[0] * s[0] + s[1] * s[1] + s[2] * s[2] + s[3] * s[3])
+    return _qunit(q, n2)
+
+
+@njit(helper=True)
+def tame_exponent(m: float) -> int:
+    """The power of two that brings the largest component ``m`` of a row into [0.5, 1); 0 when ``m`` is inf."""
+    if math.isinf(m):
+        return 0  # not a finite row: nothing to scale (and frexp's exponent of inf is unspecified)
+    return math.frexp(m)[1]
+
+
+@njit(helper=True)
+def qscaled(q: tuple) -> tuple:  # type: ignore[type-arg]
+    """``q * 2**-e`` with its largest component in [0.5, 1): exact, the same rotation, squares that cannot overflow."""
+    e = tame_exponent(max(abs(q[0]), abs(q[1]), abs(q[2]), abs(q[3])))
+    return (math.ldexp(q[0], -e), math.ldexp(q[1], -e), math.ldexp(q[2], -e), math.ldexp(q[3], -e))
+
+
+@njit(helper=True)
+def _qunit(q: tuple, n2: float) -> tuple:  # type: ignore[type-arg]
+    """:func:`qnormalize` of ``q`` whose sum of squares ``n2`` is finite."""
     if abs(n2 - 1.0) <= QUAT_NEAR_UNIT_TOL:
         # Nearly unit already (the common case): no square root (see QUAT_NEAR_UNIT_TOL).
         inv = 1.5 - 0.5 * n2

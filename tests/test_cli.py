@@ -530,3 +530,11 @@ def test_batch_convert_to_glb_in_metres(capsys: pytest.CaptureFixture[str], batc
     np.testing.assert_allclose(world(asset.skeleton, clip1), 0.01 * world(sk0, clip0), rtol=0, atol=1e-6)
     code, out, _ = run(capsys, "info", out_dir / "capture.glb")
     assert "metres" in out and "uneven" not in out
+
+
+@pytest.mark.parametrize("argv", [("bench", "--frames", "0"), ("bench", "--repeat", "0")])
+def test_bench_option_values_out_of_range_are_usage_errors(capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]
+                                                            ) -> None:
+    """A bad command line exits 2 (``kinema --help``'s exit statuses), as argparse's own errors: these exited 1."""
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and "must be at least" in err

@@ -289,7 +289,7 @@ def test_demo_command_line_errors(capsys: pytest.CaptureFixture[str], tmp_path: 
         (("demo", "follow", "--window", "--headless"), "--window shows the demo on screen"),
     ]:
         code, _, err = run(capsys, *argv)
-        assert code == 1 and needle in one_error_line(err), (argv, err)
+        assert code == 2 and needle in one_error_line(err), (argv, err)  # a bad command line (kinema --help)
     assert not (tmp_path / "a").exists()
     (tmp_path / "file").write_text("x")
     code, _, err = run(capsys, "demo", "follow", "--headless", "--out", tmp_path / "file", "--frames", 1)

@@ -25,7 +25,7 @@ from typing import Any
 
 from .._problems import long_walk, repeat_clip
 from ..io._atomic import atomic_write
-from ._files import CliError
+from ._files import CliError, UsageError
 from ._ui import UI
 
 __all__ = ["run_bench", "long_walk", "repeat_clip", "plot_paths"]
@@ -103,7 +103,7 @@ def run_bench(args: argparse.Namespace, ui: UI) -> int:
     frames = FOOTLOCK_FRAMES if args.frames is None else args.frames
     repeat = FOOTLOCK_REPEATS if args.repeat is None else args.repeat
     if frames < 100:
-        raise CliError(f"--frames must be at least 100, got {frames}")
+        raise UsageError(f"--frames must be at least 100, got {frames}")
     from .. import mocap
     from ..fk import forward_kinematics
 
@@ -215,7 +215,7 @@ def run_suite_command(args: argparse.Namespace, ui: UI) -> int:
         except ImportError:
             raise CliError('--plot needs matplotlib: pip install "kinema[bench]"') from None
     if args.repeat is not None and args.repeat < 1:
-        raise CliError(f"--repeat must be at least 1, got {args.repeat}")
+        raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
     sizes = _suite.QUICK if args.quick else _suite.FULL
     if args.repeat is not None:
         sizes = _suite.Sizes(**{**sizes.__dict__, "repeats": args.repeat})

@@ -12,7 +12,7 @@ import argparse
 import os
 from typing import Any
 
-from ._files import CliError, make_folders, remove_empty_folders
+from ._files import CliError, UsageError, make_folders, remove_empty_folders
 from ._ui import UI
 
 __all__ = ["add_demo_arguments", "run_demo", "frame_name", "MAX_FRAMES", "MAX_FPS", "HELP", "EXAMPLES"]
@@ -79,25 +79,25 @@ def run_demo(args: argparse.Namespace, ui: UI) -> int:
     if args.list:
         return _list(ui)
     if not args.name:
-        raise CliError(f"demo needs NAME (or --list); choose one of: {', '.join(_registry.available())}")
+        raise UsageError(f"demo needs NAME (or --list); choose one of: {', '.join(_registry.available())}")
     demo = _registry.load(args.name)
     fps = float(demo["fps"]) if args.fps is None else float(args.fps)
     if not 0.0 < fps <= MAX_FPS:
-        raise CliError(f"--fps must be in (0, {MAX_FPS:g}], got {args.fps:g}")
+        raise UsageError(f"--fps must be in (0, {MAX_FPS:g}], got {args.fps:g}")
     if args.seed < 0:
-        raise CliError(f"--seed must be 0 or more, got {args.seed}")
+        raise UsageError(f"--seed must be 0 or more, got {args.seed}")
     if args.window:
         if args.headless or args.out is not None:
-            raise CliError("--window shows the demo on screen; it takes neither --headless nor --out")
+            raise UsageError("--window shows the demo on screen; it takes neither --headless nor --out")
         from ..demos._window import run_window
 
         if args.frames is not None and not 1 <= args.frames <= MAX_FRAMES:
-            raise CliError(f"--frames must be in 1..{MAX_FRAMES}, got {args.frames}")
+            raise UsageError(f"--frames must be in 1..{MAX_FRAMES}, got {args.frames}")
         run_window(demo, fps=fps, seed=args.seed, max_frames=args.frames)
         return 0
     if not args.headless:
         if args.out is not None:
-            raise CliError("--out needs --headless (the viewer writes no frames)")
+            raise UsageError("--out needs --headless (the viewer writes no frames)")
         try:
             import viser  # noqa: F401
         except ImportError:
@@ -108,10 +108,10 @@ def run_demo(args: argparse.Namespace, ui: UI) -> int:
         serve_demo(demo, fps=fps, seed=args.seed, host=args.host, port=args.port, block=True)
         return 0
     if args.out is None:
-        raise CliError("--headless needs --out DIR")
+        raise UsageError("--headless needs --out DIR")
     frames = DEFAULT_FRAMES if args.frames is None else args.frames
     if not 1 <= frames <= MAX_FRAMES:
-        raise CliError(f"--frames must be in 1..{MAX_FRAMES}, got {frames}")
+        raise UsageError(f"--frames must be in 1..{MAX_FRAMES}, got {frames}")
     written = write_frames(demo, args.out, frames, fps=fps, seed=args.seed, force=args.force)
     ui.print(f"wrote {len(written)} frames of {args.name} to {args.out} ({fps:g} fps, seed {args.seed})")
     return 0

@@ -19,23 +19,12 @@ import numpy as np
 import kinema
 from kinema import rotation as rot
 from kinema import samples
+from kinema._problems import humanoid_limits
 from kinema.goals import LookAtGoal, OrientationGoal, PoseGoal, PositionGoal
-from kinema.limits import EulerRange, Hinge, SwingTwist
 
 SK = samples.humanoid()
 WALK = samples.clip("walk").pose
-LIMITS = {
-    "left_knee": Hinge((0, 0, 1), -2.5, 0.0), "right_knee": Hinge((0, 0, 1), -2.5, 0.0),
-    "left_elbow": Hinge((0, 0, 1), 0.0, 2.5), "right_elbow": Hinge((0, 0, 1), 0.0, 2.5),
-    "left_shoulder": SwingTwist((0, -1, 0), 1.5, -0.8, 0.8),
-    "right_shoulder": SwingTwist((0, -1, 0), 1.5, -0.8, 0.8),
-    "left_hip": SwingTwist((0, -1, 0), (1.2, 0.6), -0.5, 0.5),
-    "right_hip": SwingTwist((0, -1, 0), (1.2, 0.6), -0.5, 0.5),
-    "chest": EulerRange("XYZ", (-0.4, -0.4, -0.4), (0.4, 0.4, 0.4)),
-    "neck": EulerRange("XYZ", (-0.6, -0.8, -0.5), (0.6, 0.8, 0.5)),
-    "left_wrist": EulerRange("XYZ", (-1.0, -0.3, -0.5), (1.0, 0.3, 0.5)),
-    "right_wrist": EulerRange("XYZ", (-1.0, -0.3, -0.5), (1.0, 0.3, 0.5)),
-}
+LIMITS = humanoid_limits()
 ENDS = ("left_wrist", "right_wrist", "left_ankle", "right_ankle")
 
 

@@ -13,6 +13,7 @@ from _threads import run_at_once
 from kinema import rotation as rot
 from kinema import samples
 from kinema._dls import DLS, solve_dls
+from kinema._problems import humanoid_limits
 from kinema.errors import BoneNotFoundError, KinemaError, ShapeError, SolverInputError
 from kinema.goals import LookAtGoal, OrientationGoal, PoseGoal, PositionGoal
 from kinema.limits import EulerRange, Hinge, SwingTwist
@@ -830,17 +831,7 @@ def test_a_joint_on_its_limit_does_not_stall_the_solve() -> None:
     humanoid = samples.humanoid()
     pose = walk_pose(11)
     p = positions(humanoid, pose)
-    body_limits = {
-        "left_knee": Hinge((0, 0, 1), -2.5, 0.0), "right_knee": Hinge((0, 0, 1), -2.5, 0.0),
-        "left_elbow": Hinge((0, 0, 1), 0.0, 2.5), "right_elbow": Hinge((0, 0, 1), 0.0, 2.5),
-        "left_shoulder": SwingTwist((0, -1, 0), 1.5, -0.8, 0.8),
-        "right_shoulder": SwingTwist((0, -1, 0), 1.5, -0.8, 0.8),
-        "left_hip": SwingTwist((0, -1, 0), (1.2, 0.6), -0.5, 0.5),
-        "right_hip": SwingTwist((0, -1, 0), (1.2, 0.6), -0.5, 0.5),
-        "chest": EulerRange("XYZ", (-0.4, -0.4, -0.4), (0.4, 0.4, 0.4)),
-        "neck": EulerRange("XYZ", (-0.6, -0.8, -0.5), (0.6, 0.8, 0.5)),
-        "left_wrist": EulerRange("XYZ", (-1.0, -0.3, -0.5), (1.0, 0.3, 0.5)),
-        "right_wrist": EulerRange("XYZ", (-1.0, -0.3, -0.5), (1.0, 0.3, 0.5))}
+    body_limits = humanoid_limits()
     high = [PositionGoal("left_ankle", [0.43026928, 0.11869487, -0.13680059], priority=2),
             PositionGoal("right_ankle", p[humanoid.index("right_ankle")], priority=2),
             OrientationGoal("chest", [0.00355314, -0.00282234, -0.03329901, 0.99943513], priority=1)]

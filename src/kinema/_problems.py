@@ -12,7 +12,8 @@ is deterministic: the same arguments give the same arrays, bit for bit.
   one pose and 100,000 targets spread over and beyond its reach, with one pole.
 * :func:`fk_rig`: 1000 frames of random rotations on a 60-joint random tree.
 * :func:`humanoid_four_goals`: the bundled humanoid on 1000 walk frames, both feet pinned
-  (priority 1) and both hands reaching near where they are.
+  (priority 1) and both hands reaching near where they are; :func:`humanoid_limits`: a full set of
+  joint limits for it (the limited full-body solves).
 * :func:`repeat_clip`, :func:`long_walk`: the bundled walk repeated to any length (foot locking);
   :func:`long_bvh_text`: a BVH file of the walk with its MOTION block repeated (parsing).
 
@@ -40,7 +41,7 @@ __all__ = [
     "HUMANOID_FRAMES", "BVH_FRAMES", "ARM_JOINTS",
     "ChainProblem", "TwoBoneProblem", "GoalsProblem",
     "chain_rig", "reachable_targets", "ten_bone_chain", "tentacle", "two_bone_arm", "two_bone_best_error",
-    "fk_rig", "humanoid_four_goals", "repeat_clip", "long_walk", "long_bvh_text",
+    "fk_rig", "humanoid_four_goals", "humanoid_limits", "repeat_clip", "long_walk", "long_bvh_text",
 ]
 
 #: The 10-bone chain workload: bones and reachable targets.
@@ -202,6 +203,26 @@ def humanoid_four_goals(n_frames: int = HUMANOID_FRAMES) -> GoalsProblem:
     feet = [np.ascontiguousarray(p[:, i]) for i in idx[:2]]
     hands = [p[:, i] + rng.normal(size=(n_frames, 3)) * 0.08 for i in idx[2:]]
     return GoalsProblem(sk, pose, names, (*feet, *hands), (1, 1, 0, 0))
+
+
+def humanoid_limits() -> dict[str, Any]:
+    """Joint limits for every joint of the bundled humanoid (``samples.humanoid()``) that has one: knees and
+    elbows hinged about their URDF axis (z), shoulders and hips swing-twist cones about the bone (-y), the
+    chest, neck and wrists Euler boxes (radians)."""
+    from .limits import EulerRange, Hinge, SwingTwist
+
+    return {
+        "left_knee": Hinge((0, 0, 1), -2.5, 0.0), "right_knee": Hinge((0, 0, 1), -2.5, 0.0),
+        "left_elbow": Hinge((0, 0, 1), 0.0, 2.5), "right_elbow": Hinge((0, 0, 1), 0.0, 2.5),
+        "left_shoulder": SwingTwist((0, -1, 0), 1.5, -0.8, 0.8),
+        "right_shoulder": SwingTwist((0, -1, 0), 1.5, -0.8, 0.8),
+        "left_hip": SwingTwist((0, -1, 0), (1.2, 0.6), -0.5, 0.5),
+        "right_hip": SwingTwist((0, -1, 0), (1.2, 0.6), -0.5, 0.5),
+        "chest": EulerRange("XYZ", (-0.4, -0.4, -0.4), (0.4, 0.4, 0.4)),
+        "neck": EulerRange("XYZ", (-0.6, -0.8, -0.5), (0.6, 0.8, 0.5)),
+        "left_wrist": EulerRange("XYZ", (-1.0, -0.3, -0.5), (1.0, 0.3, 0.5)),
+        "right_wrist": EulerRange("XYZ", (-1.0, -0.3, -0.5), (1.0, 0.3, 0.5)),
+    }
 
 
 def repeat_clip(clip: Clip, n_frames: int, root: int = 0) -> Clip:

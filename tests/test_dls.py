@@ -873,3 +873,24 @@ def test_at_limit_and_weight_zero_tell_the_returned_pose() -> None:
         np.testing.assert_array_equal(rows[0], pose.rotations)
         assert not np.atleast_1d(res.state["moved"])[0] and np.atleast_1d(res.iterations)[0] == 0
         assert np.atleast_1d(res.limits_hit)[0] == 0
+
+
+def test_a_look_at_on_a_tiny_rig_is_solved_not_ignored() -> None:
+    """The "target on the joint" cut-off is a fraction of the item's length unit: on a rig scaled by 1e-13 a
+    look-at target was within the absolute 1e-12 of its joint, ignored, and reported reached 0.325 rad off."""
+    sk = samples.humanoid()
+    pose = walk_pose(12)
+    neck = sk.index("neck")
+    turned = []
+    for s in (1.0, 1e-13):
+        small = kinema.Pose(pose.translations * s, pose.rotations, pose.scales)
+        sk_s = kinema.Skeleton(list(sk.names), list(sk.parents), sk.translations * s)
+        target = positions(sk_s, small)[neck] + s * np.array([1.0, 0.2, 0.3])
+        res = solve_dls(sk_s, small, [LookAtGoal("neck", target, axis=(1, 0, 0))])
+        fk = kinema.forward_kinematics(sk_s, res.pose)
+        a = rot.rotate(fk.rotations[neck], np.array([1.0, 0.0, 0.0]))
+        d = target - fk.positions[neck]
+        angle = math.atan2(float(np.linalg.norm(np.cross(a, d))), float(a @ d))
+        assert angle <= 1e-6 and abs(res.state["goal_errors"][0] - angle) <= 1e-9, (s, angle)
+        turned.append(res.pose.rotations)
+    np.testing.assert_allclose(rot.angle_between(turned[0], turned[1]), 0.0, rtol=0, atol=1e-9)

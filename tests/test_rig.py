@@ -199,3 +199,18 @@ def test_rig_solve_refuses_what_is_not_a_pose(body: kinema.Skeleton) -> None:
         rig.solve("pose", {})  # type: ignore[arg-type]  # no step runs: the rig itself must say so
     with pytest.raises(kinema.SolverInputError, match="Rig.solve: out must be a kinema.Pose, got str"):
         rig.solve(body.rest_pose(), {}, out="out")  # type: ignore[arg-type]
+
+
+def test_rig_refuses_a_nan_pose_even_when_no_step_solves(body: kinema.Skeleton) -> None:
+    """Every solver refuses NaN; a rig whose steps do not run (no targets, or every one skipped) used to hand the
+    NaN pose back as a result."""
+    rig = kinema.Rig(body, _steps(body))
+    bad = body.rest_pose()
+    bad.rotations[3, 1] = np.nan
+    with pytest.raises(kinema.SolverInputError, match="NaN or inf in its rotations"):
+        rig.solve(bad, {})
+    targets = _targets(body, body.rest_pose())
+    with pytest.raises(kinema.SolverInputError, match="NaN or inf"):
+        rig.solve(bad, targets, errors="skip")
+    res = rig.solve(body.rest_pose(), {})  # a finite pose with no step: itself, as a copy
+    np.testing.assert_array_equal(res.pose.rotations, body.rest_pose().rotations)

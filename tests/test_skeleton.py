@@ -267,3 +267,12 @@ def test_batch_shapes_and_clip_arguments() -> None:
         Clip(frames, 30.0, np.array([0.0, 0.2, 0.1]))
     with pytest.raises(kinema.SolverInputError, match="clip pose must be a kinema.Pose"):
         Clip("frames", 30.0)  # type: ignore[arg-type]
+
+
+def test_a_batch_shape_beyond_numpy_s_limit_is_a_shape_error() -> None:
+    """``rest_pose((10**12, 10**12))`` failed inside NumPy with a bare ValueError ("iterator is too large")."""
+    sk = kinema.samples.humanoid()
+    with pytest.raises(kinema.ShapeError, match="items in all"):
+        sk.rest_pose((10**12, 10**12))
+    with pytest.raises(kinema.ShapeError, match="items in all"):
+        sk.rest_pose().broadcast((2**40, 2**40))

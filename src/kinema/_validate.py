@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 
 JointRef = "int | str"
 
+#: The most items a batch shape given as an argument may hold: NumPy's own limit on an array's size (a larger
+#: one failed inside NumPy with a bare ValueError, "array is too big").
+MAX_BATCH_ITEMS = np.iinfo(np.intp).max
+
 
 def _fmt_expected(trailing: tuple[int, ...], batch: bool) -> str:
     inner = ", ".join(str(t) for t in trailing)
@@ -137,7 +141,10 @@ def batch_shape_arg(x: Any, what: str = "batch_shape") -> tuple[int, ...]:
     if not is_sequence(x) or any(isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 0
                                  for d in x):
         raise ShapeError(what, expected, repr(x))
-    return tuple(int(d) for d in x)
+    shape = tuple(int(d) for d in x)
+    if math.prod(shape) > MAX_BATCH_ITEMS:  # (Python ints: the product cannot overflow)
+        raise ShapeError(what, f"at most {MAX_BATCH_ITEMS} items in all", f"{shape}: {math.prod(shape)} items")
+    return shape
 
 
 def is_sequence(x: Any) -> bool:

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._solve import check_pose, check_weight
+from ._solve import check_pose, check_pose_finite, check_weight
 from ._validate import as_float_scalar, is_sequence, resolve_joint
 from .errors import KinemaError, SolverInputError
 from .pose import Pose
@@ -195,6 +195,9 @@ class Rig:
                 continue
             results[step.name] = res
             cur = res.pose
+        if cur is pose:
+            # no step solved (none targeted, or every one skipped): the pose was checked by no solver
+            check_pose_finite(pose, "Rig.solve")
         if out is not None:
             from ._solve import prepare
 

@@ -146,7 +146,8 @@ CLAMP_PASSES = 4
 LIMIT_PROBE_ANGLE = 1e-9
 #: ``at_limit`` reports a joint within this angle (radians) of its limit (some turn this large leaves it).
 AT_LIMIT_ANGLE = 1e-6
-#: A look-at target closer than this to its joint gives no direction: no error and no row.
+#: A look-at target closer than this to its joint (a fraction of the item's length unit) gives no direction: no
+#: error and no row.
 LOOK_AT_MIN_DISTANCE = 1e-12
 #: Below this ``|a_w x d|`` the look-at axis is along the direction (or exactly away): no rotation axis.
 LOOK_AT_MIN_SIN = 1e-300
@@ -277,13 +278,14 @@ def _dof_unit(plan_f, lay, k, ndof, a):  # type: ignore[no-untyped-def]
 
 
 @njit(helper=True)
-def _look_dir(goals, i, g, p):  # type: ignore[no-untyped-def]
-    """``(unit direction from p to the look-at target, distance)``; distance 0 when too close."""
+def _look_dir(goals, i, g, p, unit):  # type: ignore[no-untyped-def]
+    """``(unit direction from p to the look-at target, distance)``; distance 0 when too close (within
+    ``LOOK_AT_MIN_DISTANCE`` of the item's length unit ``unit[0]``)."""
     dx = goals[i, g, 0] - p[0]
     dy = goals[i, g, 1] - p[1]
     dz = goals[i, g, 2] - p[2]
     d = math.sqrt(dx * dx + dy * dy + dz * dz)
-    if d <= LOOK_AT_MIN_DISTANCE:
+    if d <= LOOK_AT_MIN_DISTANCE * unit[0]:
         return (0.0, 0.0, 0.0), 0.0
     return (dx / d, dy / d, dz / d), d
 
@@ -330,7 +332,7 @@ def _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, ge
             gerr[g] = qangle(dq)
         else:
             ax = qrotate(q, (plan_f[f_gax + 3 * g], plan_f[f_gax + 3 * g + 1], plan_f[f_gax + 3 * g + 2]))
-            d, dist = _look_dir(goals, i, g, p)
+            d, dist = _look_dir(goals, i, g, p, unit)
             ex = 0.0
             ey = 0.0
             ez = 0.0
@@ -426,7 +428,7 @@ def _jacobian(plan_i, plan_f, lay, i, goals, pos, rot, jac, world_axis, unit):  
         if kind == GOAL_LOOK_AT:
             qg = (rot[fg, 0], rot[fg, 1], rot[fg, 2], rot[fg, 3])
             aw = qrotate(qg, (plan_f[f_gax + 3 * g], plan_f[f_gax + 3 * g + 1], plan_f[f_gax + 3 * g + 2]))
-            dl, dist = _look_dir(goals, i, g, pg)
+            dl, dist = _look_dir(goals, i, g, pg, unit)
             if dist == 0.0:
                 continue
             inv_dist = 1.0 / dist

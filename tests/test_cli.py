@@ -315,7 +315,7 @@ def test_after_warmup_the_public_api_compiles_nothing(capsys: pytest.CaptureFixt
     (["footlock", "BADGLTF", "-o", "OUT.bvh"], 1, "bad.gltf"),
     (["footlock", "CAPTURE", "-o", "OUT.bvh", "--feet", "LeftFoot,RightAnkle"], 1, "no joint named 'LeftFoot'"),
     (["footlock", "CAPTURE", "-o", "OUT.bvh", "--height", "-3"], 2, "positive"),
-    (["footlock", "--sample", "jog", "-o", "OUT.bvh"], 1, "unknown sample 'jog'"),
+    (["footlock", "--sample", "jog", "-o", "OUT.bvh"], 2, "unknown sample 'jog'"),  # a bad command line
     (["footlock", "CAPTURE", "--sample", "walk", "-o", "OUT.bvh"], 2, "not both"),
     (["footlock", "CAPTURE", "-o", "OUT.bvh", "--hysteresis", "0.5"], 2, "--hysteresis must be >= 1"),
     (["reach", "CAPTURE", "-o", "OUT.bvh", "--effector", "RightWrist", "--target", "1,2,3", "--frames", "1:5",

@@ -148,7 +148,7 @@ def load_sample(name: str) -> Motion:
     from .. import samples
 
     if name not in samples.CLIP_NAMES:
-        raise CliError(f"unknown sample {name!r}; choose one of: {', '.join(samples.CLIP_NAMES)}")
+        raise UsageError(f"unknown sample {name!r}; choose one of: {', '.join(samples.CLIP_NAMES)}")
     return Motion(samples.humanoid(), samples.clip(name), f"sample:{name}", "sample", name)
 
 

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 
 JointRef = "int | str"
 
+#: Vectors whose plain norm is at most this are normalised by :func:`unit_and_length`'s scaled path (below
+#: about 1e-154 the squares underflow and lose digits).
+UNDERFLOW_NORM = 1e-150
+
 #: The most items a batch shape given as an argument may hold: NumPy's own limit on an array's size (a larger
 #: one failed inside NumPy with a bare ValueError, "array is too big").
 MAX_BATCH_ITEMS = np.iinfo(np.intp).max
@@ -175,3 +179,27 @@ def uniform_scale(s: NDArray[np.float64], rtol: float = UNIFORM_SCALE_RTOL) -> N
     if rtol == 0.0:
         return np.asarray((x == y) & (x == z))  # the same test, without the arithmetic
     return np.asarray((np.abs(x - y) <= rtol * np.abs(y)) & (np.abs(x - z) <= rtol * np.abs(z)))
+
+
+def unit_and_length(v: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``v (..., k)`` scaled to unit length over the last axis, and the lengths ``(..., 1)``.
+
+    Finite vectors of any size: where the plain norm overflows to inf
+    (components near 1e155 and beyond) or underflows (below about 1e-154),
+    that vector is first divided by its largest component, so its direction
+    is still exact (its length may be inf).  A zero vector gives zeros and
+    length 0.  Every other vector comes out as ``v / norm(v)``, the same bits
+    in a batch as alone.
+    """
+    with np.errstate(over="ignore"):
+        n = np.linalg.norm(v, axis=-1, keepdims=True)
+    plain = np.isfinite(n) & (n > UNDERFLOW_NORM)
+    if np.all(plain):
+        return v / n, n  # the common case
+    m = np.max(np.abs(v), axis=-1, keepdims=True)
+    scaled = v / np.where(m > 0.0, m, 1.0)
+    n_scaled = np.linalg.norm(scaled, axis=-1, keepdims=True)  # in [1, sqrt(k)], or 0 for a zero vector
+    with np.errstate(over="ignore"):
+        length = m * n_scaled
+    unit = scaled / np.where(n_scaled > 0.0, n_scaled, 1.0)
+    return np.where(plain, v / np.where(plain, n, 1.0), unit), np.where(plain, n, length)

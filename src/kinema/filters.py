@@ -31,9 +31,9 @@ from numpy.typing import ArrayLike
 
 from . import rotation as rot
 from ._types import FloatArray
-from ._validate import positive_number
+from ._validate import positive_number, unit_and_length
 from .errors import ShapeError, SolverInputError
-from .goals import as_input_array, unit_and_length, unit_quaternions
+from .goals import as_input_array, unit_quaternions
 
 __all__ = ["CriticallyDampedSpring", "OneEuroFilter", "AngularSpeedLimiter", "limit_angular_speed"]
 

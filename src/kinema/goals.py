@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._types import FloatArray
-from ._validate import as_float_array, as_float_scalar, require_finite, resolve_joint
+from ._validate import as_float_array, as_float_scalar, require_finite, resolve_joint, unit_and_length
 from .errors import SolverInputError
 
 __all__ = ["PositionGoal", "OrientationGoal", "LookAtGoal", "PoseGoal", "AnyGoal"]
@@ -40,9 +40,6 @@ __all__ = ["PositionGoal", "OrientationGoal", "LookAtGoal", "PoseGoal", "AnyGoal
 ZERO_QUAT_NORM = 1e-12
 #: A look-at axis shorter than this has no direction.
 ZERO_AXIS_NORM = 1e-12
-#: Vectors whose plain norm is at most this are normalised by :func:`unit_and_length`'s scaled path (below
-#: about 1e-154 the squares underflow and lose digits).
-UNDERFLOW_NORM = 1e-150
 
 
 def as_input_array(x: Any, what: str, trailing: tuple[int, ...], *, finite: bool = True) -> FloatArray:
@@ -86,30 +83,6 @@ def _joint(j: Any, what: str) -> int | str:
     if isinstance(j, (int, np.integer)) and not isinstance(j, bool):
         return int(j)
     raise SolverInputError(f"{what} joint must be a name or an index, got {j!r}")
-
-
-def unit_and_length(v: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """``v (..., k)`` scaled to unit length over the last axis, and the lengths ``(..., 1)``.
-
-    Finite vectors of any size: where the plain norm overflows to inf
-    (components near 1e155 and beyond) or underflows (below about 1e-154),
-    that vector is first divided by its largest component, so its direction
-    is still exact (its length may be inf).  A zero vector gives zeros and
-    length 0.  Every other vector comes out as ``v / norm(v)``, the same bits
-    in a batch as alone.
-    """
-    with np.errstate(over="ignore"):
-        n = np.linalg.norm(v, axis=-1, keepdims=True)
-    plain = np.isfinite(n) & (n > UNDERFLOW_NORM)
-    if np.all(plain):
-        return v / n, n  # the common case
-    m = np.max(np.abs(v), axis=-1, keepdims=True)
-    scaled = v / np.where(m > 0.0, m, 1.0)
-    n_scaled = np.linalg.norm(scaled, axis=-1, keepdims=True)  # in [1, sqrt(k)], or 0 for a zero vector
-    with np.errstate(over="ignore"):
-        length = m * n_scaled
-    unit = scaled / np.where(n_scaled > 0.0, n_scaled, 1.0)
-    return np.where(plain, v / np.where(plain, n, 1.0), unit), np.where(plain, n, length)
 
 
 def unit_quaternions(q: FloatArray, what: str) -> FloatArray:

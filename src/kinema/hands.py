@@ -44,10 +44,10 @@ from ._validate import (
     positive_number,
     require_finite,
     resolve_joint,
+    unit_and_length,
 )
 from .errors import ShapeError, SkeletonError, SolverInputError
 from .fk import forward_kinematics
-from .goals import unit_and_length
 from .limits import Hinge
 from .pose import Pose
 from .skeleton import Skeleton

@@ -80,9 +80,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._types import FloatArray
-from ._validate import as_float_array, as_float_scalar, broadcast_batch, positive_number, require_finite
+from ._validate import (
+    as_float_array,
+    as_float_scalar,
+    broadcast_batch,
+    positive_number,
+    require_finite,
+    unit_and_length,
+)
 from .errors import ShapeError, SolverInputError
-from .goals import unit_and_length
 
 if TYPE_CHECKING:
     from .skeleton import Skeleton

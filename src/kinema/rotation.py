@@ -24,9 +24,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._types import FloatArray
-from ._validate import as_float_array, batch_shape_arg, broadcast_batch, positive_number, require_finite
+from ._validate import (
+    as_float_array,
+    batch_shape_arg,
+    broadcast_batch,
+    positive_number,
+    require_finite,
+    unit_and_length,
+)
 from .errors import ShapeError, SolverInputError
-from .goals import unit_and_length
 
 __all__ = [
     "identity",

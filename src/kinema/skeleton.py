@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validate import _numeric_array, as_float_array, batch_shape_arg, is_sequence
+from ._validate import _numeric_array, as_float_array, batch_shape_arg, is_sequence, unit_and_length
 from .errors import BoneNotFoundError, ShapeError, SkeletonError
-from .goals import unit_and_length
 
 if TYPE_CHECKING:
     from .pose import Pose

@@ -377,7 +377,8 @@ def clamp_many(kind, params, rest, q_local, out, hit):  # type: ignore[no-untype
     for n in range(q_local.shape[0]):
         r = (rest[n % nr, 0], rest[n % nr, 1], rest[n % nr, 2], rest[n % nr, 3])
         q = (q_local[n, 0], q_local[n, 1], q_local[n, 2], q_local[n, 3])
-        o, h = apply_limit_local(kind, params, r, qtamed(q))  # qtamed: components of any finite size
+        # qtamed: components of any finite size (near 1e308 rest^-1 q itself would overflow)
+        o, h = apply_limit_local(kind, params, r, qtamed(q))
         if not h:
             o = q  # inside: the input itself, bit for bit
         out[n, 0] = o[0]
@@ -393,5 +394,5 @@ def violation_many(kind, params, rest, q_local, out):  # type: ignore[no-untyped
     nr = rest.shape[0]
     for n in range(q_local.shape[0]):
         r = (rest[n % nr, 0], rest[n % nr, 1], rest[n % nr, 2], rest[n % nr, 3])
-        q = qnormalize(qtamed((q_local[n, 0], q_local[n, 1], q_local[n, 2], q_local[n, 3])))
+        q = qnormalize((q_local[n, 0], q_local[n, 1], q_local[n, 2], q_local[n, 3]))  # (of any finite size)
         out[n] = limit_violation(kind, params, qmul(qconj(r), q))

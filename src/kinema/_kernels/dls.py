@@ -556,17 +556,22 @@ def _cholesky_solve(a, y, m):  # type: ignore[no-untyped-def]
 
 
 @njit(helper=True)
+def _joint_turn(plan_i, lay, v, k):  # type: ignore[no-untyped-def]
+    """Moving joint ``k``'s rotation (radians) in the DOF vector ``v``: the norm of a ball joint's three DOFs,
+    ``|v|`` of a hinge's one."""
+    d0 = plan_i[lay[3] + k]
+    if plan_i[lay[4] + k] == 1:
+        return abs(v[d0])
+    return math.sqrt(v[d0] * v[d0] + v[d0 + 1] * v[d0 + 1] + v[d0 + 2] * v[d0 + 2])
+
+
+@njit(helper=True)
 def _largest_angle(plan_i, lay, v):  # type: ignore[no-untyped-def]
-    """The largest joint rotation (radians) of the DOF vector ``v``: ``|v_k|`` over a ball joint's three DOFs,
-    ``|v_k|`` of a hinge's one (the root translation's DOFs are lengths, not counted)."""
-    o_dof0, o_ndof = lay[3], lay[4]
+    """The largest joint rotation (radians) of the DOF vector ``v`` (:func:`_joint_turn`; the root translation's
+    DOFs are lengths, not counted)."""
     biggest = 0.0
     for k in range(plan_i[P_N_MOVING]):
-        d0 = plan_i[o_dof0 + k]
-        if plan_i[o_ndof + k] == 1:
-            ang = abs(v[d0])
-        else:
-            ang = math.sqrt(v[d0] * v[d0] + v[d0 + 1] * v[d0 + 1] + v[d0 + 2] * v[d0 + 2])
+        ang = _joint_turn(plan_i, lay, v, k)
         if ang > biggest:
             biggest = ang
     return biggest
@@ -841,11 +846,7 @@ def _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch, lam, n_levels, u
                 # on its limit already: a turn of LIMIT_PROBE_ANGLE along the step crosses it (a joint further
                 # inside moves up to the limit, clamped, and is on it for the next step)
                 j = plan_i[lay[0] + plan_i[lay[2] + k]]
-                if nd == 1:
-                    length = abs(delta[d0])
-                else:
-                    length = math.sqrt(delta[d0] * delta[d0] + delta[d0 + 1] * delta[d0 + 1]
-                                       + delta[d0 + 2] * delta[d0 + 2])
+                length = _joint_turn(plan_i, lay, delta, k)
                 if length <= 0.0:
                     continue
                 f = min(1.0, LIMIT_PROBE_ANGLE / length)

@@ -188,6 +188,21 @@ def test_a_quiet_dask_batch_prints_nothing(tmp_path: Path) -> None:
     assert list(work.iterdir()) == []  # Dask's scratch space was in the batch's temporary folder
 
 
+def test_a_local_dask_cluster_runs_one_numba_thread_per_worker() -> None:
+    """The workers are the parallelism (as the local pool's): each runs kinema's parallel kernels on one numba
+    thread, not one per core (two workers of two threads each oversubscribe a 2-core machine)."""
+    pytest.importorskip("distributed")
+    from kinema.cli._batch import _Dask
+
+    session = _Dask("local", 2, 60.0)
+    try:
+        threads = session._client.run(lambda: __import__("numba").get_num_threads())
+    finally:
+        session.close(cancel=True)
+    assert len(threads) == 2
+    assert set(threads.values()) == {1}
+
+
 # ------------------------------------------------------ outputs and inputs
 def test_batch_never_overwrites_another_jobs_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     cap = tmp_path / "cap"

@@ -117,6 +117,9 @@ def find_jobs(in_dir: str, out_dir: str, patterns: list[str], to: str | None, re
 WORKER_STOP_TIMEOUT_S = 5.0
 #: Seconds between the local pool's (and Dask's) looks at the Ctrl-C flag while it waits for results.
 CTRL_C_POLL_S = 0.05
+#: The environment a LocalCluster's workers start with (on top of this process's).
+WORKER_ENV = {"NUMBA_NUM_THREADS": "1"}
+
 #: Seconds a stopped LocalCluster worker gets to stop by itself (0.8 of it) before it is terminated.
 DASK_STOP_TIMEOUT_S = 1.0
 
@@ -264,8 +267,12 @@ class _Dask(_Interruptible):
                 self.work_root = tempfile.mkdtemp(prefix="kinema-batch-")
                 self._catch(signal.SIGINT, handler=signal.SIG_IGN)  # inherited by the workers
                 with dask.config.set({"temporary-directory": self.work_root}):  # the scheduler's scratch too
+                    # One numba thread per worker, as the local pool's (kinema.cli._worker.worker_init): the
+                    # workers are the parallelism; n workers each running as many numba threads as there are
+                    # cores oversubscribe the machine.  The nanny sets it before the worker imports numba.
                     self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                                 dashboard_address=None, silence_logs=logging.ERROR)
+                                                 dashboard_address=None, silence_logs=logging.ERROR,
+                                                 env=WORKER_ENV)
                 self._client = Client(self._cluster)
                 self.name = f"dask LocalCluster, {n} workers"
             else:

@@ -329,3 +329,18 @@ def test_kinema_cli_has_no_import_cycle() -> None:
 
     for m in graph:
         visit(m, ())
+
+
+def test_clip_names_a_bvh_files_one_motion(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A BVH file holds one motion, named after the file: ``--clip`` with that name reads it, another name is
+    refused as a glTF file's missing animation is (it was ignored: the one motion was used whatever was asked)."""
+    src = tmp_path / "walk.bvh"
+    kinema.io.save_bvh(src, kinema.samples.humanoid(), kinema.samples.clip("walk"))
+    code, out, err = run(capsys, "info", src, "--clip", "walk", "--json")
+    assert code == 0, err
+    assert json.loads(out)["clip"] == "walk"
+    code, _, err = run(capsys, "convert", src, tmp_path / "run.glb", "--clip", "run")
+    assert code == 1
+    assert one_error_line(err) == (f"kinema: error: {src}: no animation named 'run'; a BVH file holds one, "
+                                   "'walk' (named after the file)")
+    assert not (tmp_path / "run.glb").exists()

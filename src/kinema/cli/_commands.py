@@ -72,7 +72,8 @@ def command_argv(command: str, src: str, out: str, extra: list[str]) -> list[str
 def add_input(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", nargs="?", metavar="IN", help="input file (.bvh, .gltf, .glb)")
     p.add_argument("--sample", metavar="NAME", help="use a bundled sample clip instead of IN (walk, run)")
-    p.add_argument("--clip", metavar="NAME", help="glTF animation to read (default: the first)")
+    p.add_argument("--clip", metavar="NAME", help="animation to read: a glTF file's by name (default: the first); "
+                   "a BVH file's one is named after the file")
 
 
 def read_input(args: argparse.Namespace, *, even_frames: bool = False) -> Motion:

@@ -95,7 +95,8 @@ def load_motion(path: str, *, clip_name: str | None = None, fps: float | None = 
                 even_frames: bool = False, external: ExternalFiles | None = None) -> Motion:
     """Read a BVH or glTF/GLB file.
 
-    glTF: ``clip_name`` picks an animation (default the first); ``fps``
+    glTF: ``clip_name`` picks an animation (default the first); a BVH file's one motion is named after the
+    file (another ``clip_name`` is a :class:`CliError`).  glTF: ``fps``
     resamples it; ``even_frames`` resamples at :data:`DEFAULT_RESAMPLE_FPS`
     when the key times are uneven (needed to write BVH).  A glTF file without
     animation gives a one-frame clip of its rest pose.  ``external``: its
@@ -110,8 +111,14 @@ def load_motion(path: str, *, clip_name: str | None = None, fps: float | None = 
     if kind == "bvh":
         from ..io import load_bvh
 
+        # A BVH file holds one motion, named after the file (as its glTF output's animation is): ``--clip`` names
+        # it or is refused like a glTF file's missing animation (it was silently ignored).
+        stem = os.path.splitext(os.path.basename(path))[0]
+        if clip_name is not None and clip_name != stem:
+            raise CliError(f"{path}: no animation named {clip_name!r}; a BVH file holds one, {stem!r} (named "
+                           "after the file)")
         skeleton, clip = load_bvh(path)
-        return Motion(skeleton, clip, path, "bvh", os.path.splitext(os.path.basename(path))[0])
+        return Motion(skeleton, clip, path, "bvh", stem)
     try:
         from ..io import load_gltf
     except ImportError as e:  # pygltflib is an extra

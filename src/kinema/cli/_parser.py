@@ -196,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", nargs="?", metavar="IN", help="input file (.bvh, .gltf, .glb)")
     p.add_argument("output", metavar="OUT", help="output file (.bvh, .gltf, .glb); a missing folder is created")
     p.add_argument("--sample", metavar="NAME", help="convert a bundled sample clip (then give only OUT)")
-    p.add_argument("--clip", metavar="NAME", help="glTF animation to read (default: the first)")
+    p.add_argument("--clip", metavar="NAME", help="animation to read: a glTF file's by name (default: the first); "
+                   "a BVH file's one is named after the file")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists (never an input)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     cmd.add_convert_options(p)

@@ -109,6 +109,36 @@ def test_from_matrix_near_180(rng: np.random.Generator) -> None:
     assert np.all(R.equal(R.from_matrix(R.as_matrix(q)), q, atol=1e-12))
 
 
+def test_from_matrix_of_a_stretched_rotation_is_its_rotation(rng: np.random.Generator) -> None:
+    """``M = R P`` with ``P`` symmetric positive definite (a scale, a stretch, float32 round-off) gives ``R``, the
+    nearest rotation (before, Shepperd's method read the stretched entries as a rotation's)."""
+    q = R.from_rotvec(rng.normal(size=(200, 3)) * 1.5)
+    a = rng.normal(size=(200, 3, 3)) * 0.4
+    stretch = np.eye(3) + 0.5 * (a + np.swapaxes(a, -1, -2))
+    stretch = np.where((np.linalg.eigvalsh(stretch)[:, 0] > 0.05)[:, None, None], stretch, 2.5 * np.eye(3))
+    m = R.as_matrix(q) @ stretch
+    assert np.all(R.equal(R.from_matrix(m), q, atol=1e-12))
+    assert np.all(R.equal(R.from_matrix(R.as_matrix(q) * 1e300), q, atol=1e-12))  # M^T M overflows: projected
+    m32 = R.as_matrix(q).astype(np.float32)  # orthonormal to ~1e-7
+    assert np.all(R.equal(R.from_matrix(m32), q, atol=1e-6))
+    m32_rot = np.linalg.svd(m32.astype(np.float64))
+    assert np.all(R.equal(R.from_matrix(m32), R.from_matrix(m32_rot[0] @ m32_rot[2]), atol=1e-15))
+    # a rotation as it is (orthonormal within ORTHONORMAL_TOL): Shepperd's method on the matrix as given
+    exact = R.as_matrix(q)
+    assert np.max(np.abs(np.swapaxes(exact, -1, -2) @ exact - np.eye(3))) <= R.ORTHONORMAL_TOL
+    assert np.all(R.equal(R.from_matrix(exact), q, atol=1e-15))
+
+
+def test_from_matrix_refuses_a_mirror_and_a_singular_matrix() -> None:
+    m = np.stack([np.eye(3), np.diag([1.0, 1.0, -1.0]), np.zeros((3, 3))])
+    with pytest.raises(SolverInputError, match=r"m\[1\] is not a rotation matrix: it is a mirror"):
+        R.from_matrix(m)
+    with pytest.raises(SolverInputError, match=r"^m is not a rotation matrix: it is singular"):
+        R.from_matrix(np.diag([1.0, 0.0, 1.0]))
+    with pytest.raises(SolverInputError, match=r"m\[0, 1\] is not a rotation matrix: it is singular"):
+        R.from_matrix(np.stack([np.eye(3), np.ones((3, 3))])[None])
+
+
 @pytest.mark.parametrize("seq", list(R.EULER_SEQUENCES) + [s.lower() for s in R.EULER_SEQUENCES])
 def test_euler_all_orders_match_scipy_and_round_trip(seq: str, rng: np.random.Generator) -> None:
     angles = rng.uniform(-np.pi, np.pi, size=(200, 3))

@@ -165,11 +165,37 @@ def as_matrix(q: ArrayLike) -> FloatArray:
     return out.reshape(batch + (3, 3))
 
 
+#: A matrix whose columns are orthonormal to within this (largest ``|M^T M - I|`` entry) is read as the
+#: rotation it is; any other is first replaced by its nearest rotation (see :func:`from_matrix`).
+ORTHONORMAL_TOL = 1e-12
+
+
 def from_matrix(m: ArrayLike) -> FloatArray:
-    """Quaternions (canonical, ``w >= 0``) of rotation matrices ``(..., 3, 3)``; NaN or inf is refused."""
+    """Quaternions (canonical, ``w >= 0``) of rotation matrices ``(..., 3, 3)``.
+
+    A matrix that is not orthonormal (within :data:`ORTHONORMAL_TOL`: float32 round-off, a scaled or a
+    stretched rotation ``M = R P`` with ``P`` symmetric positive definite) gives its nearest rotation
+    ``R = U V^T`` from ``M = U S V^T`` (the orthogonal factor of the polar decomposition, as scipy's
+    ``from_matrix`` does).  :class:`~kinema.SolverInputError` for NaN or inf and for a matrix with no
+    rotation in it: a determinant of zero (singular) or below (a mirror).
+    """
     a = as_float_array(m, "m", (3, 3))
     require_finite(a, "m")
     batch, n, (f,) = _flat([(a, (3, 3))])
+    # slogdet's sign: the determinant's sign without overflowing (a matrix of 1e300 entries has a finite one).
+    sign = np.linalg.slogdet(f)[0]
+    if not np.all(sign > 0.0):
+        bad = int(np.nonzero(~(sign > 0.0))[0][0])
+        where = tuple(int(i) for i in np.unravel_index(bad, batch)) if batch else ()
+        kind = "singular (determinant 0)" if sign[bad] == 0.0 else "a mirror (negative determinant)"
+        raise SolverInputError(f"m{list(where) if where else ''} is not a rotation matrix: it is {kind}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        off = np.max(np.abs(np.matmul(np.swapaxes(f, -1, -2), f) - np.eye(3)), axis=(-2, -1))
+    skew = ~(off <= ORTHONORMAL_TOL)  # inf or NaN from entries near 1e154 and beyond: projected too
+    if np.any(skew):
+        u, _, vt = np.linalg.svd(f[skew])
+        f = f.copy()
+        f[skew] = u @ vt
     out = np.empty((n, 4))
     _kern().from_matrix(f, out)
     return out.reshape(batch + (4,))

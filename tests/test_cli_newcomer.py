@@ -26,6 +26,7 @@ import pytest
 
 import kinema
 from _cli import one_error_line, run
+from kinema import mocap
 from kinema.cli import main
 from kinema.cli._parser import join_negative_values
 from kinema.io import load_bvh
@@ -344,3 +345,23 @@ def test_clip_names_a_bvh_files_one_motion(capsys: pytest.CaptureFixture[str], t
     assert one_error_line(err) == (f"kinema: error: {src}: no animation named 'run'; a BVH file holds one, "
                                    "'walk' (named after the file)")
     assert not (tmp_path / "run.glb").exists()
+
+
+def test_fps_resamples_a_bvh_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``convert --fps`` resamples BVH input as it does glTF (it was silently ignored for BVH); a rate whose
+    frames would not fit the file's decode budget is refused before anything is allocated."""
+    src = tmp_path / "walk.bvh"
+    walk = kinema.samples.clip("walk")
+    kinema.io.save_bvh(src, kinema.samples.humanoid(), walk)
+    code, _, err = run(capsys, "convert", src, tmp_path / "walk60.bvh", "--fps", "60")
+    assert code == 0, err
+    _, clip = load_bvh(tmp_path / "walk60.bvh")
+    source = load_bvh(src)[1]
+    assert clip.n_frames == int(np.ceil(source.duration * 60.0)) + 1 == 77 and abs(clip.fps - 60.0) <= 1e-6
+    want = mocap.resample(source, 60.0)
+    assert np.max(np.abs(clip.pose.translations - want.pose.translations)) <= 1e-6  # BVH's printed digits
+    assert np.all(kinema.rotation.equal(clip.pose.rotations, want.pose.rotations, atol=1e-6))
+    code, _, err = run(capsys, "convert", src, tmp_path / "huge.bvh", "--fps", "1e12")
+    assert code == 1
+    assert "more than this file may decode" in one_error_line(err)
+    assert not (tmp_path / "huge.bvh").exists()

@@ -566,3 +566,55 @@ def test_reach_with_a_spine_chain_gets_beyond_the_arm(capture: tuple[Skeleton, C
     assert R.angle_between(q0, q1).max() < 1e-9
     with pytest.raises(kinema.SolverInputError, match="above the arm"):
         mocap.reach(sk, clip, "RightWrist", target, (200, 260), chain="RightShoulder")
+
+
+# ------------------------------------------------------------------ resample
+def test_resample_keeps_the_frames_on_its_grid_and_interpolates_between() -> None:
+    """At the clip's own rate every frame comes back; at twice the rate the even frames are the originals and
+    the odd ones are halfway (translations the mean, rotations the slerp midpoint: equally far from both)."""
+    clip = kinema.samples.clip("walk")
+    same = mocap.resample(clip, clip.fps)
+    assert same.n_frames == clip.n_frames and same.times is None and same.fps == clip.fps
+    assert np.array_equal(same.pose.translations, clip.pose.translations)
+    assert np.all(R.equal(same.pose.rotations, clip.pose.rotations, atol=1e-15))
+    double = mocap.resample(clip, 2.0 * clip.fps)
+    assert double.n_frames == 2 * clip.n_frames - 1
+    assert np.max(np.abs(double.pose.translations[::2] - clip.pose.translations)) <= 1e-15
+    mid = 0.5 * (clip.pose.translations[:-1] + clip.pose.translations[1:])
+    assert np.max(np.abs(double.pose.translations[1::2] - mid)) <= 1e-15
+    a, b, m = clip.pose.rotations[:-1], clip.pose.rotations[1:], double.pose.rotations[1::2]
+    assert np.max(np.abs(R.angle_between(a, m) - R.angle_between(m, b))) <= 1e-12
+    assert np.max(np.abs(R.angle_between(a, m) - 0.5 * R.angle_between(a, b))) <= 1e-12
+    assert np.allclose(np.linalg.norm(double.pose.rotations, axis=-1), 1.0, rtol=0.0, atol=1e-15)
+
+
+def test_resample_of_uneven_keys_and_its_end() -> None:
+    """Uneven key times (a glTF clip) come back evenly spaced from the first key; the last frame is at or
+    just past the end and holds the last pose (ceil(duration * fps) + 1 frames)."""
+    sk = kinema.samples.humanoid()
+    walk = kinema.samples.clip("walk")
+    times = np.array([0.5, 0.6, 0.65, 1.0])
+    clip = Clip(walk.pose[:4], 3.0, times=times)
+    out = mocap.resample(clip, 10.0)
+    assert out.n_frames == 6 and out.times is None  # 0.5, 0.6, ..., 1.0
+    assert np.array_equal(out.pose.translations[[0, 1, 5]], walk.pose.translations[[0, 1, 3]])
+    t = out.pose.translations[2]  # 0.7 s: 1/7 of the way from the key at 0.65 to the one at 1.0
+    want = walk.pose.translations[2] + (0.05 / 0.35) * (walk.pose.translations[3] - walk.pose.translations[2])
+    assert np.max(np.abs(t - want)) <= 1e-15
+    past = mocap.resample(clip, 7.0)  # 0.5 s at 7 fps: 3.5 frames, so the 5th frame is past the end
+    assert past.n_frames == 5
+    assert np.all(R.equal(past.pose.rotations[-1], walk.pose.rotations[3], atol=1e-15))
+    assert sk.n_joints == out.pose.n_joints
+
+
+def test_resample_refuses_bad_rates_and_poses() -> None:
+    clip = kinema.samples.clip("walk")
+    for fps in (0.0, -30.0, np.nan, np.inf, "30", True):
+        with pytest.raises(kinema.SolverInputError, match="fps"):
+            mocap.resample(clip, fps)  # type: ignore[arg-type]
+    with pytest.raises(kinema.SolverInputError, match=r"more than 2147483648"):
+        mocap.resample(clip, 1e300)  # refused before anything is allocated
+    bad = Clip(clip.pose.copy(), clip.fps)
+    bad.pose.rotations[3, 2, 0] = np.nan
+    with pytest.raises(kinema.SolverInputError, match="rotations contains NaN"):
+        mocap.resample(bad, 60.0)

@@ -41,7 +41,7 @@ from ._types import BoolArray, FloatArray, IntArray
 from ._validate import as_float_array, as_float_scalar, is_sequence, positive_number, require_finite, resolve_joint
 from .errors import ShapeError, SkeletonError, SolverInputError
 from .fk import forward_kinematics
-from .pose import Clip, Pose
+from .pose import Clip, Pose, key_brackets, resample_times
 from .skeleton import Skeleton
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "angular_speed",
     "max_angular_speed",
     "frame_times",
+    "resample",
 ]
 
 
@@ -205,6 +206,37 @@ def frame_times(clip: Clip) -> FloatArray:
     if clip.times is not None:
         return np.asarray(clip.times, dtype=np.float64)
     return np.arange(clip.n_frames, dtype=np.float64) / float(clip.fps)
+
+
+def resample(clip: Clip, fps: float) -> Clip:
+    """``clip`` evenly sampled at ``fps`` (``times`` None): frame ``k`` is the motion at ``t0 + k / fps`` for
+    ``k = 0 .. ceil(duration * fps)`` (``t0`` the first frame's time; the last frame at or just past the end
+    holds the last pose, as glTF resampling does).
+
+    Between two frames translations and scales are interpolated linearly and rotations by slerp along the
+    shorter arc (:func:`kinema.rotation.slerp`).  :class:`~kinema.SolverInputError` for an ``fps`` that is not
+    a positive finite number, a pose with NaN or inf, and more than :data:`MAX_DURATION_FRAMES` frames (before
+    anything is allocated).
+    """
+    fps = positive_number(fps, "fps")
+    if len(clip.pose.batch_shape) != 1:
+        raise ShapeError("clip pose", "(frames, J, k) with one time dimension", str(clip.pose.batch_shape))
+    pose = clip.pose
+    for what, a in (("translations", pose.translations), ("rotations", pose.rotations), ("scales", pose.scales)):
+        require_finite(a, f"clip pose {what}")
+    times = frame_times(clip)
+    query = resample_times(times[0], times[-1], fps, MAX_DURATION_FRAMES)
+    i0, i1, u = key_brackets(times, query)
+
+    def lerp(a: FloatArray) -> FloatArray:
+        if a.ndim == 2:  # one set for every frame (scales shared by the clip): nothing to interpolate
+            return a.copy()
+        w = u[:, None, None]
+        return a[i0] + w * (a[i1] - a[i0])
+
+    r = pose.rotations
+    rq = np.broadcast_to(r, (times.size,) + r.shape[-2:]) if r.ndim == 2 else r
+    return Clip(Pose(lerp(pose.translations), rot.slerp(rq[i0], rq[i1], u[:, None]), lerp(pose.scales)), fps)
 
 
 def _clip_arrays(skeleton: Skeleton, clip: Clip, copy: bool = True) -> tuple[FloatArray, FloatArray, FloatArray]:

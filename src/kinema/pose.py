@@ -11,7 +11,11 @@ from numpy.typing import ArrayLike, NDArray
 from ._validate import as_float_array, batch_shape_arg, broadcast_batch, positive_number, require_finite
 from .errors import ShapeError, SolverInputError
 
-__all__ = ["Pose", "Clip"]
+__all__ = ["Pose", "Clip", "TIME_EPS", "resample_times", "resampled_frame_count", "key_brackets"]
+
+#: Slack when counting resampled frames: ``ceil(t_end * fps - TIME_EPS)``, so
+#: an end time on the grid up to float round-off does not add a frame.
+TIME_EPS = 1e-9
 
 
 class Pose:
@@ -147,3 +151,35 @@ class Clip:
 
     def __len__(self) -> int:
         return self.n_frames
+
+
+def resample_times(t_start: float, t_end: float, fps: float, max_frames: int) -> NDArray[np.float64]:
+    """Evenly spaced frame times ``t_start + k / fps`` for ``k = 0 .. ceil((t_end - t_start) fps - TIME_EPS)``
+    (the last at or just past ``t_end``).  :class:`SolverInputError` when that is more than ``max_frames``
+    frames, before anything is allocated."""
+    span = (float(t_end) - float(t_start)) * float(fps)  # Python floats: an overflow is inf, no warning
+    if not span <= max_frames:
+        raise SolverInputError(f"resampling {t_end - t_start:g} s at {fps:g} fps gives {span:.3g} frames, more "
+                               f"than {max_frames}")
+    return float(t_start) + np.arange(resampled_frame_count(span)) / float(fps)
+
+
+def resampled_frame_count(span: float) -> int:
+    """Frames of a resampling over ``span = duration * fps`` (finite, >= 0): ``ceil(span - TIME_EPS) + 1``."""
+    return max(int(np.ceil(span - TIME_EPS)), 0) + 1
+
+
+def key_brackets(times: NDArray[np.float64], query: NDArray[np.float64]
+                 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """For each query time the keys around it: ``(i0, i1, u)`` with ``times[i0] <= t <= times[i1]`` and
+    ``u = (t - times[i0]) / (times[i1] - times[i0])`` in [0, 1] (``times (K,)`` strictly increasing).
+
+    Before the first key and after the last the end key holds (``i0 == i1``, ``u = 0``), as glTF's samplers."""
+    k = times.shape[0]
+    i0 = np.clip(np.searchsorted(times, query, side="right") - 1, 0, k - 1)
+    i1 = np.minimum(i0 + 1, k - 1)
+    d = times[i1] - times[i0]
+    # At or past the last key (and before the first) i0 == i1 or u clips to 0: the end value holds.
+    safe_d = np.where(d > 0.0, d, 1.0)
+    u = np.where(d > 0.0, np.clip((query - times[i0]) / safe_d, 0.0, 1.0), 0.0)
+    return i0, i1, u

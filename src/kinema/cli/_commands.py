@@ -312,7 +312,7 @@ def tree_lines(sk: Skeleton) -> list[str]:
 # ================================================================== convert
 def add_convert_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scale", type=positive_number, default=1.0, help="multiply every length (e.g. 0.01: cm to m)")
-    p.add_argument("--fps", type=positive_number, help="resample a glTF animation at this rate")
+    p.add_argument("--fps", type=positive_number, help="resample the motion (glTF or BVH) at this rate")
     p.add_argument("--mesh", choices=("keep", "bones", "none"),
                    help="glTF output mesh: keep the loaded one, capsules along the bones, or none "
                         "(default: keep if there is one, else bones)")

@@ -91,17 +91,32 @@ def format_of(path: str) -> str:
     return FORMATS[ext]
 
 
+def _resample_bvh(path: str, skeleton: Skeleton, clip: Clip, fps: float) -> Clip:
+    """A BVH file's clip resampled at ``fps``; :class:`CliError` when its poses would need more memory than the
+    file may decode (the readers' budget: ``DECODE_BUDGET_FLOOR`` plus ``DECODE_BUDGET_FACTOR`` per file byte),
+    before anything is allocated."""
+    from ..io.gltf.reader import DECODE_BUDGET_FACTOR, DECODE_BUDGET_FLOOR
+    from ..mocap import resample
+
+    span = clip.duration * fps  # Python floats: an overflow is inf
+    need = (span + 2.0) * skeleton.n_joints * 10 * 8 * 2  # the new clip's pose arrays, and slerp's inputs
+    budget = DECODE_BUDGET_FLOOR + DECODE_BUDGET_FACTOR * os.path.getsize(path)
+    if not need <= budget:
+        raise CliError(f"{path}: resampling {clip.duration:g} s at {fps:g} fps needs {need:,.0f} bytes of pose "
+                       f"arrays, more than this file may decode ({budget:,} bytes)")
+    return resample(clip, fps)
+
+
 def load_motion(path: str, *, clip_name: str | None = None, fps: float | None = None,
                 even_frames: bool = False, external: ExternalFiles | None = None) -> Motion:
     """Read a BVH or glTF/GLB file.
 
-    glTF: ``clip_name`` picks an animation (default the first); a BVH file's one motion is named after the
-    file (another ``clip_name`` is a :class:`CliError`).  glTF: ``fps``
-    resamples it; ``even_frames`` resamples at :data:`DEFAULT_RESAMPLE_FPS`
-    when the key times are uneven (needed to write BVH).  A glTF file without
-    animation gives a one-frame clip of its rest pose.  ``external``: its
-    external buffers, read in its own folder (a copy of the file loaded by a
-    Dask worker; see :func:`kinema.io.load_gltf`).
+    ``clip_name`` picks a glTF animation (default the first); a BVH file's one motion is named after the file
+    (another ``clip_name`` is a :class:`CliError`).  ``fps`` resamples the motion (a BVH file's with
+    :func:`kinema.mocap.resample`, within the file's decode budget).  glTF: ``even_frames`` resamples at
+    :data:`DEFAULT_RESAMPLE_FPS` when the key times are uneven (needed to write BVH).  A glTF file without
+    animation gives a one-frame clip of its rest pose.  ``external``: its external buffers, read in its own
+    folder (a copy of the file loaded by a Dask worker; see :func:`kinema.io.load_gltf`).
     """
     kind = format_of(path)
     if not os.path.exists(path):
@@ -118,6 +133,8 @@ def load_motion(path: str, *, clip_name: str | None = None, fps: float | None = 
             raise CliError(f"{path}: no animation named {clip_name!r}; a BVH file holds one, {stem!r} (named "
                            "after the file)")
         skeleton, clip = load_bvh(path)
+        if fps is not None:
+            clip = _resample_bvh(path, skeleton, clip, fps)
         return Motion(skeleton, clip, path, "bvh", stem)
     try:
         from ..io import load_gltf

@@ -20,7 +20,7 @@ from ... import rotation
 from ..._types import FloatArray, IntArray
 from ...errors import SkeletonError, SolverInputError
 from ...mesh import SkinnedMesh
-from ...pose import Clip, Pose
+from ...pose import TIME_EPS, Clip, Pose, key_brackets, resampled_frame_count
 from ...skeleton import ZERO_QUAT_EPS, Skeleton
 from .._read import read_regular
 from .reader import FLOAT, UBYTE, UINT, USHORT, CheckedDoc, ExternalFiles, parse_container, short_repr
@@ -33,10 +33,6 @@ _INTERPOLATIONS = ("LINEAR", "STEP", "CUBICSPLINE")
 
 #: Copies of a clip's pose the loader holds at once (local, folded, reordered), for the budget.
 _CLIP_COPIES = 3
-
-#: Slack when counting resampled frames: ``ceil(t_end * fps - TIME_EPS)``, so
-#: an end time on the grid up to float round-off does not add a frame.
-TIME_EPS = 1e-9
 
 #: World rest matrices with ``|det|`` below this are singular in float64 (a scale
 #: product underflowed): their inverse bind matrices cannot be formed.
@@ -86,12 +82,8 @@ def _sample(times: FloatArray, values: FloatArray, interp: str, query: FloatArra
     with ``d = t_k1 - t_k``, in-tangent ``a``, out-tangent ``b``; rotations normalised.
     """
     k = times.shape[0]
-    i0 = np.clip(np.searchsorted(times, query, side="right") - 1, 0, k - 1)
-    i1 = np.minimum(i0 + 1, k - 1)
+    i0, i1, u = key_brackets(times, query)
     d = times[i1] - times[i0]
-    # At or past the last key (and before the first) i0 == i1 or u clips to 0: the end value holds.
-    safe_d = np.where(d > 0.0, d, 1.0)
-    u = np.where(d > 0.0, np.clip((query - times[i0]) / safe_d, 0.0, 1.0), 0.0)
     if interp == "CUBICSPLINE":
         tri = values.reshape(k, 3, -1)
         a, v, b = tri[:, 0], tri[:, 1], tri[:, 2]
@@ -490,7 +482,7 @@ def _read_animations(r: CheckedDoc, members: list[int], order: IntArray,
             span = t_end * fps
             if not math.isfinite(span):
                 r.fail(wa, f"resampling {t_end:g} s at {fps:g} fps gives too many frames")
-            n_frames = max(int(math.ceil(span - TIME_EPS)), 0) + 1
+            n_frames = resampled_frame_count(span)
             what = f"resampling {t_end:g} s at {fps:g} fps ({n_frames} frames, {nm} joints)"
         # Local, folded and reordered poses: three copies of frames x joints x 10 float64.
         r.charge(n_frames * nm * 10 * 8 * _CLIP_COPIES, wa, what)

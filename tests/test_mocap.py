@@ -618,3 +618,69 @@ def test_resample_refuses_bad_rates_and_poses() -> None:
     bad.pose.rotations[3, 2, 0] = np.nan
     with pytest.raises(kinema.SolverInputError, match="rotations contains NaN"):
         mocap.resample(bad, 60.0)
+
+
+# -------------------------------------------------------- legs with helpers
+def _with_shin_roll(skeleton: Skeleton, clip: Clip, knee: str, name: str) -> tuple[Skeleton, Clip]:
+    """``skeleton`` and ``clip`` with a joint ``name`` inserted halfway down the shin below ``knee`` (unturned:
+    identity rotations), as HumanIK's ``LeftLegRoll``: the same world motion, one joint more."""
+    k = skeleton.index(knee)
+    foot = [j for j in range(skeleton.n_joints) if skeleton.parents[j] == k][0]
+
+    def new(j: int) -> int:  # an old joint's index once the helper is inserted at k + 1
+        return j if j <= k else j + 1
+
+    parents = [int(p) if p < 0 else new(int(p)) for p in skeleton.parents]
+    parents[foot] = k + 1
+    parents.insert(k + 1, k)
+    names = list(skeleton.names)
+    names.insert(k + 1, name)
+
+    def split(t: np.ndarray) -> np.ndarray:  # (..., J, 3) -> (..., J + 1, 3): the shin halved at the helper
+        half = 0.5 * t[..., foot, :]
+        out = np.insert(t, k + 1, 0.0, axis=-2)
+        out[..., k + 1, :] = half
+        out[..., new(foot), :] = half
+        return out
+
+    def unturned(r: np.ndarray) -> np.ndarray:
+        return np.insert(r, k + 1, [0.0, 0.0, 0.0, 1.0], axis=-2)
+
+    sk2 = Skeleton(names, parents, split(skeleton.translations), unturned(skeleton.rotations))
+    pose = clip.pose.broadcast()
+    return sk2, Clip(Pose(split(pose.translations), unturned(pose.rotations)), clip.fps)
+
+
+@pytest.mark.parametrize("helper", ["left_shin_roll", "LeftLegTwist"])
+def test_footlock_skips_a_twist_joint_in_the_shin(helper: str) -> None:
+    """A twist or roll joint between knee and ankle is not the knee: the lock is the same as on the rig without
+    it (the helper rides along unturned).  Before, the helper was taken as the knee and the knee as the hip,
+    so the leg bent in the middle of the shin."""
+    sk, clip = kinema.samples.humanoid(), kinema.samples.clip("walk")
+    sk2, clip2 = _with_shin_roll(sk, clip, "left_knee", helper)
+    assert np.max(np.abs(kinema.forward_kinematics(sk2, clip2.pose).positions[:, sk2.index("left_ankle")]
+                         - kinema.forward_kinematics(sk, clip.pose).positions[:, sk.index("left_ankle")])) <= 1e-12
+    plain = mocap.footlock(sk, clip, ("left_ankle", "right_ankle"))
+    rolled = mocap.footlock(sk2, clip2, ("left_ankle", "right_ankle"))
+    p1 = kinema.forward_kinematics(sk, plain.clip.pose).positions
+    p2 = kinema.forward_kinematics(sk2, rolled.clip.pose).positions
+    for j in sk.names:
+        assert np.max(np.abs(p2[:, sk2.index(j)] - p1[:, sk.index(j)])) <= 1e-9, j
+    assert np.array_equal(rolled.clip.pose.rotations[:, sk2.index(helper)],
+                          np.broadcast_to([0.0, 0.0, 0.0, 1.0], (clip.n_frames, 4)))
+    assert plain.metrics["skate_after"] <= 1e-9 and rolled.metrics["skate_after"] <= 1e-9
+
+
+def test_footlock_skips_a_joint_at_the_place_of_the_one_below() -> None:
+    """A helper at the ankle's own place (zero offset, any name) cannot bend the leg: the knee above it is."""
+    sk, clip = kinema.samples.humanoid(), kinema.samples.clip("walk")
+    sk2, clip2 = _with_shin_roll(sk, clip, "left_knee", "left_ankle_helper")
+    k, h, a = sk2.index("left_knee"), sk2.index("left_ankle_helper"), sk2.index("left_ankle")
+    t = sk2.translations.copy()
+    t[h], t[a] = sk.translations[sk.index("left_ankle")], 0.0  # the helper at the ankle, the ankle on it
+    sk3 = Skeleton(sk2.names, sk2.parents, t, sk2.rotations)
+    pt = clip2.pose.translations.copy()
+    pt[:, h], pt[:, a] = clip.pose.broadcast().translations[:, sk.index("left_ankle")], 0.0
+    res = mocap.footlock(sk3, Clip(Pose(pt, clip2.pose.rotations), clip.fps), ("left_ankle", "right_ankle"))
+    assert mocap._leg(sk3, a) == (sk3.index("left_hip"), k, a)
+    assert res.metrics["skate_after"] <= 1e-9

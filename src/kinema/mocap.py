@@ -414,13 +414,33 @@ def _crossfade_short_gaps(tgt: FloatArray, anim: FloatArray, starts: IntArray, e
     return tgt
 
 
+#: Names of helper joints inside a leg (a shin's or a thigh's twist or roll joint, as HumanIK's ``LeftLegRoll``):
+#: not a knee or a hip, they ride along with the bone they sit in.
+_LEG_HELPER_RE = re.compile(r"twist|roll", re.IGNORECASE)
+
+
+def _bending_parent(skeleton: Skeleton, joint: int) -> int:
+    """The nearest ancestor of ``joint`` that can bend the leg: not a helper named like ``*twist*`` or
+    ``*roll*``, and not at the same place as the joint below it in the rest pose (a zero-length bone cannot
+    bend anything).  -1 when there is none."""
+    below, k = joint, int(skeleton.parents[joint])
+    while k >= 0 and (_LEG_HELPER_RE.search(skeleton.names[k]) or not np.any(skeleton.translations[below])):
+        below, k = k, int(skeleton.parents[k])
+    return k
+
+
 def _leg(skeleton: Skeleton, foot: int) -> tuple[int, int, int]:
-    """``(hip, knee, foot)``: the foot's grandparent, parent and itself."""
-    knee = int(skeleton.parents[foot])
-    hip = int(skeleton.parents[knee]) if knee >= 0 else -1
+    """``(hip, knee, foot)``: the foot and the two joints above it that bend the leg (:func:`_bending_parent`).
+
+    Helper joints between them (twist or roll joints in the shin or the thigh) are left out: two-bone IK
+    carries them along rigidly.  Before, the foot's parent and grandparent were taken, so a shin twist joint
+    became the knee and the leg bent in the middle of the shin."""
+    knee = _bending_parent(skeleton, foot)
+    hip = _bending_parent(skeleton, knee) if knee >= 0 else -1
     if knee < 0 or hip < 0:
         raise SkeletonError(
-            f"foot {skeleton.names[foot]!r} needs a parent (knee) and a grandparent (hip) for two-bone IK"
+            f"foot {skeleton.names[foot]!r} needs a parent (knee) and a grandparent (hip) for two-bone IK "
+            "(twist and roll joints, and joints at the same place as the one below, do not count)"
         )
     return hip, knee, foot
 
@@ -607,8 +627,8 @@ def max_angular_speed(clip: Clip) -> tuple[float, int, int]:
 def find_feet(skeleton: Skeleton) -> tuple[int, ...]:
     """Foot joints found by name: the topmost joint per branch named like ``*foot*``/``*ankle*``.
 
-    End sites, toes and balls are skipped; each foot needs a parent and a
-    grandparent (knee, hip).  Left feet come first.  Raises
+    End sites, toes and balls are skipped; each foot needs a knee and a hip
+    above it (twist and roll joints between them do not count).  Left feet come first.  Raises
     :class:`~kinema.BoneNotFoundError`-style :class:`SkeletonError` when none
     is found (pass the names explicitly then).
     """
@@ -1066,8 +1086,9 @@ def footlock(
 ) -> FootlockResult:
     """Remove foot skate: lock each foot contact at one ground position with two-bone IK.
 
-    For each foot (``feet``, default :func:`find_feet`) with knee = its parent
-    and hip = its grandparent:
+    For each foot (``feet``, default :func:`find_feet`) with knee and hip the two
+    joints above it that bend the leg (a twist or roll joint in the shin or the thigh,
+    or a joint at the same place as the one below it, rides along):
 
     1. contacts from :func:`detect_contacts` (``detect_options`` are passed
        on: ``height``, ``speed``, ``ground``, ``hysteresis``, ...) unless

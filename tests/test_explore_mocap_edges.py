@@ -39,8 +39,11 @@ def test_footlock_refuses_feet_whose_legs_overlap(shared_data: Path) -> None:
     # A foot and its toe: the toe's leg (LeftLeg, LeftFoot, LeftToe) shares the foot's knee and foot.
     with pytest.raises(kinema.SolverInputError, match="'LeftFoot' and 'LeftToe'.*share 'LeftLeg'"):
         mocap.footlock(sk, clip, ["LeftFoot", "LeftToe"])
-    # Disjoint but nested: the toe-end's leg hangs below the knee's leg.
-    with pytest.raises(kinema.SolverInputError, match="nested"):
+    # Disjoint but nested: the head's "leg" (Spine2, Neck, Head) hangs below the spine's (Hips, Spine, Spine1).
+    with pytest.raises(kinema.SolverInputError, match=r"nested \(the second hangs below 'Spine1'\)"):
+        mocap.footlock(sk, clip, ["Spine1", "Head"])
+    # The toe-end sits on the toe (an End Site, zero offset): its leg is (LeftLeg, LeftFoot, LeftToe_End).
+    with pytest.raises(kinema.SolverInputError, match="'LeftLeg' and 'LeftToe_End'.*share 'LeftLeg'"):
         mocap.footlock(sk, clip, ["LeftLeg", "LeftToe_End"])
     # Two legs whose hip is one joint (here the knees as feet: both legs start at the Hips).
     with pytest.raises(kinema.SolverInputError, match="share 'Hips'"):

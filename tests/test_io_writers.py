@@ -3,7 +3,11 @@ their input; readers refuse, before allocating, what a small file cannot honestl
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import json
+import os
+import sys
 import tracemalloc
 from pathlib import Path
 
@@ -11,8 +15,8 @@ import numpy as np
 import pytest
 
 from _io_mutate import GOOD_BVH
-from kinema import Clip, FileFormatError, Pose, Skeleton, SkeletonError, SolverInputError
-from kinema.io import load_bvh, load_gltf, save_bvh, save_gltf
+from kinema import Clip, FileFormatError, Pose, ShapeError, Skeleton, SkeletonError, SolverInputError
+from kinema.io import bone_mesh, load_bvh, load_gltf, save_bvh, save_gltf
 from kinema.io._bvh import MAX_INDENT
 from kinema.io.gltf.load import MAX_MATERIAL_DEPTH
 
@@ -107,7 +111,7 @@ def test_save_bvh_refuses_to_overwrite_its_source(tmp_path: Path) -> None:
     with pytest.raises(FileExistsError):
         save_bvh(src, sk, clip, scale=0.01)
     assert src.read_text() == GOOD_BVH
-    assert sk.meta["source"] == str(src)
+    assert sk.meta["source"] == os.path.realpath(src)
     save_bvh(tmp_path / "b.bvh", sk, clip)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bvh", "b.bvh"]
 
@@ -269,3 +273,107 @@ def test_motion_errors_name_the_same_line_whatever_ends_the_lines(tmp_path: Path
                 load_bvh(path)
             messages.append(str(info.value))
         assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("ext", [".bvh", ".glb"])
+def test_input_check_holds_whatever_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           ext: str) -> None:
+    # Loaded by a relative name, the input stays refused (and only it) after a chdir.
+    a, b = tmp_path / "A", tmp_path / "B"
+    a.mkdir()
+    b.mkdir()
+    sk0, clip0 = _two_joints("tip")
+    save = save_bvh if ext == ".bvh" else save_gltf
+    save(a / f"x{ext}", sk0, clip0)
+    original = (a / f"x{ext}").read_bytes()
+    monkeypatch.chdir(a)
+    if ext == ".bvh":
+        sk, clip = load_bvh(f"x{ext}")
+    else:
+        asset = load_gltf(f"x{ext}")
+        sk, clip = asset.skeleton, asset.clips["clip"]
+    assert sk.meta["source"] == os.path.realpath(a / f"x{ext}")
+    monkeypatch.chdir(b)
+    with pytest.raises(FileExistsError, match="input"):
+        save(a / f"x{ext}", sk, clip)
+    assert (a / f"x{ext}").read_bytes() == original
+    save(b / f"x{ext}", sk, clip)  # same relative name, another file: written
+    save(f"x{ext}", sk, clip)
+    assert sorted(p.name for p in b.iterdir()) == [f"x{ext}"]
+
+
+def test_save_gltf_refuses_a_clip_with_two_batch_dimensions(tmp_path: Path) -> None:
+    sk, clip = _two_joints("tip")
+    t = np.broadcast_to(sk.translations, (2, 3, 2, 3)).copy()  # 2 frames of 3 characters
+    r = np.zeros((2, 3, 2, 4))
+    r[..., 3] = 1.0
+    with pytest.raises(ShapeError, match="one time dimension") as info:
+        save_gltf(tmp_path / "b.glb", sk, {"walk": Clip(Pose(t, r), fps=30.0)})
+    assert "(2, 3, 2, 'k')" in str(info.value) and "'walk'" in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_save_gltf_refuses_names_load_gltf_cannot_read(tmp_path: Path) -> None:
+    sk, clip = _two_joints("tip")
+    with pytest.raises(SolverInputError, match="clip names must be strings, got 1 "):
+        save_gltf(tmp_path / "n.glb", sk, {1: clip})  # type: ignore[dict-item]
+    mesh = dataclasses.replace(bone_mesh(sk), name=7)  # type: ignore[arg-type]
+    with pytest.raises(SolverInputError, match="mesh name must be a string, got 7 "):
+        save_gltf(tmp_path / "n.glb", sk, clip, mesh=mesh)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_writers_refuse_wrong_argument_types(tmp_path: Path) -> None:
+    sk, clip = _two_joints("tip")
+    with pytest.raises(SolverInputError, match="clips must be a Clip, a mapping .* got a list"):
+        save_gltf(tmp_path / "x.glb", sk, [clip])  # type: ignore[arg-type]
+    with pytest.raises(SolverInputError, match=r"clips\['walk'\] is a Pose"):
+        save_gltf(tmp_path / "x.glb", sk, {"walk": clip.pose})  # type: ignore[dict-item]
+    with pytest.raises(SolverInputError, match="mesh must be a SkinnedMesh.* got a int"):
+        save_gltf(tmp_path / "x.glb", sk, clip, mesh=1)  # type: ignore[arg-type]
+    mesh = dataclasses.replace(bone_mesh(sk), material=["red"])  # type: ignore[arg-type]
+    with pytest.raises(SolverInputError, match="material must be a dict .* got a list"):
+        save_gltf(tmp_path / "x.glb", sk, clip, mesh=mesh)
+    with pytest.raises(SolverInputError, match="skeleton must be a kinema.Skeleton, got a str"):
+        save_gltf(tmp_path / "x.glb", "sk", clip)  # type: ignore[arg-type]
+    with pytest.raises(SolverInputError, match="clip must be a kinema.Clip, got a Pose"):
+        save_bvh(tmp_path / "x.bvh", sk, clip.pose)  # type: ignore[arg-type]
+    with pytest.raises(SolverInputError, match="skeleton must be a kinema.Skeleton, got a NoneType"):
+        save_bvh(tmp_path / "x.bvh", None, clip)  # type: ignore[arg-type]
+    for bad in (True, np.bool_(True), 3.0, 18, np.int64(-1)):
+        with pytest.raises(SolverInputError, match="precision must be an int"):
+            save_bvh(tmp_path / "x.bvh", sk, clip, precision=bad)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+    # A numpy integer is an integer: the same file as the int.
+    save_bvh(tmp_path / "np.bvh", sk, clip, precision=np.int64(3))  # type: ignore[arg-type]
+    save_bvh(tmp_path / "int.bvh", sk, clip, precision=3)
+    assert (tmp_path / "np.bvh").read_bytes() == (tmp_path / "int.bvh").read_bytes()
+
+
+@pytest.mark.parametrize("stem", ["a" * 246, "\u00e9" * 123, "b" * 251])
+def test_a_long_legal_destination_name_is_writable(tmp_path: Path, stem: str) -> None:
+    # Up to 255 bytes in all: the temporary name's extra characters must not make it too long.
+    name = stem + ".bvh"
+    assert len(os.fsencode(name)) <= 255
+    sk, clip = _two_joints("tip")
+    save_bvh(tmp_path / name, sk, clip)
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    from kinema.io._atomic import _temp_name, is_temp_name
+
+    tmp = _temp_name(name, f".{4194304}-{'f' * 16}.tmp", 255)
+    # Cut at whole characters (an e-acute is 2 bytes): at most one byte short of the limit.
+    assert 254 <= len(os.fsencode(tmp)) <= 255 and is_temp_name(tmp) and tmp.startswith("." + stem[:100])
+
+
+def test_write_errors_name_the_destination_not_the_temporary_file(tmp_path: Path) -> None:
+    sk, clip = _two_joints("tip")
+    too_long = tmp_path / ("a" * 300 + ".bvh")  # the final rename fails (ENAMETOOLONG)
+    with pytest.raises(OSError) as info:
+        save_bvh(too_long, sk, clip)
+    assert info.value.errno == errno.ENAMETOOLONG
+    assert info.value.filename == str(too_long) and info.value.filename2 is None
+    assert list(tmp_path.iterdir()) == []
+    if sys.platform.startswith("linux") and os.path.isdir("/proc/self"):
+        with pytest.raises(OSError) as info:  # the temporary file cannot be created
+            save_bvh("/proc/out.bvh", sk, clip)
+        assert info.value.filename == "/proc/out.bvh"

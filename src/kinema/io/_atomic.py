@@ -48,6 +48,9 @@ def source_files(meta: Any) -> list[str]:
 #: so a second attempt only happens when a stale file happens to collide).
 _TEMP_NAME_TRIES = 16
 
+#: Longest file name in bytes (NAME_MAX of Linux, macOS and Windows' NTFS); a folder may say less.
+_NAME_MAX = 255
+
 #: Permission bits of a newly created destination, before the process umask
 #: (what ``open(path, "w")`` would give).
 _NEW_FILE_MODE = 0o666
@@ -118,15 +121,40 @@ def same_file(a: PathLike, b: PathLike) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
+def _name_max(folder: str) -> int:
+    """The longest file name (in bytes) ``folder`` takes: its ``PC_NAME_MAX``, else 255 (the common limit)."""
+    try:
+        n = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # not POSIX (no pathconf), or the folder does not say
+        return _NAME_MAX
+    return n if 0 < n < _NAME_MAX else _NAME_MAX  # -1: no limit stated
+
+
+def _temp_name(name: str, suffix: str, name_max: int) -> str:
+    """``.name<suffix>`` with ``name`` cut (whole characters) so that the result fits ``name_max`` bytes.
+
+    A legal destination name of up to ``name_max`` bytes must stay writable: the temporary name
+    adds ``.``, the process id and the random part, so the name part yields.  Uniqueness comes
+    from the process id and the random part, not from the name.
+    """
+    budget = max(name_max - len(os.fsencode("." + suffix)), 1)
+    short = name
+    while len(short) > 1 and len(os.fsencode(short)) > budget:
+        short = short[: min(len(short) - 1, budget)]
+    return f".{short}{suffix}"
+
+
 def _open_temp(folder: str, name: str, claim: Callable[[str], None]) -> int:
-    """Create ``folder/.name.<pid>-<random>.tmp`` exclusively; returns its descriptor.
+    """Create ``folder/.name.<pid>-<random>.tmp`` exclusively (``name`` cut to fit the folder's
+    name limit, see :func:`_temp_name`); returns its descriptor.
 
     ``claim(path)`` is called with each name *before* the file is created, so a
     caller interrupted (Ctrl-C, SIGTERM) right after the creation, before this
     returns, still knows which file to remove.
     """
+    name_max = _name_max(folder)
     for _ in range(_TEMP_NAME_TRIES):
-        tmp = os.path.join(folder, f".{name}.{os.getpid()}-{secrets.token_hex(8)}.tmp")
+        tmp = os.path.join(folder, _temp_name(name, f".{os.getpid()}-{secrets.token_hex(8)}.tmp", name_max))
         claim(tmp)
         try:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), _NEW_FILE_MODE)
@@ -176,7 +204,8 @@ def atomic_write(
     are removed first (:func:`remove_stale_temps`).  It is flushed and fsync-ed before
     the rename, and removed on any exception (``KeyboardInterrupt`` too),
     which is then re-raised; an ``OSError`` that names no file (``ENOSPC``
-    from a write or ``fsync``) is re-raised as an ``OSError`` of the same
+    from a write or ``fsync``) or names the temporary file (creating or
+    renaming it failed) is re-raised as an ``OSError`` of the same
     ``errno`` naming ``path``.  A symlink at ``path`` is followed: its target is
     replaced and the link kept.  A destination that is not a regular file (a
     device, a FIFO, a socket, behind a symlink or not) raises
@@ -230,8 +259,9 @@ def atomic_write(
         if claimed:  # created, or interrupted between creating it and getting its descriptor
             with contextlib.suppress(OSError):
                 os.unlink(claimed[-1])
-        if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
-            # A write or fsync error (a full disk) names no file: name the destination.
+        if isinstance(exc, OSError) and exc.errno is not None and (exc.filename is None or exc.filename in claimed):
+            # A write or fsync error (a full disk) names no file, and one from creating or renaming the
+            # temporary file names that internal file: name the destination instead.
             raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from exc
         raise
     _fsync_dir(folder)

@@ -412,7 +412,7 @@ def load_bvh(path: PathLike, *, scale: float = 1.0, up: str = "y") -> tuple[Skel
     The clip holds full arrays: ``clip.pose.translations`` ``(F, J, 3)``,
     ``clip.pose.rotations`` ``(F, J, 4)`` xyzw; ``clip.fps = 1 / Frame Time``.
     End Sites are leaf joints (``skeleton.meta["bvh_end_site"]``); the channel
-    layout is ``skeleton.meta["bvh_channels"]``; ``skeleton.meta["source"]`` is ``path``.
+    layout is ``skeleton.meta["bvh_channels"]``; ``skeleton.meta["source"]`` is ``path``, absolute and resolved.
 
     Raises :class:`kinema.FileFormatError` (file and line) for any malformed
     file or one that is not a regular file (a FIFO, a device);
@@ -512,7 +512,8 @@ def _build(h: _Hierarchy, values: FloatArray, frame_time: float, scale: float, u
         offsets = rot.rotate(_Z_TO_Y, offsets)
     meta: dict[str, object] = {"bvh_channels": tuple(h.channels), "bvh_end_site": tuple(h.end_site)}
     if path is not None:
-        meta["source"] = os.fspath(path)
+        # Resolved now: the writers' input check must not depend on a later working directory.
+        meta["source"] = os.path.realpath(os.fspath(path))
     skeleton = Skeleton(h.names, h.parents, offsets, rest_r, meta=meta)
     return skeleton, Clip(Pose(t, r), fps=1.0 / frame_time)
 
@@ -591,13 +592,21 @@ def save_bvh(
     file, and the file the skeleton was read from (``skeleton.meta["source"]``)
     is always refused (:class:`FileExistsError`).
     """
+    if not isinstance(skeleton, Skeleton):
+        raise SolverInputError(f"save_bvh: skeleton must be a kinema.Skeleton, got a {type(skeleton).__name__}")
+    if not isinstance(clip, Clip):
+        raise SolverInputError(f"save_bvh: clip must be a kinema.Clip, got a {type(clip).__name__}"
+                               + (" (wrap it: Clip(pose, fps))" if isinstance(clip, Pose) else ""))
     scale = _check_scale(scale)
     up = _check_up(up)
     if rotation_order not in ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"):
         raise SolverInputError("rotation_order must be an intrinsic Tait-Bryan sequence such as 'ZXY', "
                          f"got {rotation_order!r}")
-    if not isinstance(precision, int) or not 0 <= precision <= 17:
+    # Any integer (numpy's too), but not a bool.
+    if (not isinstance(precision, (int, np.integer)) or isinstance(precision, bool)
+            or not 0 <= precision <= 17):
         raise SolverInputError(f"precision must be an int in [0, 17], got {precision!r}")
+    precision = int(precision)
     n = skeleton.n_joints
     pose = clip.pose
     if pose.n_joints != n:

@@ -49,7 +49,8 @@ class GltfAsset:
     * ``skeleton``: the skin's joints in depth-first order; the transforms of
       non-joint ancestors are folded into the root(s), so FK gives glTF world
       (scene) space.  ``skeleton.meta`` holds ``"gltf_nodes"`` (node index per
-      joint), ``"inverse_bind_matrices"`` and ``"source"``, and ``"gltf_mesh"``
+      joint), ``"inverse_bind_matrices"`` and ``"source"`` (the file's absolute,
+      resolved path), and ``"gltf_mesh"``
       (the mesh again, kept for code written before ``mesh`` existed here).
     * ``clips``: ``{animation name: Clip}`` (see :func:`load_gltf` for times).
     * ``mesh``: the skinned mesh (:class:`kinema.mesh.SkinnedMesh`) or None;
@@ -238,7 +239,7 @@ def _load(r: CheckedDoc, skin: int | str | None, fps: float | None) -> GltfAsset
     node_of_joint = tuple(int(members[o]) for o in order)
     meta = {
         "format": "gltf",
-        "source": r.path,
+        "source": os.path.realpath(r.path),  # resolved: the writers' input check must not depend on the cwd
         "source_files": r.files_read,  # external buffers: inputs too (see kinema.io._atomic.source_files)
         "gltf_nodes": node_of_joint,
         "gltf_skin": skin_index,

@@ -76,6 +76,13 @@ class _Blob:
 
 
 def _check_mesh(mesh: SkinnedMesh, skeleton: Skeleton) -> None:
+    # Name and material go to the JSON as is: load_gltf reads back only a string name and an object material.
+    if not isinstance(mesh.name, str):
+        raise SolverInputError(f"save_gltf: the mesh name must be a string, got {short_repr(mesh.name)} "
+                               f"(type {type(mesh.name).__name__})")
+    if mesh.material is not None and not isinstance(mesh.material, dict):
+        raise SolverInputError(f"save_gltf: mesh {short_repr(mesh.name)}: material must be a dict (a glTF material "
+                               f"object) or None, got a {type(mesh.material).__name__}")
     nj = skeleton.n_joints
     v = mesh.positions.shape[0] if mesh.positions.ndim == 2 else -1
     if mesh.positions.shape != (v, 3) or v < 1:
@@ -121,6 +128,11 @@ def save_gltf(
     is float32 (the only float glTF has), so a re-loaded pose matches to
     float32 precision (~6e-8 relative).  The file is written atomically and
     never over the file the skeleton was loaded from.
+
+    Raises :class:`kinema.ShapeError` for a clip whose pose is not
+    ``(frames, J, k)`` (one time dimension), and :class:`kinema.SolverInputError`
+    for arguments of the wrong type and for clip or mesh names that are not
+    strings (load_gltf could not read them back).
     """
     import pygltflib as g
 
@@ -128,20 +140,33 @@ def save_gltf(
     ext = os.path.splitext(spath)[1].lower()
     if ext not in (".gltf", ".glb"):
         raise SolverInputError(f"save_gltf writes .gltf or .glb, got {spath!r}")
+    if not isinstance(skeleton, Skeleton):
+        raise SolverInputError(f"save_gltf: skeleton must be a kinema.Skeleton, got a {type(skeleton).__name__}")
     clip_map: dict[str, Clip]
     if clips is None:
         clip_map = {}
     elif isinstance(clips, Clip):
         clip_map = {"clip": clips}
-    else:
+    elif isinstance(clips, Mapping):
         clip_map = dict(clips)
+    else:
+        raise SolverInputError("save_gltf: clips must be a Clip, a mapping {name: Clip} or None, "
+                               f"got a {type(clips).__name__}")
     nj = skeleton.n_joints
     for name, clip in clip_map.items():
+        # The animation name goes to the JSON as is: load_gltf reads only string names back.
+        if not isinstance(name, str):
+            raise SolverInputError(f"save_gltf: clip names must be strings, got {short_repr(name)} "
+                                   f"(type {type(name).__name__})")
         if not isinstance(clip, Clip):
-            raise TypeError(f"clips[{short_repr(name)}] is a {type(clip).__name__}, not a kinema.Clip")
+            raise SolverInputError(f"clips[{short_repr(name)}] is a {type(clip).__name__}, not a kinema.Clip")
         if clip.pose.n_joints != nj:
             raise ShapeError(f"clip {short_repr(name)}", f"(frames, {nj}, k) for a skeleton of {nj} joints",
                              f"{clip.pose.n_joints} joints")
+        # One animation is one time line: extra batch dimensions would be written as frames of garbage.
+        if len(clip.pose.batch_shape) != 1:
+            raise ShapeError(f"clip {short_repr(name)}", "(frames, J, k) with one time dimension",
+                             str(clip.pose.batch_shape + (nj, "k")))
     for what, rest in (("translations", skeleton.translations), ("scales", skeleton.scales)):
         _check_f32(rest, f"skeleton rest {what}", skeleton.names)
     the_mesh: SkinnedMesh | None
@@ -157,7 +182,7 @@ def save_gltf(
     elif isinstance(mesh, SkinnedMesh):
         the_mesh = mesh
     else:
-        raise TypeError(f"mesh must be a SkinnedMesh, 'bones', None or False, got {type(mesh).__name__}")
+        raise SolverInputError(f"mesh must be a SkinnedMesh, 'bones', None or False, got a {type(mesh).__name__}")
     if the_mesh is not None:
         _check_mesh(the_mesh, skeleton)
 

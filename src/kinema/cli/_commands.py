@@ -16,7 +16,7 @@ import json
 import math
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,9 +36,13 @@ from ._files import (
     load_sample,
     save_motion,
     scaled,
+    scaled_mesh,
 )
 from ._status import EXIT_MISSED, EXIT_OK
 from ._ui import UI, printable
+
+if TYPE_CHECKING:
+    from ..mesh import SkinnedMesh
 
 __all__ = ["FILE_COMMANDS", "DASK_CONNECT_TIMEOUT_S", "MISS_RTOL", "command_argv", "add_input",
            "add_convert_options", "add_footlock_options", "add_reach_options", "positive_number", "run_info",
@@ -509,19 +513,28 @@ def report_reach(ui: UI, src: str, out: str, f: dict[str, Any]) -> None:
     _rows(ui, rows)
 
 
-def convert_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip, dict[str, Any]]:
-    sk, clip = scaled(m.skeleton, m.clip, float(args.scale))
-    return sk, clip, {"command": "convert", "status": "ok", "frames": clip.n_frames, "joints": sk.n_joints,
-                      "fps": float(clip.fps)}
+def convert_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip, SkinnedMesh | None, dict[str, Any]]:
+    """``--scale`` applied to the skeleton, the clip and the loaded skinned mesh alike (the mesh was written at
+    its original size, distorting the character)."""
+    factor = float(args.scale)
+    sk, clip = scaled(m.skeleton, m.clip, factor)
+    return sk, clip, scaled_mesh(m.mesh, factor), {"command": "convert", "status": "ok", "frames": clip.n_frames,
+                                                   "joints": sk.n_joints, "fps": float(clip.fps)}
 
 
 # ============================================================ shared runner
-def transform(command: str, m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip, dict[str, Any]]:
-    """The work of a file command on one motion: ``(skeleton, clip, figures)``; ``figures["status"]`` ok/missed."""
+def transform(command: str, m: Motion, args: argparse.Namespace
+              ) -> tuple[Skeleton, Clip, SkinnedMesh | None, dict[str, Any]]:
+    """The work of a file command on one motion: ``(skeleton, clip, mesh, figures)``; ``mesh`` is the loaded
+    skinned mesh to write with them (``loaded_mesh`` of :func:`save_motion`: :attr:`Motion.mesh`, scaled by
+    ``convert --scale``); ``figures["status"]`` ok/missed.  The single-file commands and the batch workers both
+    call it, so both write the same output."""
     if command == "footlock":
-        return footlock_motion(m, args)
+        sk, clip, figures = footlock_motion(m, args)
+        return sk, clip, m.mesh, figures
     if command == "reach":
-        return reach_motion(m, args)
+        sk, clip, figures = reach_motion(m, args)
+        return sk, clip, m.mesh, figures
     if command == "convert":
         return convert_motion(m, args)
     raise CliError(f"unknown command {command!r}")
@@ -535,11 +548,11 @@ def _run_file_command(command: str, args: argparse.Namespace, ui: UI) -> int:
     with ui.status("loading") as st:
         m = read_input(args, even_frames=even)
         st.describe(f"{command}: {m.source}")
-        sk, clip, figures = transform(command, m, args)
+        sk, clip, mesh, figures = transform(command, m, args)
         st.describe(f"writing {out}")
         inputs += source_files(m.skeleton.meta)  # a glTF's external buffers are inputs too
         save_motion(out, sk, clip, name=m.clip_name, mesh=getattr(args, "mesh", None), inputs=inputs,
-                    force=args.force, loaded_mesh=m.mesh)
+                    force=args.force, loaded_mesh=mesh)
     if getattr(args, "json", False):
         figures["output"] = out
         figures["input"] = m.source

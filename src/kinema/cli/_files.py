@@ -17,7 +17,7 @@ Safety rules, shared by every command and the batch engine:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,9 +28,10 @@ from ..skeleton import Skeleton
 
 if TYPE_CHECKING:
     from ..io.gltf.reader import ExternalFiles
+    from ..mesh import SkinnedMesh
 
 __all__ = ["CliError", "Interrupted", "Motion", "FORMATS", "format_of", "load_motion", "load_sample", "check_output",
-           "save_motion", "scaled", "make_folders", "remove_empty_folders"]
+           "save_motion", "scaled", "scaled_mesh", "make_folders", "remove_empty_folders"]
 
 #: File extensions the command line reads and writes, and their format.
 FORMATS = {".bvh": "bvh", ".gltf": "gltf", ".glb": "gltf"}
@@ -278,3 +279,19 @@ def scaled(skeleton: Skeleton, clip: Clip, factor: float) -> tuple[Skeleton, Cli
                   skeleton.scales, meta={k: v for k, v in skeleton.meta.items() if k.startswith("bvh_")})
     pose = Pose(clip.pose.translations * factor, clip.pose.rotations, clip.pose.scales)
     return sk, Clip(pose, clip.fps, clip.times)
+
+
+def scaled_mesh(mesh: SkinnedMesh | None, factor: float) -> SkinnedMesh | None:
+    """A loaded skinned mesh (``kinema.mesh.SkinnedMesh``, or None) scaled as :func:`scaled` scales its skeleton.
+
+    Scaling the scene by ``S = diag(f, f, f, 1)`` maps each joint's world transform ``T`` to ``S T S^-1`` and
+    each vertex ``v`` to ``S v``, so an inverse bind matrix becomes ``S IBM S^-1``: its linear part is unchanged
+    and its translation is multiplied by ``f``; normals, weights and triangles are unchanged.  Every skinned
+    vertex is then ``f`` times the original one in every pose (the mesh was written at its original size, so
+    ``convert --scale`` distorted the character).
+    """
+    if mesh is None or factor == 1.0:
+        return mesh
+    ibm = np.array(mesh.inverse_bind_matrices, dtype=np.float64)
+    ibm[:, :3, 3] *= factor
+    return replace(mesh, positions=np.asarray(mesh.positions, dtype=np.float64) * factor, inverse_bind_matrices=ibm)

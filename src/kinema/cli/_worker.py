@@ -175,9 +175,9 @@ def process_file(command: str, argv: list[str], name: str, data: bytes | None, o
         args = build_parser().parse_args(command_argv(command, src, out, argv))
         m = load_motion(src, clip_name=args.clip, fps=getattr(args, "fps", None), even_frames=format_of(out) == "bvh",
                         external=external)
-        sk, clip, metrics = transform(command, m, args)
+        sk, clip, mesh, metrics = transform(command, m, args)
         save_motion(out, sk, clip, name=m.clip_name, mesh=getattr(args, "mesh", None), inputs=[src],
-                    loaded_mesh=m.mesh)
+                    loaded_mesh=mesh)
         res: dict[str, Any] = {"ok": True, "metrics": metrics, "seconds": time.perf_counter() - t0,
                                "sources": list(m.skeleton.meta.get("source_files", ()))}
         if data is None:

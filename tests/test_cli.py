@@ -309,7 +309,7 @@ def test_after_warmup_the_public_api_compiles_nothing(capsys: pytest.CaptureFixt
 # --------------------------------------------------------------- bad input
 @pytest.mark.parametrize("argv, status, needle", [
     (["footlock", "CAPTURE"], 2, "-o/--output"),
-    (["footlock", "CAPTURE", "-o", "OUT.txt"], 1, "unknown file type"),
+    (["footlock", "CAPTURE", "-o", "OUT.txt"], 2, "unknown file type"),
     (["footlock", "missing.bvh", "-o", "OUT.bvh"], 1, "no such file"),
     (["footlock", "BAD", "-o", "OUT.bvh"], 1, "bad.bvh:4: OFFSET needs 3 numbers"),
     (["footlock", "BADGLTF", "-o", "OUT.bvh"], 1, "bad.gltf"),

@@ -62,7 +62,7 @@ from ._commands import command_argv
 from ._files import FORMATS, CliError, Interrupted, UsageError, format_of, make_folders, remove_empty_folders
 from ._parser import build_parser
 from ._status import EXIT_FAILED, EXIT_MISSED, EXIT_OK
-from ._ui import UI, one_line
+from ._ui import UI, one_line, printable
 from ._worker import process_file, worker_init
 
 __all__ = ["run_batch", "find_jobs", "Job"]
@@ -392,15 +392,22 @@ def _identity(path: str) -> object:
 
 def _fail(rows: dict[str, tuple[str, str, str, str, str]], ui: UI, job: Job, error: str, seconds: str) -> None:
     rows[job.name] = (job.name, "FAILED", "", error, seconds)
-    ui.note(f"kinema batch: {job.name}: {error}")
+    ui.note(f"kinema batch: {printable(job.name)}: {error}")
 
 
-def _check_options(command: str, extra: list[str]) -> None:
-    """Validate the command's options once, before any work (one-line error on a bad one)."""
+def _check_options(command: str, extra: list[str], to: str | None) -> None:
+    """Validate the command's options once, before any work (one-line error on a bad one).
+
+    ``convert --mesh`` with ``--to bvh`` is refused: no output could take a mesh.  Without ``--to`` each output
+    has its input's format, and ``--mesh`` applies to the glTF ones (a folder of BVH files alone is not refused:
+    whether a command line is valid does not depend on what a folder holds).
+    """
     for bad in ("-o", "--output", "--sample", "--force", "--json"):
         if any(x == bad or x.startswith(bad + "=") for x in extra):
             raise UsageError(f"batch sets {bad} itself; remove it from the {command} options")
-    build_parser().parse_args(command_argv(command, "input.bvh", "output.bvh", extra))
+    opts = build_parser().parse_args(command_argv(command, "input.bvh", "output.bvh", extra))
+    if to is not None and FORMATS["." + to] == "bvh" and getattr(opts, "mesh", None) is not None:
+        raise UsageError("--mesh applies to glTF output (.gltf, .glb); --to bvh writes BVH")
 
 
 def _describe(command: str, res: dict[str, Any]) -> tuple[str, str]:
@@ -431,11 +438,11 @@ def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
         raise CliError("the output folder is the input folder: outputs would replace their inputs")
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
-    _check_options(command, extra)
-    patterns = args.pattern or ["*.bvh", "*.gltf", "*.glb"]
     to = args.to.lstrip(".").lower() if args.to else None
     if to is not None and "." + to not in FORMATS:
         raise UsageError(f"--to must be bvh, gltf or glb, got {args.to!r}")
+    _check_options(command, extra, to)
+    patterns = args.pattern or ["*.bvh", "*.gltf", "*.glb"]
     jobs = find_jobs(in_dir, out_dir, patterns, to, args.recursive)
     if not jobs:
         raise CliError(f"{in_dir}: no files match {', '.join(patterns)}")
@@ -474,7 +481,7 @@ def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
     counts = {status: sum(1 for r in rows.values() if r[1] == status)
               for status in ("ok", "missed", "FAILED", "skipped")}
     ui.table(("file", "status", "frames", "result", "s"), [rows[j.name] for j in jobs],
-             title=f"kinema batch {command}: {in_dir} -> {out_dir}", align="llrlr")
+             title=printable(f"kinema batch {command}: {in_dir} -> {out_dir}"), align="llrlr")
     ui.print(f"{counts['ok']} ok, {counts['missed']} missed, {counts['FAILED']} failed, {counts['skipped']} skipped "
              f"in {wall:.2f} s ({where})")
     if counts["FAILED"]:

@@ -23,13 +23,13 @@ import numpy as np
 from .. import mocap
 from ..fk import forward_kinematics
 from ..io._atomic import source_files
+from ..io._bvh import evenly_spaced
 from ..pose import Clip
 from ..skeleton import Skeleton
 from ._files import (
     CliError,
     Motion,
     UsageError,
-    _even,
     check_output,
     format_of,
     load_motion,
@@ -257,7 +257,7 @@ def run_info(args: argparse.Namespace, ui: UI) -> int:
         return 0
     joints = f"{sk.n_joints}" + (f" ({sk.n_joints - n_end} + {n_end} end sites)" if n_end else "")
     timing = f"{clip.n_frames} at {clip.fps:.6g} fps ({clip.duration:.3f} s)"
-    if clip.times is not None and not _even(clip.times):
+    if clip.times is not None and not evenly_spaced(clip.times):
         timing += ", uneven key times"
     rows = [("file", f"{m.source} ({m.kind})"), ("joints", joints), ("frames", timing)]
     if m.clip_names:
@@ -515,11 +515,27 @@ def report_reach(ui: UI, src: str, out: str, f: dict[str, Any]) -> None:
 
 def convert_motion(m: Motion, args: argparse.Namespace) -> tuple[Skeleton, Clip, SkinnedMesh | None, dict[str, Any]]:
     """``--scale`` applied to the skeleton, the clip and the loaded skinned mesh alike (the mesh was written at
-    its original size, distorting the character)."""
+    its original size, distorting the character).  A scale that would carry a length beyond what the output
+    holds (float64; float32 for glTF) is a :class:`CliError` naming ``--scale``, before anything is scaled."""
     factor = float(args.scale)
+    _check_scale(m, factor, format_of(args.output))
     sk, clip = scaled(m.skeleton, m.clip, factor)
     return sk, clip, scaled_mesh(m.mesh, factor), {"command": "convert", "status": "ok", "frames": clip.n_frames,
                                                    "joints": sk.n_joints, "fps": float(clip.fps)}
+
+
+def _check_scale(m: Motion, factor: float, out_kind: str) -> None:
+    """:class:`CliError` when ``factor`` times the motion's largest length (skeleton, clip, mesh) is beyond the
+    output's number range: float32 in glTF, float64 otherwise (the product would overflow to inf)."""
+    arrays = [m.skeleton.translations, m.clip.pose.translations]
+    if m.mesh is not None:
+        arrays += [m.mesh.positions, np.asarray(m.mesh.inverse_bind_matrices)[:, :3, 3]]
+    largest = max((float(np.max(np.abs(a))) for a in arrays if np.size(a)), default=0.0)
+    limit = float(np.finfo(np.float32 if out_kind == "gltf" else np.float64).max)
+    if not largest * factor <= limit:  # Python floats: an overflow is inf, no warning
+        where = "glTF's float32" if out_kind == "gltf" else "float64"
+        raise CliError(f"--scale {factor:.3g}: the largest length, {largest:.3g}, would become "
+                       f"{largest * factor:.3g}, beyond {where} range ({limit:.3g})")
 
 
 # ============================================================ shared runner
@@ -545,6 +561,8 @@ def _run_file_command(command: str, args: argparse.Namespace, ui: UI) -> int:
     inputs = [args.input] if args.input else []
     check_output(out, inputs, args.force)  # before any work: fail fast
     even = format_of(out) == "bvh"
+    if even and getattr(args, "mesh", None) is not None:
+        raise UsageError(f"--mesh applies to glTF output (.gltf, .glb); {out} is BVH")
     with ui.status("loading") as st:
         m = read_input(args, even_frames=even)
         st.describe(f"{command}: {m.source}")
@@ -563,11 +581,12 @@ def _run_file_command(command: str, args: argparse.Namespace, ui: UI) -> int:
     elif command == "reach":
         report_reach(ui, m.source, out, figures)
     else:
-        ui.print(f"wrote {out} ({figures['joints']} joints, {figures['frames']} frames at {figures['fps']:.6g} fps)")
+        ui.print(f"wrote {printable(out)} ({figures['joints']} joints, {figures['frames']} frames at "
+                 f"{figures['fps']:.6g} fps)")
     up = figures.get("up_axis", "Y")
     if up not in ("Y", "?"):
-        ui.note(f"kinema {command}: warning: {m.source} looks {up} up (its bones run mostly along {up}); footlock "
-                "works Y up, so its contacts and hips are likely wrong here (a Z-up BVH loads Y up with "
+        ui.note(f"kinema {command}: warning: {printable(m.source)} looks {up} up (its bones run mostly along {up}); "
+                "footlock works Y up, so its contacts and hips are likely wrong here (a Z-up BVH loads Y up with "
                 "kinema.io.load_bvh(path, up='z'))")
     if figures["status"] == "missed":
         ui.note(f"kinema {command}: missed: {_status_text(figures).removeprefix('missed: ')}; "
@@ -592,8 +611,8 @@ def run_sample(args: argparse.Namespace, ui: UI) -> int:
     m = load_sample(args.name)
     check_output(args.output, [], args.force)
     save_motion(args.output, m.skeleton, m.clip, name=m.clip_name, force=args.force)
-    ui.print(f"wrote {args.output} (DeepMimic {args.name}: {m.skeleton.n_joints} joints, {m.clip.n_frames} frames "
-             f"at {m.clip.fps:.6g} fps, metres, Y up)")
+    ui.print(f"wrote {printable(args.output)} (DeepMimic {args.name}: {m.skeleton.n_joints} joints, "
+             f"{m.clip.n_frames} frames at {m.clip.fps:.6g} fps, metres, Y up)")
     return 0
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..io._atomic import same_file
+from ..io._bvh import evenly_spaced
 from ..pose import Clip, Pose
 from ..skeleton import Skeleton
 
@@ -38,12 +39,6 @@ FORMATS = {".bvh": "bvh", ".gltf": "gltf", ".glb": "gltf"}
 
 #: Frame rate of a glTF file without animation (its rest pose as one frame).
 DEFAULT_RESAMPLE_FPS = 30.0
-
-#: glTF key times are float32: steps within this fraction of the mean step
-#: count as even (a 15 s clip's times carry ~1e-6 s of rounding, 3e-5 of a
-#: 30 fps step); such a clip is written as BVH frames at its mean rate as is.
-#: Unevenly keyed clips are resampled at their mean rate instead.
-NEAR_EVEN_RTOL = 1e-3
 
 #: BVH has no scale.  Scales within this of 1 (float32 rounding in glTF files,
 #: e.g. 1.0000001) are written as exactly 1; larger ones are an error.
@@ -103,7 +98,7 @@ def _resample_bvh(path: str, skeleton: Skeleton, clip: Clip, fps: float) -> Clip
     need = (span + 2.0) * skeleton.n_joints * 10 * 8 * 2  # the new clip's pose arrays, and slerp's inputs
     budget = DECODE_BUDGET_FLOOR + DECODE_BUDGET_FACTOR * os.path.getsize(path)
     if not need <= budget:
-        raise CliError(f"{path}: resampling {clip.duration:g} s at {fps:g} fps needs {need:,.0f} bytes of pose "
+        raise CliError(f"{path}: resampling {clip.duration:.6g} s at {fps:.6g} fps needs {need:.3g} bytes of pose "
                        f"arrays, more than this file may decode ({budget:,} bytes)")
     return resample(clip, fps)
 
@@ -154,18 +149,14 @@ def load_motion(path: str, *, clip_name: str | None = None, fps: float | None = 
         return Motion(asset.skeleton, Clip(rest, fps or DEFAULT_RESAMPLE_FPS), path, "gltf", "rest", names,
                       asset.mesh)
     clip = asset.clips[name]
+    # glTF key times are float32: times even as far as stored times can tell (the BVH writer's own test,
+    # kinema.io._bvh.evenly_spaced) are written as BVH frames at their mean rate as they are; unevenly keyed
+    # clips are resampled at their mean rate instead.
     if even_frames and fps is None and clip.times is not None:
-        if not _even(clip.times):
+        if not evenly_spaced(clip.times):
             return load_motion(path, clip_name=name, fps=float(clip.fps), external=external)
         clip = Clip(clip.pose, float(clip.fps))  # float32 rounding only: same frames, even spacing
     return Motion(asset.skeleton, clip, path, "gltf", name, names, asset.mesh)
-
-
-def _even(times: np.ndarray) -> bool:
-    if times.size < 3:
-        return True
-    steps = np.diff(times)
-    return bool(np.max(np.abs(steps - steps.mean())) <= NEAR_EVEN_RTOL * steps.mean())
 
 
 def load_sample(name: str) -> Motion:
@@ -181,9 +172,13 @@ def check_output(out: str, inputs: list[str], force: bool) -> None:
     """Refuse an output that is an input (always) or exists (unless ``force``; a dangling symlink exists).
 
     The output's folder may be missing (:func:`save_motion` creates it), but
-    its nearest existing ancestor must be a folder.
+    its nearest existing ancestor must be a folder.  An output type kinema does not write is a bad command line
+    (:class:`UsageError`, exit status 2).
     """
-    format_of(out)
+    try:
+        format_of(out)
+    except CliError as e:
+        raise UsageError(str(e)) from None
     for src in inputs:
         if os.path.exists(src) and same_file(out, src):
             raise CliError(f"{out}: refusing to overwrite the input file")

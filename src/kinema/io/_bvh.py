@@ -67,8 +67,17 @@ PathLike = str | os.PathLike[str]
 #: than this, in file units or degrees; well below the 1e-6 of the text.
 CHANNEL_DROP_TOL = 1e-7
 
-#: Clip frame times (``clip.times``) count as evenly spaced, and so writable as
-#: BVH frames, when every step is within this fraction of the mean step.
+#: Clip frame times (``clip.times``) count as evenly spaced, and so writable as BVH
+#: frames at their mean step, when no step differs from the mean step by more than
+#: this fraction of the clip's largest ``|time|``: even as far as stored key times
+#: can tell.  glTF stores them as float32, rounded by up to 2**-24 (6e-8) of their
+#: value; exporters that compute them in float32 or pass them through 7-digit text
+#: (COLLADA) are off by several times that (the steps of Khronos' RiggedSimple
+#: sample deviate by 3e-7 of its largest time), and a step, the difference of two
+#: times, by up to twice a time's error.  For times from 0 this is 1e-6 of a step per
+#: frame: one time off by 1% of a step is refused in clips under 10,000 frames
+#: (5.5 min at 30 fps), a dropped frame in clips under 1,000,000.  The command line
+#: asks the same question (:func:`evenly_spaced`).
 EVEN_FRAMES_RTOL = 1e-6
 
 #: Scales within this of 1 count as "no scale" (BVH has no scale channels).
@@ -581,6 +590,9 @@ def save_bvh(
     * ``scale`` divides lengths (the inverse of :func:`load_bvh`'s), ``up="z"``
       writes a Z-up file.
     * Values are written with ``precision`` decimals (degrees, file units).
+    * The Frame Time is the mean step of ``clip.times`` when the clip has
+      them (they must be evenly spaced, see :func:`evenly_spaced`), else
+      ``1 / clip.fps``.
     * Joints are written depth-first (children in index order); loading the
       file gives them back in that order.
 
@@ -632,11 +644,9 @@ def save_bvh(
         raise SkeletonError(f"BVH has no scale: the clip scales joint {short_repr(skeleton.names[j])}")
     if not (np.all(np.isfinite(full.translations)) and np.all(np.isfinite(full.rotations))):
         raise SkeletonError("the clip holds NaN or inf")
-    if clip.times is not None and clip.n_frames > 2:
-        steps = np.diff(clip.times)
-        if np.max(np.abs(steps - steps.mean())) > EVEN_FRAMES_RTOL * steps.mean():
-            raise SolverInputError("BVH frames are evenly spaced but this clip's times are not; "
-                             "resample it first (e.g. load_gltf(..., fps=30))")
+    if clip.times is not None and not evenly_spaced(clip.times):
+        raise SolverInputError("BVH frames are evenly spaced but this clip's times are not; "
+                               "resample it first (e.g. load_gltf(..., fps=30))")
     t = full.translations
     r = rot.normalize(full.rotations)
     offsets = np.asarray(skeleton.translations, dtype=np.float64)
@@ -689,12 +699,28 @@ def save_bvh(
     values = np.stack(columns, axis=1) if columns else np.zeros((n_frames, 0))
 
     header = _hierarchy_text(skeleton, order, channels, ends, offsets, precision)
-    fps = float(clip.fps)
-    header += f"MOTION\nFrames: {n_frames}\nFrame Time: {1.0 / fps:.9g}\n"
+    header += f"MOTION\nFrames: {n_frames}\nFrame Time: {_frame_time(clip):.9g}\n"
     motion = _motion_bytes(values, precision)
     with atomic_write(path, mode="wb", overwrite=overwrite, inputs=source_files(skeleton.meta)) as f:
         f.write(header.encode("utf-8"))
         f.write(motion)
+
+
+def evenly_spaced(times: NDArray[np.float64]) -> bool:
+    """Whether frame times ``(F,)`` are evenly spaced to within :data:`EVEN_FRAMES_RTOL` (fewer than 3 always are)."""
+    t = np.asarray(times, dtype=np.float64)
+    if t.size < 3:
+        return True
+    steps = np.diff(t)
+    return bool(np.max(np.abs(steps - steps.mean())) <= EVEN_FRAMES_RTOL * np.max(np.abs(t)))
+
+
+def _frame_time(clip: Clip) -> float:
+    """Seconds per BVH frame: the mean step of ``clip.times`` when it has them (two frames or more), else
+    ``1 / clip.fps`` (a clip's ``fps`` need not match its times)."""
+    if clip.times is not None and clip.n_frames >= 2:
+        return float(clip.times[-1] - clip.times[0]) / (clip.n_frames - 1)
+    return 1.0 / float(clip.fps)
 
 
 def _prefer_dropped_zero(angles: FloatArray, n_kept: int) -> FloatArray:

@@ -484,7 +484,7 @@ def _read_animations(r: CheckedDoc, members: list[int], order: IntArray,
             if not math.isfinite(span):
                 r.fail(wa, f"resampling {t_end:g} s at {fps:g} fps gives too many frames")
             n_frames = resampled_frame_count(span)
-            what = f"resampling {t_end:g} s at {fps:g} fps ({n_frames} frames, {nm} joints)"
+            what = f"resampling {t_end:g} s at {fps:g} fps ({n_frames:.3g} frames, {nm} joints)"
         # Local, folded and reordered poses: three copies of frames x joints x 10 float64.
         r.charge(n_frames * nm * 10 * 8 * _CLIP_COPIES, wa, what)
         if fps is not None:

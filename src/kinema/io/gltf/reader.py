@@ -124,7 +124,9 @@ class CheckedDoc:
     def charge(self, nbytes: int, where: str, what: str) -> None:
         """Take ``nbytes`` from the decoding budget, or fail at ``where`` before anything is allocated."""
         if nbytes > self.budget_left:
-            self.fail(where, f"{what} needs {nbytes:,} bytes, more than this file may decode "
+            # an absurd count (a huge resampling rate) would print hundreds of digits: three are enough
+            need = f"{nbytes:,}" if nbytes < 10**15 else f"{float(nbytes):.3g}"
+            self.fail(where, f"{what} needs {need} bytes, more than this file may decode "
                              f"({self.budget_left:,} bytes left of its budget: {DECODE_BUDGET_FLOOR:,} plus "
                              f"{DECODE_BUDGET_FACTOR} per byte of file data)")
         self.budget_left -= nbytes

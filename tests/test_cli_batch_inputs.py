@@ -279,3 +279,40 @@ def test_a_killed_pool_worker_fails_its_files_and_the_batch_goes_on(tmp_path: Pa
         assert load_bvh(out_dir / name)[1].n_frames == 20_000
     assert _kinema_temps(work) == []
     assert not [p for p in workers if _alive(p)]
+
+
+def test_a_batch_removes_the_work_folders_of_batches_killed_outright(capsys: pytest.CaptureFixture[str],
+                                                                      tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGKILL leaves a batch's work folder behind (nothing runs to remove it); the next batch removes every such
+    folder whose batch is no longer running, and nothing else: not a running batch's, not a file or a link of
+    that name, not another program's folder."""
+    import tempfile
+
+    work = tmp_path / "tmp"
+    work.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(work))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # its pid names no running process now
+    stale = work / f"kinema-batch-{dead.pid}-abc123"
+    (stale / "kinema-batch-x").mkdir(parents=True)
+    (stale / "kinema-batch-x" / "out.bvh").write_text("half a file")
+    alive = work / f"kinema-batch-{os.getppid()}-def456"  # pytest's parent: running
+    alive.mkdir()
+    dead_file = work / f"kinema-batch-{dead.pid}-file"
+    dead_file.write_text("not a folder")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (work / f"kinema-batch-{dead.pid}-link").symlink_to(outside, target_is_directory=True)
+    other = work / "kinema-batch-old"  # no pid: not ours to judge
+    other.mkdir()
+    folder = tmp_path / "in"
+    folder.mkdir()
+    save_bvh(folder / "walk.bvh", kinema.samples.humanoid(), kinema.samples.clip("walk"))
+    code, _, err = run(capsys, "batch", "convert", folder, "-o", tmp_path / "out", "--workers", "1")
+    assert code == 0, err
+    assert not stale.exists()
+    assert alive.is_dir() and dead_file.is_file() and outside.is_dir() and other.is_dir()
+    assert (work / f"kinema-batch-{dead.pid}-link").is_symlink()
+    assert sorted(p.name for p in work.iterdir()) == sorted(
+        [alive.name, dead_file.name, f"kinema-batch-{dead.pid}-link", other.name])  # this batch's own is gone too

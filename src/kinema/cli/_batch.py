@@ -43,6 +43,7 @@ import asyncio
 import contextlib
 import fnmatch
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -55,7 +56,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import KinemaError
-from ..io._atomic import atomic_write, same_file
+from ..io._atomic import _running, atomic_write, same_file
 from ..io._read import read_regular
 from ..io.gltf.reader import ExternalFiles, read_external
 from ._commands import command_argv
@@ -117,6 +118,49 @@ def find_jobs(in_dir: str, out_dir: str, patterns: list[str], to: str | None, re
 WORKER_STOP_TIMEOUT_S = 5.0
 #: Seconds between the local pool's (and Dask's) looks at the Ctrl-C flag while it waits for results.
 CTRL_C_POLL_S = 0.05
+#: A batch's work folder in the system's temporary folder is ``kinema-batch-<pid>-<random>``: the process id of
+#: the batch that made it, so that a later batch can tell a folder left by one killed outright (SIGKILL, a
+#: power cut: nothing runs to clean up) from one in use.
+_WORK_ROOT_RE = re.compile(r"kinema-batch-(?P<pid>[0-9]+)-[^-]+")
+
+
+def make_work_root() -> str:
+    """A new work folder for this batch (see :data:`_WORK_ROOT_RE`), after removing those of dead batches."""
+    remove_stale_work_roots()
+    return tempfile.mkdtemp(prefix=f"kinema-batch-{os.getpid()}-")
+
+
+def remove_stale_work_roots(folder: str | None = None) -> list[str]:
+    """Remove the work folders left in ``folder`` (default: the system's temporary folder) by batches that are no
+    longer running; returns their paths.
+
+    Only real folders (not links) of this user named like :data:`_WORK_ROOT_RE` whose process id is not a
+    running process go; a batch at work keeps its own.  POSIX only (elsewhere there is no safe way to ask
+    whether a process exists): returns ``[]``.
+    """
+    if os.name != "posix":
+        return []
+    removed = []
+    try:
+        entries = list(os.scandir(folder or tempfile.gettempdir()))
+    except OSError:
+        return []
+    for entry in entries:
+        m = _WORK_ROOT_RE.fullmatch(entry.name)
+        if m is None:
+            continue
+        try:
+            pid = int(m.group("pid"))
+            if (pid == os.getpid() or _running(pid) or not entry.is_dir(follow_symlinks=False)
+                    or entry.stat(follow_symlinks=False).st_uid != os.getuid()):
+                continue
+        except (OSError, OverflowError):  # gone already, or a pid beyond what the system takes
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(entry.path)
+    return removed
+
+
 #: The environment a LocalCluster's workers start with (on top of this process's).
 WORKER_ENV = {"NUMBA_NUM_THREADS": "1"}
 
@@ -264,7 +308,7 @@ class _Dask(_Interruptible):
         try:
             if address == "local":
                 n = workers or DASK_LOCAL_WORKERS
-                self.work_root = tempfile.mkdtemp(prefix="kinema-batch-")
+                self.work_root = make_work_root()
                 self._catch(signal.SIGINT, handler=signal.SIG_IGN)  # inherited by the workers
                 with dask.config.set({"temporary-directory": self.work_root}):  # the scheduler's scratch too
                     # One numba thread per worker, as the local pool's (kinema.cli._worker.worker_init): the
@@ -497,7 +541,7 @@ def _run_jobs(command: str, extra: list[str], todo: list[Job], dask: _Dask | Non
     # that were in flight when the pool was stopped.  A LocalCluster has its
     # own, which it removes when it closes (a remote cluster has none).
     own_root = dask is None
-    work_root = tempfile.mkdtemp(prefix="kinema-batch-") if dask is None else dask.work_root
+    work_root = make_work_root() if dask is None else dask.work_root
     engine: Any = dask
     try:
         if dask is not None:

@@ -696,6 +696,51 @@ def test_two_bone_hinge_range_bounds_the_reach() -> None:
         np.testing.assert_array_equal(one.pose.rotations, res.pose.rotations[i])
 
 
+def test_two_bone_hinge_out_of_reach_does_not_depend_on_where_the_character_stands() -> None:
+    """A target beyond a hinged leg's reach takes the range end of the farthest reach, wherever the character
+    stands.  At a reach extreme acos amplified rounding, both roots fell just outside the range and the input
+    angle was kept: the same problem a few metres away solved 4 cm worse (a knee snapping between frames)."""
+    leg = kinema.Skeleton(["hips", "hip", "knee", "ankle"], [-1, 0, 1, 2],
+                          [[0.0, 1.0, 0.0], [0.1, 0.0, 0.0], [0.0, -0.42, 0.03], [0.0, -0.41, 0.0]])
+    hinge = Hinge((1, 0, 0), 0, 150, degrees=True)
+    solver = kinema.TwoBone(leg, ("hip", "knee", "ankle"), limits={"knee": hinge})
+    rng = np.random.default_rng(5)
+    places = np.concatenate([[[0.0, 0.0, 0.0], [100.0, 0.0, 37.0], [200.0, 0.0, 74.0], [1000.0, 0.0, 370.0]],
+                             rng.uniform(-1000.0, 1000.0, size=(60, 3))])
+    pose = leg.rest_pose((len(places),))
+    pose.rotations[:, 2] = R.from_axis_angle([1.0, 0.0, 0.0], np.radians(30.0))  # the animated knee at 30 deg
+    pose.translations[:, 0] += places
+    hip = kinema.forward_kinematics(leg, pose).positions[:, 1]
+    res = solver.solve(pose, hip + [0.0, -0.9, 0.05])  # the leg is 0.83 long
+    assert not np.any(res.reached) and np.all(res.limits_hit == 1)
+    rel = R.multiply(R.inverse(leg.rotations[2]), res.pose.rotations[:, 2])
+    knee = 2.0 * np.arctan2(rel[:, 0], rel[:, 3])
+    np.testing.assert_allclose(knee, 0.0, rtol=0.0, atol=1e-9)  # straight: the farthest the hinge reaches
+    assert np.max(np.abs(res.error - res.error[0])) <= 1e-9
+    assert np.all(R.equal(res.pose.rotations[:, 1], res.pose.rotations[0, 1], atol=1e-9))
+
+
+def test_two_bone_hinge_holds_after_a_partial_weight() -> None:
+    """An input elbow outside the hinge (off its axis) blended part way with the solve left the hinge (0.27 rad
+    at weight 0.5): it is clamped again, as CCD's and FABRIK's blends are, and counted in ``limits_hit``."""
+    sk = kinema.samples.humanoid()
+    pose = sk.rest_pose((20,))
+    e = sk.index("right_elbow")
+    pose.rotations[:, e] = R.from_axis_angle([1.0, 0.0, 0.0], 0.5)  # off the hinge axis (z)
+    hinge = Hinge((0, 0, 1), 0, 150, degrees=True)
+    arm = ("right_shoulder", "right_elbow", "right_wrist")
+    shoulder = kinema.forward_kinematics(sk, pose[0]).positions[sk.index("right_shoulder")]
+    target = shoulder + np.array([0.3, -0.1, 0.15])
+    weight = np.linspace(0.0, 1.0, 20)
+    res = kinema.solve_two_bone(sk, pose, arm, target, limits={"right_elbow": hinge}, weight=weight)
+    inside = hinge.violation(res.pose.rotations[1:, e], sk.rotations[e])
+    assert float(np.max(inside)) <= 1e-12
+    np.testing.assert_array_equal(res.pose.rotations[0], pose.rotations[0])  # weight 0: the input, bit for bit
+    assert np.all(res.limits_hit[1:-1] >= 1)
+    one = kinema.solve_two_bone(sk, pose[7], arm, target, limits={"right_elbow": hinge}, weight=weight[7])
+    np.testing.assert_array_equal(one.pose.rotations, res.pose.rotations[7])
+
+
 def test_two_bone_refuses_limits_it_cannot_honour() -> None:
     sk, arm, hinge = _hinge_arm_rig()
     with pytest.raises(kinema.SolverInputError, match="Hinge on the lower joint"):

@@ -37,6 +37,7 @@ from .chain import (
 )
 from .constants import DEFAULT_MARGIN_FRACTION, NONFINITE_INPUT, NONFINITE_RESULT, OK, ZERO_QUAT_EPS
 from .drivers import Drivers, make_drivers, specialise
+from .limits import LIMIT_HINGE, apply_limit
 from .quat import (
     qconj,
     qfrom_axis_angle,
@@ -552,6 +553,12 @@ def _hinge_arm(pa, rot_a, s_a, t_l, s_l, t_e, q_l, params, base_rot, lo, hi, tgt
                 if gap < best:
                     best = gap
                     theta = y
+        if best == math.inf:
+            # No root in range: dc is in the range's reach interval, so one is there in exact arithmetic, but at
+            # a reach extreme acos amplifies rounding and both roots can land just outside.  The range end whose
+            # reach is nearest dc is that root (the current angle kept instead made the same out-of-reach target
+            # solve differently with the character moved by a few metres).
+            theta = tmin if abs(k0 + m * c_lo - dc * dc) <= abs(k0 + m * c_hi - dc * dc) else tmax
     q_lower = qnormalize(qmul(rest, qfrom_axis_angle(n, theta)))
     # The end in the upper joint's frame, then the upper joint's world rotation.
     c_u = qrotate(q_lower, t_e)
@@ -727,6 +734,14 @@ def _solve_item(i, chain, pose, item, params, flags, scratch, start):  # type: i
                 q = q0  # weight 0: the input rotation, bit for bit
             else:
                 q = qslerp(qnormalize(q0), (r[i, j, 0], r[i, j, 1], r[i, j, 2], r[i, j, 3]), weight)
+                if WITH_HINGE and flags & HAS_HINGE and k == kl:
+                    # Part way from an input outside the hinge the blend leaves it: clamped again, as the
+                    # other solvers' blends are (limits hold at every weight).
+                    rest = (params[P_HINGE + 5], params[P_HINGE + 6], params[P_HINGE + 7], params[P_HINGE + 8])
+                    q_rel, clamped = apply_limit(LIMIT_HINGE, params[P_HINGE:P_HINGE + 5], qmul(qconj(rest), q))
+                    if clamped:
+                        q = qmul(rest, q_rel)
+                        hit = True
             r[i, j, 0] = q[0]
             r[i, j, 1] = q[1]
             r[i, j, 2] = q[2]

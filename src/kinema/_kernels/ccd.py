@@ -30,8 +30,8 @@ import math
 import numpy as np
 
 from ._jit import njit
+from .chain import FOLD_REACH_RTOL, fold_direction, fold_point, input_status, output_status, path_world
 from .chain import chain_world as _chain_world_call
-from .chain import input_status, output_status, path_world
 from .drivers import make_drivers
 from .limits import LIMIT_NONE, LIMIT_PARAMS, apply_limit_local
 from .quat import (
@@ -70,9 +70,6 @@ ADAPTIVE_MIN_FRACTION = 0.1
 #: ``SHORT_VECTOR_EPS * reach`` of the line ``p_k -> end`` is straight (it
 #: has no bend side to twist).
 POLE_STRAIGHT_FRACTION = 1e3
-#: A straight sub-chain is folded back when its end is closer than its bone
-#: length by more than this relative amount.
-POLE_FOLD_RTOL = 1e-9
 #: The bend (radians, times the joint's weight) a pole seeds into a folded
 #: straight sub-chain so that it has a side to keep.
 POLE_SEED_ANGLE = 0.1
@@ -249,7 +246,7 @@ def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, 
                 sub += math.sqrt((pos[m + 1, 0] - pos[m, 0]) ** 2 + (pos[m + 1, 1] - pos[m, 1]) ** 2
                                  + (pos[m + 1, 2] - pos[m, 2]) ** 2)
             w1 = weights[k + 1]
-            if w1 <= 0.0 or el >= sub * (1.0 - POLE_FOLD_RTOL):
+            if w1 <= 0.0 or el >= sub * (1.0 - FOLD_REACH_RTOL):
                 continue  # frozen, or fully stretched (reaching straight out: nothing to orient)
             v = (pos[k + 2, 0] - pos[k + 1, 0], pos[k + 2, 1] - pos[k + 1, 1], pos[k + 2, 2] - pos[k + 1, 2])
             ax = vcross(v, pp)
@@ -416,6 +413,7 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
     # A pole with a budget still has work when the end is already there (a warm start on a reached target):
     # its pass then runs once per solve, so a bend left off the pole's side is blended onto it, frame by frame.
     pole_pending = has_pole and pole_budget > 0.0
+    folded = has_pole  # a pole folds a straight chain its own way (the pole pass)
     while sweeps < iterations and (err > tol or pole_pending):
         sweeps += 1
         cap = max_step
@@ -530,7 +528,35 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
             err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
         if not moved:
-            break
+            if folded or err <= tol:
+                break
+            # Stuck short of the target: a straight chain aimed along the target's line (each joint sees the end
+            # and the target in one direction, so none turns).  When the target is within reach, the chain is
+            # bent once: the joint before its middle joint turns so that the middle one sticks out toward
+            # fold_direction, and the sweeps fold it from there.  Else straight is the answer.
+            folded = True
+            _write_locals(n_k, joints, i, r, rot, aux, base_rot)
+            kb = fold_point(pos, reach, 1)
+            if kb < 0 or weights[kb - 1] <= 0.0:
+                break
+            if _dist((pos[0, 0], pos[0, 1], pos[0, 2]), tgt) >= reach * (1.0 - FOLD_REACH_RTOL):
+                break
+            p_prev = (pos[kb - 1, 0], pos[kb - 1, 1], pos[kb - 1, 2])
+            p_k = (pos[kb, 0], pos[kb, 1], pos[kb, 2])
+            dirn = fold_direction((rot[kb, 0], rot[kb, 1], rot[kb, 2], rot[kb, 3]), p_prev, p_k,
+                                  (pos[kb + 1, 0], pos[kb + 1, 1], pos[kb + 1, 2]))
+            # turning about bone x dirn moves the middle joint toward dirn
+            ax = vcross((p_k[0] - p_prev[0], p_k[1] - p_prev[1], p_k[2] - p_prev[2]), dirn)
+            a2 = POLE_SEED_ANGLE * weights[kb - 1]
+            if max_step > 0.0 and a2 > max_step:
+                a2 = max_step
+            d, hit = _turn(kb - 1, qfrom_axis_angle(ax, a2), base_rot, joints, i, r, rot, kinds, params, rest)
+            hits += 1 if hit else 0
+            if qangle(d) < MIN_TURN_ANGLE:
+                break  # a zero-length bone, or a limit that keeps the joint straight
+            changed = True
+            chain_world(kb - 1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+            err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
     _write_locals(n_k, joints, i, r, rot, aux, base_rot)
     if twist_rest and changed:
         hits += _rest_twist_pass(i, joints, t, r, s, rot, weights, kinds, params, rest, base_rot)

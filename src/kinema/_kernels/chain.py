@@ -18,7 +18,7 @@ import math
 
 from ._jit import njit
 from .constants import NONFINITE_INPUT, NONFINITE_RESULT, NONUNIFORM_SCALE, OK, UNIFORM_SCALE_RTOL
-from .quat import qconj, qmul, qnormalize, qrotate
+from .quat import qconj, qmul, qnormalize, qrotate, vdot
 
 
 @njit(inline=True)
@@ -194,3 +194,88 @@ def rotate_world(k, dq, base_rot, joints, i, r, rot):  # type: ignore[no-untyped
     """Left-multiply the world correction ``dq`` onto chain joint ``k``: ``Q_world' = dq * Q_world``."""
     cur = (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])
     set_world_rot(k, qmul(dq, cur), base_rot, joints, i, r, rot)
+
+
+# ------------------------------------------------------------ straight chains
+#: A chain counts as straight when every joint between its first and its end lies within this fraction of its
+#: reach of the line between them.  CCD and FABRIK cannot fold a straight chain toward a target on its own
+#: line (every joint sees the end and the target in one direction); they bend it first (:func:`fold_point`).
+FOLD_STRAIGHT_RTOL = 1e-5
+
+#: A straight chain (or sub-chain) is folded only when its end must come closer to its first joint than its
+#: bones' length by more than this fraction (a target on the line within reach); else straight is the answer.
+FOLD_REACH_RTOL = 1e-9
+
+#: :func:`fold_direction`: a joint that sticks out of its neighbours' line by more than this fraction of the
+#: line's length is bent already, and is bent further the same way; less is rounding (of coordinates far from
+#: the origin, say), and the joint's own frame decides.
+FOLD_BENT_RTOL = 1e-8
+
+#: :func:`fold_direction`: a local axis counts as less aligned with the bone than the one before it only
+#: by more than this (|cosine|): axes equally perpendicular to the bone (a bone along a local axis) are told
+#: apart by order, not by rounding, so the choice does not change with the character's place or heading.
+FOLD_AXIS_TIE = 1e-9
+
+
+@njit(borrows=True, helper=True)
+def fold_point(pos, reach, lengths_from):  # type: ignore[no-untyped-def]
+    """The joint of a straight chain to bend, for a chain whose world positions are ``pos (K, 3)``: the interior
+    joint nearest the middle of the chain's length (among ``lengths_from .. K-2``), or -1 when the chain is
+    not straight (:data:`FOLD_STRAIGHT_RTOL`) or has no interior joint (K < 3)."""
+    k_n = pos.shape[0]
+    if k_n < 3 or reach <= 0.0:
+        return -1
+    e = (pos[k_n - 1, 0] - pos[0, 0], pos[k_n - 1, 1] - pos[0, 1], pos[k_n - 1, 2] - pos[0, 2])
+    el2 = vdot(e, e)
+    if el2 <= 0.0:
+        return -1
+    best = -1
+    gap = math.inf
+    acc = 0.0
+    for k in range(1, k_n - 1):
+        d = (pos[k, 0] - pos[k - 1, 0], pos[k, 1] - pos[k - 1, 1], pos[k, 2] - pos[k - 1, 2])
+        acc += math.sqrt(vdot(d, d))
+        x = (pos[k, 0] - pos[0, 0], pos[k, 1] - pos[0, 1], pos[k, 2] - pos[0, 2])
+        c = vdot(x, e) / el2
+        off = (x[0] - c * e[0], x[1] - c * e[1], x[2] - c * e[2])
+        if vdot(off, off) > (FOLD_STRAIGHT_RTOL * reach) ** 2:
+            return -1  # bent: the solver has a side to fold to
+        if k >= lengths_from and abs(acc - 0.5 * reach) < gap:
+            gap = abs(acc - 0.5 * reach)
+            best = k
+    return best
+
+
+@njit(helper=True)
+def fold_direction(q_world, p_prev, p_k, p_next):  # type: ignore[no-untyped-def]
+    """The unit direction (world) in which joint ``p_k`` of a (nearly) straight chain ``p_prev, p_k, p_next``
+    is moved off the line to bend it: the way it already sticks out when it does, else a direction fixed in the
+    joint's frame ``q_world``: of its local x, y, z axes the least aligned with the bone ``p_k -> p_next`` (the
+    first of equals, see :data:`FOLD_AXIS_TIE`), ``a``, gives ``u x a`` (``u`` the bone's direction).  It turns
+    with the joint's parents, so a solve does not depend on where the character stands or faces.  ``(0, 0, 0)``
+    for a zero-length bone."""
+    u = (p_next[0] - p_k[0], p_next[1] - p_k[1], p_next[2] - p_k[2])
+    ul = math.sqrt(vdot(u, u))
+    if ul <= 0.0:
+        return (0.0, 0.0, 0.0)
+    u = (u[0] / ul, u[1] / ul, u[2] / ul)
+    x = (p_k[0] - p_prev[0], p_k[1] - p_prev[1], p_k[2] - p_prev[2])
+    line = (p_next[0] - p_prev[0], p_next[1] - p_prev[1], p_next[2] - p_prev[2])
+    ll2 = vdot(line, line)
+    if ll2 > 0.0:
+        c = vdot(x, line) / ll2
+        off = (x[0] - c * line[0], x[1] - c * line[1], x[2] - c * line[2])
+        on = math.sqrt(vdot(off, off))
+        if on > FOLD_BENT_RTOL * math.sqrt(ll2):
+            return (off[0] / on, off[1] / on, off[2] / on)  # bent already: further that way
+    best = 2.0
+    a = (1.0, 0.0, 0.0)
+    for c_ax in range(3):
+        w = qrotate(q_world, (1.0 if c_ax == 0 else 0.0, 1.0 if c_ax == 1 else 0.0, 1.0 if c_ax == 2 else 0.0))
+        d = abs(vdot(w, u))
+        if d < best - FOLD_AXIS_TIE:
+            best = d
+            a = w
+    f = (u[1] * a[2] - u[2] * a[1], u[2] * a[0] - u[0] * a[2], u[0] * a[1] - u[1] * a[0])
+    fl = math.sqrt(vdot(f, f))
+    return (f[0] / fl, f[1] / fl, f[2] / fl)

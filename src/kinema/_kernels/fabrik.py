@@ -36,7 +36,17 @@ import math
 import numpy as np
 
 from ._jit import njit
-from .chain import input_status, output_status, path_world, read_q, write_q
+from .chain import (
+    FOLD_REACH_RTOL,
+    FOLD_STRAIGHT_RTOL,
+    fold_direction,
+    fold_point,
+    input_status,
+    output_status,
+    path_world,
+    read_q,
+    write_q,
+)
 from .drivers import make_drivers
 from .limits import LIMIT_HINGE, apply_limit_local
 from .quat import (
@@ -900,6 +910,28 @@ def solve_item(i, opts, plan, limits, pose, io, scratch):  # type: ignore[no-unt
                                            V, D, M, nw, lim_kind, lim_par, lim_rest, Qb, TB) + n_hits
                 _errors(targets, i, goal_node, P, gerr)
     else:
+        if fixed_root and not has_pole and goal_node.shape[0] == 1 and goal_node[0] == kn - 1:
+            # A straight chain aimed along its target's line with the target within reach: no pass can bend it
+            # (every aim is along the line).  Its middle node is pushed off the line toward fold_direction by
+            # POLE_NUDGE of its bone, as a pole's nudge pushes it toward the pole, and the passes fold it.
+            reach = 0.0
+            linear = True
+            for n in range(1, kn):
+                reach += D[n]
+                linear = linear and npar[n] == n - 1
+            g_t = (targets[i, 0, 0], targets[i, 0, 1], targets[i, 0, 2])
+            x = (g_t[0] - p_root[0], g_t[1] - p_root[1], g_t[2] - p_root[2])
+            e = (P[kn - 1, 0] - p_root[0], P[kn - 1, 1] - p_root[1], P[kn - 1, 2] - p_root[2])
+            ee = vdot(e, e)
+            c = vdot(x, e) / ee if ee > 0.0 else 0.0
+            off = (x[0] - c * e[0], x[1] - c * e[1], x[2] - c * e[2])
+            on_line = vnorm(off) <= FOLD_STRAIGHT_RTOL * reach  # (off the line the passes bend it themselves)
+            if linear and on_line and vnorm(x) < reach * (1.0 - FOLD_REACH_RTOL):
+                kb = fold_point(P, reach, 1)
+                if kb > 0:
+                    dirn = fold_direction(row4(Q, kb), row3(P, kb - 1), row3(P, kb), row3(P, kb + 1))
+                    push = POLE_NUDGE * D[kb]
+                    put3(P, kb, (P[kb, 0] + push * dirn[0], P[kb, 1] + push * dirn[1], P[kb, 2] + push * dirn[2]))
         straight = False
         if mode == MODE_POSITIONS and fixed_root:
             # Unreachable chain: the answer is the straight chain along the

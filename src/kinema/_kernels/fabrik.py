@@ -877,7 +877,7 @@ def solve_item(i, opts, plan, limits, pose, io, scratch):  # type: ignore[no-unt
     lim_kind, lim_par, lim_rest = limits
     t, r, s = pose
     targets, poles, gerr, iters, hits, moved = io
-    pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU, WB = scratch
+    pos, rot, scl, P, Pb, Q, Qb, L, V, D, M, U0, TB, PU, WB, LB, PB = scratch
     base_pos, base_rot, base_scl = setup_item(i, base_path, joints, jpar, node_j, npar, t, r, s,
                                               pos, rot, scl, P, Q, L, V, D, M, U0)
     kn = node_j.shape[0]
@@ -956,6 +956,9 @@ def solve_item(i, opts, plan, limits, pose, io, scratch):  # type: ignore[no-unt
             n_it = chain_positions(P, Pb, D, U0, (targets[i, g, 0], targets[i, g, 1], targets[i, g, 2]), p_root,
                                    fixed_root, iterations, tol, has_pole, pole, budget, PU)
         elif not straight:
+            best = worst
+            kept = False
+            last = worst
             for _ in range(iterations):
                 if has_pole:
                     apply_pole(pole, P, P, True, budget, PU)
@@ -967,8 +970,22 @@ def solve_item(i, opts, plan, limits, pose, io, scratch):  # type: ignore[no-unt
                 n_hits += forward_rotations(p0, base_rot, Pb, True, use_limits, npar, child_ptr, child_idx, P, Q,
                                             L, V, D, M, WB, lim_kind, lim_par, lim_rest, Qb, TB)
                 n_it += 1
-                if _errors(targets, i, goal_node, P, gerr) <= tol:
+                last = _errors(targets, i, goal_node, P, gerr)
+                if last <= tol:
                     break
+                if use_limits and last < best:
+                    best = last
+                    kept = True
+                    for n in range(kn):
+                        put4(LB, n, row4(L, n))
+                        put3(PB, n, row3(P, n))
+            if use_limits and kept and last > best:
+                # With limits the passes fight the clamps and the error need not fall: an unfinished solve
+                # ends on its best iterate, not on wherever the last pass left it (another branch, a flip).
+                for n in range(kn):
+                    put4(L, n, row4(LB, n))
+                forward_rotations(row3(PB, 0), base_rot, P, False, use_limits, npar, child_ptr, child_idx, P, Q,
+                                  L, V, D, M, WB, lim_kind, lim_par, lim_rest, Qb, TB)
         if mode == MODE_POSITIONS:
             if has_pole:
                 apply_pole(pole, P, P, False, budget, PU)
@@ -1049,7 +1066,7 @@ def _scratch(n_path, kn):  # type: ignore[no-untyped-def]
     return (np.empty((n_path, 3)), np.empty((n_path, 4)), np.empty(n_path), np.empty((kn, 3)), np.empty((kn, 3)),
             np.empty((kn, 4)), np.empty((kn, 4)), np.empty((kn, 4)), np.empty((kn, 3)), np.empty(kn),
             np.empty((kn, 4)), np.empty((kn, 3)), np.zeros(kn, dtype=np.bool_), np.zeros(kn),
-            np.empty(kn))
+            np.empty(kn), np.empty((kn, 4)), np.empty((kn, 3)))
 
 
 # Slots of the per-call ``options`` float64 array (integers and flags are

@@ -291,11 +291,15 @@ def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, 
 #: Columns of the ``aux (K, AUX_COLS)`` scratch of :func:`ccd_item`: ``[:, 0:4]`` the joint's world
 #: correction in the current sweep, ``A_TURNED`` whether it turned in this sweep, ``A_DIRTY`` whether its
 #: local rotation in ``r`` is behind its world rotation in ``rot``, ``A_POLE`` the pole twist sub-chain
-#: ``k`` used in this solve (radians; read only with a pole budget).
+#: ``k`` used in this solve (radians; read only with a pole budget), ``[:, A_BEST:A_BEST + 4]`` the joint's
+#: local rotation in the best sweep so far and ``[0, A_BEST_T:A_BEST_T + 3]`` the first joint's local
+#: translation then (read only with limits, see :func:`ccd_item`).
 A_TURNED = 4
 A_DIRTY = 5
 A_POLE = 6
-AUX_COLS = 7
+A_BEST = 7
+A_BEST_T = 11
+AUX_COLS = 14
 
 
 @njit(borrows=True, helper=True)
@@ -345,20 +349,41 @@ def _apply_sweep(n_k, pos, rot, aux, tgt):  # type: ignore[no-untyped-def]
     return _dist(new_prev, tgt)
 
 
+@njit(inline=True)
+def _local_of(k, rot, base_rot):  # type: ignore[no-untyped-def]
+    """Chain joint ``k``'s local rotation from the world rotations: ``normalize(inverse(Q_parent) Q_k)``."""
+    pq = base_rot if k == 0 else (rot[k - 1, 0], rot[k - 1, 1], rot[k - 1, 2], rot[k - 1, 3])
+    return qnormalize(qmul(qconj(pq), (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])))
+
+
 @njit(borrows=True, helper=True)
 def _write_locals(n_k, joints, i, r, rot, aux, base_rot):  # type: ignore[no-untyped-def]
-    """``r``'s local rotation of every joint marked ``A_DIRTY``, from the world rotations:
-    ``q_k = normalize(inverse(Q_parent) Q_k)``.  Joints that did not turn keep theirs bit for bit."""
+    """``r``'s local rotation of every joint marked ``A_DIRTY``, from the world rotations (:func:`_local_of`).
+    Joints that did not turn keep theirs bit for bit."""
     for k in range(n_k - 1):
         if aux[k, A_DIRTY] != 0.0:
-            pq = base_rot if k == 0 else (rot[k - 1, 0], rot[k - 1, 1], rot[k - 1, 2], rot[k - 1, 3])
-            ql = qnormalize(qmul(qconj(pq), (rot[k, 0], rot[k, 1], rot[k, 2], rot[k, 3])))
+            ql = _local_of(k, rot, base_rot)
             j = joints[k]
             r[i, j, 0] = ql[0]
             r[i, j, 1] = ql[1]
             r[i, j, 2] = ql[2]
             r[i, j, 3] = ql[3]
             aux[k, A_DIRTY] = 0.0
+
+
+@njit(borrows=True, helper=True)
+def _keep_best(n_k, joints, i, r, t, rot, aux, base_rot):  # type: ignore[no-untyped-def]
+    """Copy the chain's local rotations now (``A_DIRTY`` joints' from the world rotations, as
+    :func:`_write_locals` would write them, the others' from ``r``) and the first joint's local translation
+    into ``aux`` (``A_BEST``, ``A_BEST_T``).  Reads only: the solve goes on exactly as without it."""
+    for k in range(n_k - 1):
+        ql = _local_of(k, rot, base_rot) if aux[k, A_DIRTY] != 0.0 else (
+            r[i, joints[k], 0], r[i, joints[k], 1], r[i, joints[k], 2], r[i, joints[k], 3])
+        for c in range(4):
+            aux[k, A_BEST + c] = ql[c]
+    it = i % t.shape[0]
+    for c in range(3):
+        aux[0, A_BEST_T + c] = t[it, joints[0], c]
 
 
 @njit(borrows=True, helper=True)
@@ -410,6 +435,13 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
     hits = 0
     sweeps = 0
     changed = False
+    limited = False
+    for k in range(n_k - 1):
+        limited = limited or kinds[k] != LIMIT_NONE
+    best = err  # with limits: the smallest error after a sweep, whose pose aux keeps (A_BEST)
+    kept = False
+    it0 = i % t.shape[0]
+    j0 = joints[0]
     # A pole with a budget still has work when the end is already there (a warm start on a reached target):
     # its pass then runs once per solve, so a bend left off the pole's side is blended onto it, frame by frame.
     pole_pending = has_pole and pole_budget > 0.0
@@ -527,6 +559,12 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
                     changed = True
             chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
             err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
+        if limited and err < best and err > tol:
+            # With limits a clamp can undo part of a sweep's progress, and the error need not fall from one
+            # sweep to the next: keep the best sweep's pose, to end on it if the solve does not finish.
+            best = err
+            kept = True
+            _keep_best(n_k, joints, i, r, t, rot, aux, base_rot)
         if not moved:
             if folded or err <= tol:
                 break
@@ -558,6 +596,16 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             chain_world(kb - 1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
             err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
     _write_locals(n_k, joints, i, r, rot, aux, base_rot)
+    if kept and hits > 0 and err > best:
+        # An unfinished solve whose limits acted ends on its best sweep, not on wherever the last one left it.
+        # (Without a clamp CCD's error does not grow, up to rounding: a limit that never acts changes nothing.)
+        for k in range(n_k - 1):
+            for c in range(4):
+                r[i, joints[k], c] = aux[k, A_BEST + c]
+        for c in range(3):
+            t[it0, j0, c] = aux[0, A_BEST_T + c]
+        chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+        err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
     if twist_rest and changed:
         hits += _rest_twist_pass(i, joints, t, r, s, rot, weights, kinds, params, rest, base_rot)
         chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)

@@ -690,3 +690,26 @@ def test_more_iterations_never_give_a_worse_limited_solve() -> None:
                                   iterations=50)
         start, worst = res.pose, max(worst, float(res.error))
     assert worst <= 0.01  # 0.156 before
+
+
+@pytest.mark.parametrize("use_limits", [False, True])
+def test_the_end_joints_keep_their_local_rotations_bit_for_bit(use_limits: bool) -> None:
+    """An end joint aims nothing: FABRIK leaves its local rotation as it was, bit for bit, as CCD and two-bone
+    do (it was rebuilt from the world rotations, 3e-17 off), in a chain and in a tree; the hands under the
+    wrists (outside the solve) ride along unchanged too."""
+    sk = kinema.samples.humanoid()
+    rng = np.random.default_rng(1)
+    pose = sk.rest_pose((20,))
+    pose.rotations[:, 1:] = R.multiply(pose.rotations[:, 1:],
+                                       R.from_rotvec(rng.normal(size=(20, sk.n_joints - 1, 3)) * 0.5))
+    lims = {"right_elbow": Hinge((0, 0, 1), 0, 150, degrees=True)} if use_limits else None
+    chest = kinema.forward_kinematics(sk, pose).positions[:, sk.index("chest")]
+    ends = ["right_wrist", "left_wrist"]
+    chain = kinema.solve_fabrik(sk, pose, ("chest", "right_wrist"), chest + [0.3, 0.1, 0.2], limits=lims)
+    tree = kinema.solve_fabrik_tree(sk, pose, {"right_wrist": chest + [0.3, 0.1, 0.2],
+                                               "left_wrist": chest + [-0.3, 0.0, 0.25]}, limits=lims)
+    for res in (chain, tree):
+        assert np.all(res.iterations >= 1)
+        for end in ends:
+            j = sk.index(end)
+            np.testing.assert_array_equal(res.pose.rotations[:, j], pose.rotations[:, j])

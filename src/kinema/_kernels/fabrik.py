@@ -406,8 +406,9 @@ def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, chil
         if TB[n]:
             qcur = row4(Qb, n)
         pn = row3(P, n)
-        if aim:
-            n_child = child_ptr[n + 1] - child_ptr[n]
+        n_child = child_ptr[n + 1] - child_ptr[n]
+        turn = aim and n_child > 0  # a leaf (the chain's end) aims nothing: its local rotation stays, bit for bit
+        if turn:
             if use_limits and lim_kind[n] == LIMIT_HINGE and n_child == 1:
                 dq = _hinge_fit(qmul(f, row4(lim_rest, n)), lim_par[n], qcur, n, aims, pn, child_ptr, child_idx, V)
             elif n_child == 1:
@@ -432,7 +433,7 @@ def forward_rotations(p0, base_rot, aims, aim, use_limits, npar, child_ptr, chil
             if changed:
                 hits += 1
         put4(L, n, loc)
-        if use_limits or not aim:
+        if use_limits or not turn:
             qn = qmul(f, loc)
         put4(Q, n, qn)
         for e in range(child_ptr[n], child_ptr[n + 1]):

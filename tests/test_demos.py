@@ -270,15 +270,17 @@ def test_unknown_demo_is_one_line_listing_the_names(capsys: pytest.CaptureFixtur
 
     code, _, err = run(capsys, "demo", "nosuch")
     line = one_error_line(err)
-    assert code == 1
+    assert code == 2  # a NAME that is no demo is a bad command line, as a missing one is
     assert "unknown demo 'nosuch'" in line
     for name in _registry.available():
         assert name in line
 
 
-def test_demo_command_line_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_demo_command_line_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from _cli import one_error_line, run
 
+    monkeypatch.chdir(tmp_path)  # where `--out ""` would write
     for argv, needle in [
         (("demo", "follow", "--headless"), "--headless needs --out"),
         (("demo", "follow", "--headless", "--out", tmp_path / "a", "--frames", 0), "--frames must be"),
@@ -287,15 +289,66 @@ def test_demo_command_line_errors(capsys: pytest.CaptureFixture[str], tmp_path: 
         (("demo",), "demo needs NAME"),
         (("demo", "follow", "--seed", -1), "--seed must be 0 or more"),
         (("demo", "follow", "--window", "--headless"), "--window shows the demo on screen"),
+        (("demo", "follow", "--headless", "--frames", 2, "--out", ""), "--out needs a folder name"),
+        (("demo", "nosuch", "--headless", "--out", tmp_path / "a"), "unknown demo 'nosuch'"),
     ]:
         code, _, err = run(capsys, *argv)
         assert code == 2 and needle in one_error_line(err), (argv, err)  # a bad command line (kinema --help)
     assert not (tmp_path / "a").exists()
+    assert not list(tmp_path.glob("frame_*.png"))  # --out "" wrote nothing into the current folder
     (tmp_path / "file").write_text("x")
     code, _, err = run(capsys, "demo", "follow", "--headless", "--out", tmp_path / "file", "--frames", 1)
     assert code == 1 and "not a folder" in one_error_line(err)
     code, out, _ = run(capsys, "demo", "--list")
     assert code == 0 and [ln.split()[0] for ln in out.splitlines()] == _registry.available()
+
+
+def test_an_interrupt_while_a_frame_is_written_stays_an_interrupt(tmp_path: Path) -> None:
+    """Ctrl-C or SIGTERM during a frame's write reaches the command as an interrupt (exit 130 / 143, no
+    temporary file), not as pygame's "error writing the PNG file" (exit 1).  The signal is simulated by the
+    file's ``write`` raising what the handler raises; pygame would call it from its write callback."""
+    import signal
+
+    from kinema.cli._files import Interrupted
+    from kinema.demos import follow
+    from kinema.demos._png import fit_camera, render_png
+
+    class SignalledFile:
+        def __init__(self, exc: BaseException) -> None:
+            self.exc = exc
+
+        def write(self, data: bytes) -> int:
+            raise self.exc
+
+    camera = fit_camera(follow.make, 60.0, seconds=0.1)
+    drawing = follow.make().drawing()
+    for exc in (KeyboardInterrupt(), Interrupted(signal.SIGTERM)):
+        with pytest.raises(type(exc)):
+            render_png(drawing, camera, SignalledFile(exc))
+
+
+def test_write_frames_interrupted_mid_write_leaves_no_temporary_file(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+
+    from kinema.cli import _demo
+    from kinema.cli._files import Interrupted
+    from kinema.demos import _png
+
+    save = _png.png_bytes
+
+    def interrupted_on_frame_2(drawing, camera):  # type: ignore[no-untyped-def]
+        interrupted_on_frame_2.calls += 1  # type: ignore[attr-defined]
+        if interrupted_on_frame_2.calls == 3:  # type: ignore[attr-defined]
+            raise Interrupted(signal.SIGTERM)
+        return save(drawing, camera)
+
+    interrupted_on_frame_2.calls = 0  # type: ignore[attr-defined]
+    monkeypatch.setattr(_png, "png_bytes", interrupted_on_frame_2)
+    out = tmp_path / "f"
+    with pytest.raises(Interrupted):
+        _demo.write_frames(_registry.load("follow"), str(out), 5, fps=30.0, seed=0, force=False)
+    assert sorted(p.name for p in out.iterdir()) == ["frame_0000.png", "frame_0001.png"]  # no temporary file
 
 
 def test_window_mode_follows_the_mouse() -> None:

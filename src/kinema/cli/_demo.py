@@ -46,6 +46,7 @@ def frame_name(i: int) -> str:
 
 def add_demo_arguments(p: argparse.ArgumentParser) -> None:
     """``demo``'s arguments (the CLI's parser calls this on its subparser)."""
+    from ..viewer._cli import MAX_PORT, port_number
     from ..viewer._serve import DEFAULT_HOST, DEFAULT_PORT
 
     p.add_argument("name", nargs="?", metavar="NAME", help="the demo (see --list)")
@@ -61,7 +62,8 @@ def add_demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="S", help="the session's seed (default 0)")
     p.add_argument("--force", action="store_true", help="replace existing frames in DIR")
     p.add_argument("--host", default=DEFAULT_HOST, help=f"viewer interface (default {DEFAULT_HOST})")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"viewer TCP port (default {DEFAULT_PORT}; 0: any)")
+    p.add_argument("--port", type=port_number, default=DEFAULT_PORT,
+                   help=f"viewer TCP port, 0..{MAX_PORT} (default {DEFAULT_PORT}; 0: any)")
 
 
 def _list(ui: UI) -> int:
@@ -80,7 +82,12 @@ def run_demo(args: argparse.Namespace, ui: UI) -> int:
         return _list(ui)
     if not args.name:
         raise UsageError(f"demo needs NAME (or --list); choose one of: {', '.join(_registry.available())}")
-    demo = _registry.load(args.name)
+    try:
+        demo = _registry.load(args.name)
+    except _registry.DemoNotFoundError as e:
+        if args.name in _registry.DEMO_MODULES:  # a known demo that is broken or not installed: not the user's typo
+            raise
+        raise UsageError(str(e)) from None  # a NAME that is no demo is a bad command line (exit 2)
     fps = float(demo["fps"]) if args.fps is None else float(args.fps)
     if not 0.0 < fps <= MAX_FPS:
         raise UsageError(f"--fps must be in (0, {MAX_FPS:g}], got {args.fps:g}")
@@ -109,6 +116,8 @@ def run_demo(args: argparse.Namespace, ui: UI) -> int:
         return 0
     if args.out is None:
         raise UsageError("--headless needs --out DIR")
+    if args.out == "":  # an empty name would write the frames into the current folder
+        raise UsageError("--out needs a folder name, got an empty one")
     frames = DEFAULT_FRAMES if args.frames is None else args.frames
     if not 1 <= frames <= MAX_FRAMES:
         raise UsageError(f"--frames must be in 1..{MAX_FRAMES}, got {frames}")

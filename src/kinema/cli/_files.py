@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..mesh import SkinnedMesh
 
 __all__ = ["CliError", "Interrupted", "Motion", "FORMATS", "format_of", "load_motion", "load_sample", "check_output",
-           "save_motion", "scaled", "scaled_mesh", "make_folders", "remove_empty_folders"]
+           "save_motion", "scaled", "scaled_mesh", "unit_scales", "make_folders", "remove_empty_folders"]
 
 #: File extensions the command line reads and writes, and their format.
 FORMATS = {".bvh": "bvh", ".gltf": "gltf", ".glb": "gltf"}
@@ -238,7 +238,7 @@ def save_motion(out: str, skeleton: Skeleton, clip: Clip, *, name: str = "clip",
         if kind == "bvh":
             from ..io import save_bvh
 
-            skeleton, clip = _unit_scales(skeleton, clip)
+            skeleton, clip = unit_scales(skeleton, clip)
             save_bvh(out, skeleton, clip)
             return
         try:
@@ -254,7 +254,7 @@ def save_motion(out: str, skeleton: Skeleton, clip: Clip, *, name: str = "clip",
         raise
 
 
-def _unit_scales(skeleton: Skeleton, clip: Clip) -> tuple[Skeleton, Clip]:
+def unit_scales(skeleton: Skeleton, clip: Clip) -> tuple[Skeleton, Clip]:
     """Snap scales within :data:`UNIT_SCALE_SNAP` of 1 to exactly 1 (for BVH); others are left for the writer."""
     s0, s1 = skeleton.scales, clip.pose.scales
     near0 = np.all(np.abs(s0 - 1.0) <= UNIT_SCALE_SNAP)

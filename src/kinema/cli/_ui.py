@@ -74,7 +74,11 @@ class _CompileDepth:
 
     def change(self, start: bool) -> None:
         with self._lock:
-            self._depth = self._depth + 1 if start else max(self._depth - 1, 0)
+            if not start and self._depth == 0:
+                # the end of a compile that started before the listener was registered (another thread's):
+                # "done" without "compiling" before it would be false
+                return
+            self._depth = self._depth + 1 if start else self._depth - 1
             depth = self._depth
         if depth == (1 if start else 0):
             self._on_change(depth > 0)

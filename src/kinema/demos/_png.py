@@ -11,6 +11,7 @@ Needs the ``demo`` extra (``pip install 'kinema[demo]'``).
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -23,7 +24,7 @@ from numpy.typing import NDArray
 from ..errors import KinemaError
 from ._draw import Drawing
 
-__all__ = ["Camera", "fit_camera", "render_png", "draw_on", "import_pygame", "PygameMissingError",
+__all__ = ["Camera", "fit_camera", "render_png", "png_bytes", "draw_on", "import_pygame", "PygameMissingError",
            "IMAGE_SIZE", "FIT_SECONDS", "BACKGROUND"]
 
 #: Width and height of a frame, pixels.
@@ -138,12 +139,24 @@ def _rgb(color: Sequence[float]) -> tuple[int, int, int]:
     return r, g, b
 
 
-def render_png(drawing: Drawing, camera: Camera, file: Any) -> None:
-    """Draw ``drawing`` through ``camera`` (:func:`draw_on`) and write it as PNG into the binary file ``file``."""
+def png_bytes(drawing: Drawing, camera: Camera) -> bytes:
+    """``drawing`` through ``camera`` (:func:`draw_on`), encoded as PNG in memory."""
     pygame = import_pygame()
     surface = pygame.Surface(camera.size)
     draw_on(surface, drawing, camera)
-    pygame.image.save(surface, file, "frame.png")
+    buffer = io.BytesIO()  # no system call, so no signal handler runs (and raises) inside pygame's write callback
+    pygame.image.save(surface, buffer, "frame.png")
+    return buffer.getvalue()
+
+
+def render_png(drawing: Drawing, camera: Camera, file: Any) -> None:
+    """Draw ``drawing`` through ``camera`` (:func:`draw_on`) and write it as PNG into the binary file ``file``.
+
+    The PNG is encoded in memory first and written here, not from pygame's write callback: a Ctrl-C or
+    SIGTERM during the write then raises its ``KeyboardInterrupt`` to the caller, where pygame would
+    turn it into a ``pygame.error`` (a false "error writing the PNG file").
+    """
+    file.write(png_bytes(drawing, camera))
 
 
 def draw_on(surface: Any, drawing: Drawing, camera: Camera) -> None:

@@ -17,9 +17,25 @@ from typing import Any
 
 from ._serve import DEFAULT_HOST, DEFAULT_PORT
 
-__all__ = ["add_view_arguments", "add_view_parser", "run_view", "main", "HELP"]
+__all__ = ["add_view_arguments", "add_view_parser", "run_view", "main", "port_number", "HELP", "MAX_PORT"]
 
 HELP = "pose a rig live in the browser (needs the 'viewer' extra)"
+
+
+#: The TCP ports there are (0: any free one).
+MAX_PORT = 65535
+
+
+def port_number(text: str) -> int:
+    """``--port``'s type: an integer in 0..65535 (anything else is a usage error, not a server thread's
+    OverflowError that leaves the command hanging)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r}: expected an integer in 0..{MAX_PORT}") from None
+    if not 0 <= port <= MAX_PORT:
+        raise argparse.ArgumentTypeError(f"invalid port {port}: expected 0..{MAX_PORT} (0: any free port)")
+    return port
 
 
 def add_view_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,7 +46,8 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default=DEFAULT_HOST,
                    help=f"interface to listen on (default {DEFAULT_HOST}; any other lets everyone on the "
                         "network drive the page, and prints a warning)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0: any free)")
+    p.add_argument("--port", type=port_number, default=DEFAULT_PORT,
+                   help=f"TCP port, 0..{MAX_PORT} (default {DEFAULT_PORT}; 0: any free)")
     p.add_argument("--root", metavar="DIR", default=None,
                    help="the page's Open lists and reads only the .bvh/.gltf/.glb files under DIR "
                         "(default: the current folder)")

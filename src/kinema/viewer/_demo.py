@@ -9,11 +9,13 @@ that becomes its pointer, turning ``auto`` off.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import sys
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +23,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..demos._draw import Drawing
+from ..errors import KinemaError, SolverInputError
 from ._serve import DEFAULT_HOST, DEFAULT_PORT, _free_port, is_loopback
+from ._state import markdown_escape
 
 __all__ = ["DemoApp", "DemoViewer", "serve_demo"]
 
@@ -31,6 +35,8 @@ DOT_SUBDIVISIONS = 2
 CAMERA_DISTANCE = 1.15
 #: The panel's caption is refreshed every this many frames (it changes every frame).
 CAPTION_EVERY = 6
+#: A pointer farther than this from the origin (world units; the demos' scenes span a few) is refused.
+MAX_POINTER = 1e6
 
 
 def _rgb255(color: Any) -> tuple[int, int, int]:
@@ -72,13 +78,15 @@ class DemoApp:
                     box.on_update(lambda _, name=f.name, box=box: self._set_option(name, bool(box.value)))
                     self.option_checkboxes[f.name] = box
         self.caption = gui.add_markdown("")
+        self.message = gui.add_markdown("")  # a refused pointer or a failed frame, said in the page
+        self._last_error: str | None = None
         self.pointer: Any = None
         if hasattr(self.session, "set_pointer"):
             p = np.zeros(3)
             p[: np.size(self.session.pointer)] = self.session.pointer
             self.pointer = scene.add_transform_controls("/demo/pointer", scale=0.5, disable_rotations=True,
                                                         active_axes=(True, True, False), position=tuple(p))
-            self.pointer.on_update(lambda _: self.move_pointer(np.asarray(self.pointer.position)))
+            self.pointer.on_update(lambda _: self._on_pointer())
         self._view = self._fit()
         self.server.on_client_connect(self._place_camera)
         self.draw(self.session.drawing())
@@ -110,11 +118,40 @@ class DemoApp:
             self.state_text.value = str(self.session.state)
 
     def move_pointer(self, position_world: NDArray[np.float64]) -> None:
-        """The dragged target: the session's pointer (``auto`` goes off so the script stops moving it)."""
+        """The dragged target: the session's pointer (``auto`` goes off so the script stops moving it).
+
+        A position that is not finite, or farther than :data:`MAX_POINTER` from the origin (a client's
+        NaN, a drag far off screen), raises :class:`kinema.SolverInputError` and changes nothing.
+        """
+        p = np.asarray(position_world, dtype=np.float64).reshape(-1)
+        if p.size not in (2, 3) or not np.all(np.isfinite(p)) or float(np.max(np.abs(p))) > MAX_POINTER:
+            raise SolverInputError(f"pointer refused: it must be 2 or 3 finite numbers within {MAX_POINTER:g} of "
+                                   f"the origin, got {np.array2string(p, precision=4)}")
         with self.lock:
             self.session.auto = False
-            self.session.set_pointer(position_world)
+            self.session.set_pointer(p)
         self.auto_checkbox.value = False
+        if self.message.content:  # an accepted pointer: the last refusal no longer holds
+            self.message.content = ""
+
+    def _on_pointer(self) -> None:
+        """The gizmo moved: a refused position is said in the page and the gizmo put back on the pointer."""
+        try:
+            self.move_pointer(np.asarray(self.pointer.position))
+        except KinemaError as exc:
+            self.report(str(exc))
+            with self.lock:
+                back = np.zeros(3)
+                back[: np.size(self.session.pointer)] = self.session.pointer
+            self.pointer.position = tuple(map(float, back))
+
+    def report(self, message: str) -> None:
+        """Say ``message`` in the page (the panel and a notification) and in the terminal."""
+        self.message.content = f"**Error:** {markdown_escape(message)}"
+        print(f"[kinema demo] {message}", file=sys.stderr, flush=True)
+        for client in self.server.get_clients().values():
+            with contextlib.suppress(Exception):  # a tab closing meanwhile
+                client.add_notification(title="kinema demo", body=message, color="red", auto_close_seconds=8.0)
 
     def frame(self) -> None:
         """Step the session by ``1 / fps`` and redraw."""
@@ -194,7 +231,15 @@ def _loop(app: DemoApp, stop: threading.Event) -> None:
     period = 1.0 / app.fps
     next_t = time.monotonic()
     while not stop.is_set():
-        app.frame()
+        try:
+            app.frame()
+            app._last_error = None
+        except Exception as exc:  # one failed frame must not end the demo: say why (once), keep going
+            message = f"frame failed: {type(exc).__name__}: {exc}"
+            if message != app._last_error:
+                app._last_error = message
+                app.report(message)
+                traceback.print_exc()
         next_t += period
         stop.wait(max(0.0, next_t - time.monotonic()))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import queue
 import signal
 import socket
 import sys
@@ -53,17 +54,36 @@ def warm_up_with_notice(state: ViewerState, verbose: bool = True) -> list[str]:
 
     The notice is the command line's (``kinema.cli._ui.COMPILING``), raised by
     numba's own compile events, so a start from a warm cache says nothing.
+
+    numba fires those events while it holds its global compiler lock, and a
+    page action holding ``state.lock`` may be waiting for that lock (it
+    compiles too): the listener therefore only queues the message, and a
+    publisher thread takes ``state.lock`` to note it, never under numba's
+    lock (lock order: ``state.lock``, then numba's; a deadlock otherwise).
+    The notes are all published when this returns.
     """
     from ..cli._ui import COMPILING, compile_notice
 
-    def on_change(active: bool) -> None:
-        message = COMPILING if active else COMPILED
-        state.note(message)
-        if verbose:
-            print(f"[kinema view] {message}", flush=True)
+    pending: queue.SimpleQueue[str | None] = queue.SimpleQueue()
 
-    with compile_notice(on_change):
-        return state.warm_up()
+    def publish() -> None:
+        while (message := pending.get()) is not None:
+            if verbose:
+                print(f"[kinema view] {message}", flush=True)
+            state.note(message)  # may wait for state.lock: fine here, this thread holds no numba lock
+
+    publisher = threading.Thread(target=publish, name="kinema-view-compile-notice", daemon=True)
+    publisher.start()
+
+    def on_change(active: bool) -> None:  # runs under numba's compiler lock: must not block
+        pending.put(COMPILING if active else COMPILED)
+
+    try:
+        with compile_notice(on_change):
+            return state.warm_up()
+    finally:
+        pending.put(None)
+        publisher.join()  # outside compile_notice: this thread holds no numba lock here
 
 
 def is_loopback(host: str) -> bool:

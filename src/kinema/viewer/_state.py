@@ -348,12 +348,12 @@ class ViewerState:
         """
         try:
             skel, clip, mesh = load_any(path)
+            with self.lock:  # refused content leaves the old one in place (see _set_content)
+                self._set_content(skel, clip, mesh, None, os.fspath(path))
         except (KinemaError, OSError, ValueError) as exc:
             msg = f"could not open {os.fspath(path)}: {exc}"
             self.note(msg)
             return msg
-        with self.lock:
-            self._set_content(skel, clip, mesh, None, os.fspath(path))
         self.note(f"opened {os.fspath(path)}: {skel.n_joints} joints, "
                   f"{0 if clip is None else clip.n_frames} frames")
         return None
@@ -363,24 +363,42 @@ class ViewerState:
             self.messages.append(message)
             del self.messages[:-50]
 
+    #: What :meth:`_set_content` replaces (and puts back when the new content cannot be shown).
+    _CONTENT = ("skeleton", "clip", "mesh", "source", "limits", "frame", "time", "playing", "speed", "goals",
+                "version", "posed", "positions", "rotations")
+
     def _set_content(self, skeleton: Skeleton, clip: Clip | None, mesh: SkinnedMesh | None,
                      limits: Mapping[Any, Limit] | None, source: str | None) -> None:
+        """Show new content, atomically: when it cannot be evaluated, the old content is put back and the
+        error raised (a half-replaced state would fail every later action)."""
         if clip is not None and clip.pose.n_joints != skeleton.n_joints:
             raise SolverInputError(f"clip has {clip.pose.n_joints} joints, skeleton {skeleton.n_joints}")
-        self.skeleton = skeleton
-        self.clip = clip
-        self.mesh = mesh
-        self.source = source
-        self.limits: dict[int, Limit] = {}
-        for key, lim in (limits or {}).items():
-            self.limits[int(skeleton.indices([key])[0])] = lim
-        self.frame = 0
-        self.time = 0.0
-        self.playing = False
-        self.speed = 1.0
-        self.goals: list[ChainGoal] = []
-        self.version = getattr(self, "version", 0) + 1  # bumps when the skeleton changes
-        self.evaluate()
+        if clip is not None and clip.n_frames == 0:
+            # a valid file may hold a motion of 0 frames: no pose to play, so show the rest pose, as for a
+            # file without animation (frame 0 of an empty clip does not exist)
+            clip = None
+        with self.lock:
+            old = {name: self.__dict__[name] for name in self._CONTENT if name in self.__dict__}
+            try:
+                self.skeleton = skeleton
+                self.clip = clip
+                self.mesh = mesh
+                self.source = source
+                self.limits: dict[int, Limit] = {}
+                for key, lim in (limits or {}).items():
+                    self.limits[int(skeleton.indices([key])[0])] = lim
+                self.frame = 0
+                self.time = 0.0
+                self.playing = False
+                self.speed = 1.0
+                self.goals: list[ChainGoal] = []
+                self.version = old.get("version", 0) + 1  # bumps when the skeleton changes
+                self.evaluate()
+            except BaseException:
+                for name in self._CONTENT:
+                    self.__dict__.pop(name, None)
+                self.__dict__.update(old)
+                raise
 
     # ---------------------------------------------------------------- timeline
     @property
@@ -766,14 +784,19 @@ class ViewerState:
             raise ValueError(f"export format must be bvh, glb or gltf, got {kind!r}")
         if self.source is not None and same_file(p, self.source):
             raise FileExistsError(f"refusing to overwrite the file being viewed: {p}")
-        clip = self.bake()
+        with self.lock:  # the skeleton and mesh of the baked clip (not of a file opened meanwhile)
+            skeleton, mesh, clip = self.skeleton, self.mesh, self.bake()
         import kinema.io as kio
 
         if kind == "bvh":
-            kio.save_bvh(p, self.skeleton, clip)
+            # BVH has no scale: snap glTF's float32 near-1 scales to 1 exactly, as ``kinema convert`` does
+            from ..cli._files import unit_scales
+
+            skeleton, clip = unit_scales(skeleton, clip)
+            kio.save_bvh(p, skeleton, clip)
         else:
             # keep the loaded skin when there is one, else write capsule bones so the file shows something
-            kio.save_gltf(p, self.skeleton, clip, mesh=self.mesh if self.mesh is not None else "bones")
+            kio.save_gltf(p, skeleton, clip, mesh=mesh if mesh is not None else "bones")
         self.note(f"exported {clip.n_frames} frames to {p}")
         return p
 

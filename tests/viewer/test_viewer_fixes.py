@@ -256,3 +256,17 @@ def test_the_warm_up_thread_is_not_left_running(toy: Any) -> None:
     before = set(threading.enumerate())
     _serve.warm_up_with_notice(st, verbose=False)
     assert not [t for t in set(threading.enumerate()) - before if t.name == "kinema-view-compile-notice"]
+
+
+@pytest.mark.parametrize("port", [70000, -1, 65536, True, 8080.0, "8080", None])
+def test_serve_and_serve_demo_refuse_a_bad_port_before_starting(port: Any) -> None:
+    """The library functions check the port as the command line does: viser's server thread raised
+    OverflowError for 70000 and the call waited for ever."""
+    from kinema import SolverInputError
+    from kinema.demos import _registry
+    from kinema.viewer import _demo, _serve
+
+    with pytest.raises(SolverInputError, match=r"port must be an integer in 0\.\.65535"):
+        _serve.serve(port=port, block=False, verbose=False)
+    with pytest.raises(SolverInputError, match=r"port must be an integer in 0\.\.65535"):
+        _demo.serve_demo(_registry.load("follow"), fps=30.0, port=port, block=False, verbose=False)

@@ -693,8 +693,10 @@ def test_export_names_are_confined_to_the_output_folder(folders: dict[str, Path]
     files = FileAccess(folders["root"], out)
     assert files.export_target("new.bvh") == files.out_dir / "new.bvh"
     assert files.export_target("  spaced name.GLB ") == files.out_dir / "spaced name.GLB"
+    assert files.export_target("take..2.bvh") == files.out_dir / "take..2.bvh"  # ".." inside a plain name
     bad = ["../escape.bvh", "../../escape.bvh", str(outside / "abs.bvh"), "/tmp/abs.bvh", "sub/x.bvh", "a\\b.bvh",
-           "..", "x..bvh", ".hidden.bvh", "x.txt", "x", "", "   ", "a\nb.bvh", "a" * 300 + ".bvh", "C:\\x.bvh"]
+           "..", ".hidden.bvh", "x.txt", "x", "", "   ", "a\nb.bvh", "a" * 300 + ".bvh", "C:\\x.bvh",
+           "a\x85b.bvh", "a\u2028b.bvh", "a\u2029b.bvh", "x\u202egpj.bvh", "a\x7fb.bvh"]  # C1, separators, RLO
     for name in bad:
         with pytest.raises(ViewerPathError) as info:
             files.export_target(name, overwrite=True)  # no confirmation makes these acceptable

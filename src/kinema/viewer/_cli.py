@@ -15,27 +15,22 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ._serve import DEFAULT_HOST, DEFAULT_PORT
+from ..errors import KinemaError
+from ._serve import DEFAULT_HOST, DEFAULT_PORT, MAX_PORT, check_port
 
 __all__ = ["add_view_arguments", "add_view_parser", "run_view", "main", "port_number", "HELP", "MAX_PORT"]
 
 HELP = "pose a rig live in the browser (needs the 'viewer' extra)"
 
 
-#: The TCP ports there are (0: any free one).
-MAX_PORT = 65535
-
-
 def port_number(text: str) -> int:
-    """``--port``'s type: an integer in 0..65535 (anything else is a usage error, not a server thread's
-    OverflowError that leaves the command hanging)."""
+    """``--port``'s type: an integer in 0..65535 (:func:`~kinema.viewer._serve.check_port`; anything else is a
+    usage error, not a server thread's OverflowError that leaves the command hanging)."""
     try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid port {text!r}: expected an integer in 0..{MAX_PORT}") from None
-    if not 0 <= port <= MAX_PORT:
-        raise argparse.ArgumentTypeError(f"invalid port {port}: expected 0..{MAX_PORT} (0: any free port)")
-    return port
+        return check_port(int(text))
+    except (ValueError, KinemaError):
+        raise argparse.ArgumentTypeError(f"invalid port {text!r}: expected an integer in 0..{MAX_PORT} "
+                                         "(0: any free port)") from None
 
 
 def add_view_arguments(p: argparse.ArgumentParser) -> None:

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from ..demos._draw import Drawing
 from ..errors import KinemaError, SolverInputError
-from ._serve import DEFAULT_HOST, DEFAULT_PORT, _free_port, is_loopback
+from ._serve import DEFAULT_HOST, DEFAULT_PORT, _free_port, check_port, is_loopback
 from ._state import markdown_escape
 
 __all__ = ["DemoApp", "DemoViewer", "serve_demo"]
@@ -255,6 +255,7 @@ def serve_demo(demo: dict[str, Any], *, fps: float, seed: int = 0, host: str = D
     if not is_loopback(host):
         print(f"[kinema demo] warning: listening on {host or 'every interface'}: anyone on the network can "
               "drive the demo", file=sys.stderr, flush=True)
+    port = check_port(port)
     if port == 0:
         port = _free_port(host)
     server = viser.ViserServer(host=host, port=port, verbose=False)

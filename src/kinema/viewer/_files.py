@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +52,10 @@ MAX_NAME_BYTES = 255
 
 #: What a page message shows instead of a path outside the root and the output folder.
 HIDDEN_PATH = "(a path outside the viewer's folders)"
+
+#: Unicode categories refused in an export name: controls (C0, DEL, C1), format characters (the
+#: right-to-left override that makes "gpj.bvh" read "hvb.jpg"), line and paragraph separators.
+_NOT_IN_NAMES = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
 #: An absolute POSIX path inside a message: a ``/`` not preceded by a word character, dot or
 #: another path character, up to whitespace, a quote or a separator that cannot end a path.
@@ -192,10 +197,11 @@ class FileAccess:
         if not text:
             raise ViewerPathError("type a file name to export to (e.g. kinema_ik.bvh)")
         seps = {"/", "\\", os.sep} | ({os.altsep} if os.altsep else set())
-        if any(s in text for s in seps) or ".." in text or os.path.isabs(text):
+        if any(s in text for s in seps) or os.path.isabs(text):
             raise ViewerPathError(f"{text!r}: give a plain file name (no folders, '/' or '..'); "
                                   "the viewer writes only into its output folder")
-        if text.startswith(".") or any(ord(c) < 32 or ord(c) == 127 for c in text):
+        # (".." is a folder only as the whole name, which starts with "."; "a..b.bvh" is a plain name.)
+        if text.startswith(".") or any(unicodedata.category(c) in _NOT_IN_NAMES for c in text):
             raise ViewerPathError(f"{text!r}: a file name may not start with '.' or hold control characters")
         if len(text.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
             raise ViewerPathError(f"the file name is longer than {MAX_NAME_BYTES} bytes")

@@ -13,6 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from ..errors import SolverInputError
 from ..limits import Limit
 from ._files import FileAccess
 from ._state import ViewerState
@@ -106,6 +109,18 @@ def host_warning(host: str, files: FileAccess) -> str | None:
             f"can drive the page, open the files under {files.root} and write into {files.out_dir}")
 
 
+#: The largest TCP port.
+MAX_PORT = 65535
+
+
+def check_port(port: Any) -> int:
+    """``port`` when it is an integer in 0..:data:`MAX_PORT` (0: any free port); :class:`~kinema.SolverInputError`
+    otherwise (viser's server thread would raise OverflowError and leave the caller waiting for ever)."""
+    if isinstance(port, (bool, np.bool_)) or not isinstance(port, (int, np.integer)) or not 0 <= port <= MAX_PORT:
+        raise SolverInputError(f"port must be an integer in 0..{MAX_PORT} (0: any free port), got {port!r}")
+    return int(port)
+
+
 def serve(
     path: str | os.PathLike[str] | None = None,
     host: str = DEFAULT_HOST,
@@ -124,7 +139,7 @@ def serve(
     * ``host``: interface to listen on, loopback by default; any other
       prints a warning (:func:`host_warning`) that anyone on the network can
       drive the page.
-    * ``port``: TCP port; 0 picks a free one.
+    * ``port``: TCP port; 0 picks a free one (:func:`check_port`).
     * ``block``: serve until Ctrl-C (then stop and return), or return the
       running :class:`Viewer` at once.
     * ``state``: show this :class:`ViewerState` instead of loading ``path``.
@@ -143,6 +158,7 @@ def serve(
     """
     import viser
 
+    port = check_port(port)
     files = FileAccess(os.getcwd() if root is None else root, os.getcwd() if export_dir is None else export_dir)
     if state is None:
         extra = {} if limits is None else {"limits": limits}  # the sample brings its own limits

@@ -725,6 +725,11 @@ def test_page_messages_hide_paths_outside_the_folders(folders: dict[str, Path]) 
         f"buffer uri resolves to {HIDDEN_PATH} (outside)"
     assert files.public(f"'{folders['outside']}/secret.bvh' exists") == f"'{HIDDEN_PATH}' exists"
     assert files.public("speed 3 m/s, 2/3 done, rad/s") == "speed 3 m/s, 2/3 done, rad/s"
+    # a file name with spaces is hidden whole (its tail after the first space showed)
+    assert files.public(f"could not open {folders['outside']}/my secret take.bvh: no such file") == \
+        f"could not open {HIDDEN_PATH}: no such file"
+    assert files.public(f"{folders['outside']}/a b.bvh:12: bad OFFSET") == f"{HIDDEN_PATH}:12: bad OFFSET"
+    assert "secret" not in files.public(f"reading {folders['outside']}/my secret.bvh")
 
 
 # ------------------------------------------------------------------ limb chains

@@ -57,9 +57,12 @@ HIDDEN_PATH = "(a path outside the viewer's folders)"
 #: right-to-left override that makes "gpj.bvh" read "hvb.jpg"), line and paragraph separators.
 _NOT_IN_NAMES = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
-#: An absolute POSIX path inside a message: a ``/`` not preceded by a word character, dot or
-#: another path character, up to whitespace, a quote or a separator that cannot end a path.
-_ABSOLUTE_PATH = re.compile(r"(?<![\w.~/\\-])/[^\s'\"`,;:()<>\[\]{}]+")
+#: An absolute POSIX path inside a message: a ``/`` not preceded by a word character, dot or another path
+#: character, up to where kinema's messages end a file name: ``": "`` or ``":<line>"`` after it, a quote, a
+#: bracket or a separator, or the end of the message (trailing spaces left out).  Spaces inside are taken: a
+#: file name with spaces is hidden whole ("/x/my secret.bvh: ..." showed "secret.bvh").  A message that goes
+#: on after an unquoted path without a colon is hidden to its end: more is hidden, nothing is shown.
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~/\\-])/[^'\"`,;()<>\[\]{}\n]*?(?=\s*(?::(?:\d| |$)|['\"`,;()<>\[\]{}\n]|$))")
 
 
 class ViewerPathError(KinemaError, ValueError):

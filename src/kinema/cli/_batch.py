@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import KinemaError
-from ..io._atomic import _running, atomic_write, same_file
+from ..io._atomic import atomic_write, entries_of_dead_processes, same_file
 from ..io._read import read_regular
 from ..io.gltf.reader import ExternalFiles, read_external
 from ._commands import command_argv
@@ -138,23 +138,12 @@ def remove_stale_work_roots(folder: str | None = None) -> list[str]:
     running process go; a batch at work keeps its own.  POSIX only (elsewhere there is no safe way to ask
     whether a process exists): returns ``[]``.
     """
-    if os.name != "posix":
-        return []
     removed = []
-    try:
-        entries = list(os.scandir(folder or tempfile.gettempdir()))
-    except OSError:
-        return []
-    for entry in entries:
-        m = _WORK_ROOT_RE.fullmatch(entry.name)
-        if m is None:
-            continue
+    for entry in entries_of_dead_processes(folder or tempfile.gettempdir(), _WORK_ROOT_RE):
         try:
-            pid = int(m.group("pid"))
-            if (pid == os.getpid() or _running(pid) or not entry.is_dir(follow_symlinks=False)
-                    or entry.stat(follow_symlinks=False).st_uid != os.getuid()):
+            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
                 continue
-        except (OSError, OverflowError):  # gone already, or a pid beyond what the system takes
+        except OSError:  # gone already
             continue
         shutil.rmtree(entry.path, ignore_errors=True)
         removed.append(entry.path)

@@ -77,29 +77,40 @@ def _running(pid: int) -> bool:
     return True
 
 
-def remove_stale_temps(folder: PathLike) -> list[str]:
-    """Remove ``folder``'s temporary files left by writers that are no longer running; returns their paths.
-
-    Only regular files named like :func:`atomic_write`'s temporaries whose
-    process id is not a running process are removed (a writer that is still
-    at work keeps its file).  POSIX only (elsewhere there is no safe way to
-    ask whether a process exists): returns ``[]``.
-    """
+def entries_of_dead_processes(folder: PathLike, name: re.Pattern[str]) -> list[os.DirEntry[str]]:
+    """``folder``'s entries whose whole name matches ``name`` (with a ``pid`` group) and whose process id is not
+    a running process (never this one's).  POSIX only (elsewhere there is no safe way to ask whether a process
+    exists): ``[]``; an unreadable folder gives ``[]`` too."""
     if os.name != "posix":
         return []
-    removed = []
-    me = os.getpid()
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return []
+    dead = []
     for entry in entries:
-        m = _TEMP_NAME.match(entry.name)
+        m = name.fullmatch(entry.name)
         if m is None:
             continue
-        pid = int(m.group("pid"))
         try:
-            if pid == me or _running(pid) or not entry.is_file(follow_symlinks=False):
+            pid = int(m.group("pid"))
+            if pid != os.getpid() and not _running(pid):
+                dead.append(entry)
+        except OverflowError:  # a pid beyond what the system takes: not a process of ours
+            continue
+    return dead
+
+
+def remove_stale_temps(folder: PathLike) -> list[str]:
+    """Remove ``folder``'s temporary files left by writers that are no longer running; returns their paths.
+
+    Only regular files named like :func:`atomic_write`'s temporaries whose process id is not a running
+    process are removed (a writer that is still at work keeps its file; :func:`entries_of_dead_processes`).
+    """
+    removed = []
+    for entry in entries_of_dead_processes(folder, _TEMP_NAME):
+        try:
+            if not entry.is_file(follow_symlinks=False):
                 continue
             os.unlink(entry.path)
         except OSError:  # gone already (another writer cleaned it), or not ours to remove

@@ -542,6 +542,47 @@ def test_solver_cache_is_bounded_and_never_returns_a_stale_skeleton() -> None:
         np.testing.assert_array_equal(got.pose.rotations, want.pose.rotations)
 
 
+def test_solver_cache_misses_from_many_threads_at_once() -> None:
+    """Free functions called from several threads, each building new solvers past the cache's bound: no
+    KeyError (two threads evicting at once both took the same oldest key), and the bound holds."""
+    import inspect
+    import threading
+    import time
+
+    from kinema._solve import SolverCache
+
+    class SlowToDelete(dict):  # type: ignore[type-arg]
+        """Deleting lets the other threads run first (where a switch hit mid-eviction)."""
+
+        def __delitem__(self, key: Any) -> None:
+            time.sleep(0.001)
+            super().__delitem__(key)
+
+    cache = SolverCache(maxsize=4)
+    cache._items = SlowToDelete()
+    sk = make_rig()
+    defaults = inspect.signature(kinema.CCD).parameters
+    rest = tuple(defaults[name].default for name in kinema.CCD.cache_options[1:])  # all but iterations
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def work(offset: int) -> None:
+        start.wait()
+        try:
+            for k in range(30):
+                cache.get(kinema.CCD, sk, (CHAIN, 1 + (offset * 1000 + k) % 997, *rest), None)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(cache) <= 4
+
+
 def test_solver_cache_keeps_equal_arguments_of_other_types_apart() -> None:
     """1, 1.0 and True are equal and hash alike, but the constructors refuse some of them: a cached solver
     built from one must not answer for another (the key carries the arguments' types)."""

@@ -660,6 +660,9 @@ class SolverCache:
     def __init__(self, maxsize: int = SOLVER_CACHE_MAX) -> None:
         self.maxsize = maxsize
         self._items: dict[Hashable, Solver] = {}
+        #: Taken by a miss to insert and evict (a hit only reads): two threads evicting at once both took the
+        #: same oldest key, and the second ``del`` raised KeyError out of a free function.
+        self._lock = threading.Lock()
 
     def get(self, cls: type[S], skeleton: Skeleton, args: tuple[Any, ...],
             types: tuple[type, ...] | None = None) -> S:
@@ -682,17 +685,19 @@ class SolverCache:
         if hit is not None and hit.skeleton is skeleton:
             return hit  # type: ignore[return-value]
         solver = _build(cls, skeleton, args)
-        items.pop(key, None)
-        items[key] = solver
-        if len(items) > self.maxsize:
-            del items[next(iter(items))]
+        with self._lock:
+            items.pop(key, None)
+            items[key] = solver
+            while len(items) > self.maxsize:
+                del items[next(iter(items))]
         return solver
 
     def __len__(self) -> int:
         return len(self._items)
 
     def clear(self) -> None:
-        self._items.clear()
+        with self._lock:
+            self._items.clear()
 
 
 def _build(cls: type[S], skeleton: Skeleton, args: tuple[Any, ...]) -> S:

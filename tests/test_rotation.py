@@ -389,6 +389,41 @@ def test_bad_arguments_are_kinema_errors_that_name_the_problem() -> None:
             R.as_euler([0, 0, 0, 1], seq)  # type: ignore[arg-type]
 
 
+def test_every_function_refuses_nan_and_inf_naming_the_argument() -> None:
+    """NaN is no rotation: most of these returned NaN (``as_axis_angle`` a finite, wrong axis (1, 0, 0); ``equal``
+    False), a few raised.  Now every quaternion, vector and matrix input is refused the same way, by name, at any
+    position in a batch."""
+    q = np.array([[0.0, 0.0, 0.0, 1.0], [0.1, 0.2, 0.3, 0.9]])
+    v = np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 0.5]])
+    calls = {
+        "multiply": (lambda a, b: R.multiply(a, b), (q, q), ("a", "b")),
+        "conjugate": (lambda a: R.conjugate(a), (q,), ("q",)),
+        "inverse": (lambda a: R.inverse(a), (q,), ("q",)),
+        "normalize": (lambda a: R.normalize(a), (q,), ("q",)),
+        "canonical": (lambda a: R.canonical(a), (q,), ("q",)),
+        "equal": (lambda a, b: R.equal(a, b), (q, q), ("q", "q")),
+        "rotate": (lambda a, b: R.rotate(a, b), (q, v), ("q", "v")),
+        "as_matrix": (lambda a: R.as_matrix(a), (q,), ("q",)),
+        "as_axis_angle": (lambda a: R.as_axis_angle(a), (q,), ("q",)),
+        "as_rotvec": (lambda a: R.as_rotvec(a), (q,), ("q",)),
+        "as_euler": (lambda a: R.as_euler(a, "ZXY"), (q,), ("q",)),
+        "slerp": (lambda a, b: R.slerp(a, b, 0.5), (q, q), ("a", "b")),
+        "nlerp": (lambda a, b: R.nlerp(a, b, 0.5), (q, q), ("a", "b")),
+        "angle_between": (lambda a, b: R.angle_between(a, b), (q, q), ("a", "b")),
+        "from_two_vectors": (lambda a, b: R.from_two_vectors(a, b), (v, v), ("a", "b")),
+        "swing_twist": (lambda a, b: R.swing_twist(a, b), (q, v), ("q", "axis")),
+        "from_axis_angle": (lambda a: R.from_axis_angle(a, 0.3), (v,), ("axis",)),
+    }
+    for name, (call, good, names) in calls.items():
+        call(*good)  # finite: fine
+        for k, what in enumerate(names):
+            for bad_value in (np.nan, np.inf, -np.inf):
+                args = [g.copy() for g in good]
+                args[k][1, 2] = bad_value
+                with pytest.raises(SolverInputError, match=rf"^{what} contains NaN or inf \(first at index \(1, 2\)\)"):
+                    call(*args)
+
+
 rows = arrays(np.float64, st.tuples(st.integers(1, 5), st.just(4)), elements=finite)
 
 

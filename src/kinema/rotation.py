@@ -8,6 +8,8 @@ Conventions, everywhere in kinema:
   rotation or direction it holds; one shorter than 1e-12 counts as zero).
 * Rotations are active; ``multiply(a, b)`` applies ``b`` first, then ``a``.
 * Angles are radians unless ``degrees=True``.
+* NaN or inf in any input raises :class:`~kinema.SolverInputError` naming the
+  argument (none of these functions returns NaN).
 * Single in, single out: a ``(4,)`` quaternion gives a ``(4,)`` result;
   leading batch dimensions broadcast like NumPy.
 * Euler sequences follow scipy: upper case ``"ZXY"`` is intrinsic (rotate
@@ -98,8 +100,8 @@ def identity(shape: tuple[int, ...] = ()) -> FloatArray:
 
 def multiply(a: ArrayLike, b: ArrayLike) -> FloatArray:
     """Hamilton product ``a * b`` (apply ``b``, then ``a``)."""
-    qa = as_float_array(a, "a", (4,))
-    qb = as_float_array(b, "b", (4,))
+    qa = _finite_numbers(a, "a", (4,))
+    qb = _finite_numbers(b, "b", (4,))
     batch, n, (fa, fb) = _flat([(qa, (4,)), (qb, (4,))])
     out = np.empty((n, 4))
     _kern().mul(fa, fb, out)
@@ -108,7 +110,7 @@ def multiply(a: ArrayLike, b: ArrayLike) -> FloatArray:
 
 def conjugate(q: ArrayLike) -> FloatArray:
     """``(-x, -y, -z, w)``; the inverse of a unit quaternion."""
-    a = as_float_array(q, "q", (4,)).copy()
+    a = _finite_numbers(q, "q", (4,)).copy()
     a[..., :3] *= -1.0
     return a
 
@@ -120,7 +122,7 @@ def inverse(q: ArrayLike) -> FloatArray:
 
 def normalize(q: ArrayLike) -> FloatArray:
     """Unit quaternions; a (near) zero quaternion becomes the identity."""
-    a = as_float_array(q, "q", (4,))
+    a = _finite_numbers(q, "q", (4,))
     batch, n, (f,) = _flat([(a, (4,))])
     out = np.empty((n, 4))
     _kern().normalize(f, out)
@@ -129,7 +131,7 @@ def normalize(q: ArrayLike) -> FloatArray:
 
 def canonical(q: ArrayLike) -> FloatArray:
     """``q`` or ``-q`` (same rotation), whichever has ``w >= 0``."""
-    a = as_float_array(q, "q", (4,))
+    a = _finite_numbers(q, "q", (4,))
     batch, n, (f,) = _flat([(a, (4,))])
     out = np.empty((n, 4))
     _kern().canonical(f, out)
@@ -148,8 +150,8 @@ def equal(a: ArrayLike, b: ArrayLike, atol: float = 1e-9) -> NDArray[np.bool_] |
 
 def rotate(q: ArrayLike, v: ArrayLike) -> FloatArray:
     """Rotate vectors ``v (..., 3)`` by ``q (..., 4)``."""
-    qa = as_float_array(q, "q", (4,))
-    va = as_float_array(v, "v", (3,))
+    qa = _finite_numbers(q, "q", (4,))
+    va = _finite_numbers(v, "v", (3,))
     batch, n, (fq, fv) = _flat([(qa, (4,)), (va, (3,))])
     out = np.empty((n, 3))
     _kern().rotate(fq, fv, out)
@@ -158,7 +160,7 @@ def rotate(q: ArrayLike, v: ArrayLike) -> FloatArray:
 
 def as_matrix(q: ArrayLike) -> FloatArray:
     """3x3 rotation matrices ``(..., 3, 3)`` (acting on column vectors)."""
-    a = as_float_array(q, "q", (4,))
+    a = _finite_numbers(q, "q", (4,))
     batch, n, (f,) = _flat([(a, (4,))])
     out = np.empty((n, 3, 3))
     _kern().to_matrix(f, out)
@@ -179,8 +181,7 @@ def from_matrix(m: ArrayLike) -> FloatArray:
     ``from_matrix`` does).  :class:`~kinema.SolverInputError` for NaN or inf and for a matrix with no
     rotation in it: a determinant of zero (singular) or below (a mirror).
     """
-    a = as_float_array(m, "m", (3, 3))
-    require_finite(a, "m")
+    a = _finite_numbers(m, "m", (3, 3))
     batch, n, (f,) = _flat([(a, (3, 3))])
     # slogdet's sign: the determinant's sign without overflowing (a matrix of 1e300 entries has a finite one).
     sign = np.linalg.slogdet(f)[0]
@@ -205,7 +206,7 @@ def from_axis_angle(axis: ArrayLike, angle: ArrayLike, degrees: bool = False) ->
     """Rotation by ``angle (...)`` about ``axis (..., 3)`` (normalised; zero axis gives identity).
 
     ``angle`` must be finite (:class:`~kinema.SolverInputError`)."""
-    ax = as_float_array(axis, "axis", (3,))
+    ax = _finite_numbers(axis, "axis", (3,))
     an = _finite_numbers(angle, "angle")
     if degrees:
         an = np.deg2rad(an)
@@ -242,7 +243,7 @@ def from_rotvec(r: ArrayLike, degrees: bool = False) -> FloatArray:
 
 def as_rotvec(q: ArrayLike, degrees: bool = False) -> FloatArray:
     """Rotation vectors ``(..., 3)``, angle in [0, pi]."""
-    a = as_float_array(q, "q", (4,))
+    a = _finite_numbers(q, "q", (4,))
     batch, n, (f,) = _flat([(a, (4,))])
     out = np.empty((n, 3))
     _kern().to_rotvec(f, out)
@@ -251,8 +252,9 @@ def as_rotvec(q: ArrayLike, degrees: bool = False) -> FloatArray:
 
 
 def _finite_numbers(x: ArrayLike, what: str, trailing: tuple[int, ...] = ()) -> FloatArray:
-    """Angles, rotation vectors, interpolation parameters: real numbers (``ShapeError`` otherwise), finite
-    (``SolverInputError``: a sine of inf has no value)."""
+    """The one conversion of this module's inputs (quaternions, vectors, matrices, angles, interpolation
+    parameters): real numbers (``ShapeError`` otherwise), finite (``SolverInputError``: NaN is no rotation,
+    and a sine of inf has no value)."""
     a = as_float_array(x, what, trailing)
     require_finite(a, what)
     return a
@@ -295,7 +297,7 @@ def as_euler(q: ArrayLike, seq: str, degrees: bool = False) -> FloatArray:
     angle is zero and the first carries the rotation, as in scipy.
     """
     i, j, k, ext = _parse_seq(seq)
-    a = as_float_array(q, "q", (4,))
+    a = _finite_numbers(q, "q", (4,))
     batch, n, (f,) = _flat([(a, (4,))])
     out = np.empty((n, 3))
     _kern().to_euler(f, i, j, k, ext, out)
@@ -305,8 +307,8 @@ def as_euler(q: ArrayLike, seq: str, degrees: bool = False) -> FloatArray:
 
 def slerp(a: ArrayLike, b: ArrayLike, t: ArrayLike) -> FloatArray:
     """Spherical interpolation from ``a`` (t=0) to ``b`` (t=1) along the shorter arc."""
-    qa = as_float_array(a, "a", (4,))
-    qb = as_float_array(b, "b", (4,))
+    qa = _finite_numbers(a, "a", (4,))
+    qb = _finite_numbers(b, "b", (4,))
     tt = _finite_numbers(t, "t")
     batch, n, (fa, fb, ft) = _flat([(qa, (4,)), (qb, (4,)), (tt, ())])
     out = np.empty((n, 4))
@@ -316,8 +318,8 @@ def slerp(a: ArrayLike, b: ArrayLike, t: ArrayLike) -> FloatArray:
 
 def nlerp(a: ArrayLike, b: ArrayLike, t: ArrayLike) -> FloatArray:
     """Normalised linear interpolation along the shorter arc (cheaper, not constant speed)."""
-    qa = as_float_array(a, "a", (4,))
-    qb = as_float_array(b, "b", (4,))
+    qa = _finite_numbers(a, "a", (4,))
+    qb = _finite_numbers(b, "b", (4,))
     tt = _finite_numbers(t, "t")
     batch, n, (fa, fb, ft) = _flat([(qa, (4,)), (qb, (4,)), (tt, ())])
     out = np.empty((n, 4))
@@ -327,8 +329,8 @@ def nlerp(a: ArrayLike, b: ArrayLike, t: ArrayLike) -> FloatArray:
 
 def angle_between(a: ArrayLike, b: ArrayLike) -> FloatArray:
     """Angle in [0, pi] of the rotation taking ``a`` to ``b``: ``2 atan2(|v|, |w|)`` of ``a^-1 b``."""
-    qa = as_float_array(a, "a", (4,))
-    qb = as_float_array(b, "b", (4,))
+    qa = _finite_numbers(a, "a", (4,))
+    qb = _finite_numbers(b, "b", (4,))
     batch, n, (fa, fb) = _flat([(qa, (4,)), (qb, (4,))])
     out = np.empty(n)
     _kern().angle_between(fa, fb, out)
@@ -344,8 +346,8 @@ def from_two_vectors(a: ArrayLike, b: ArrayLike) -> FloatArray:
     degrees where ``1 + u . v`` would not).  A stable perpendicular axis is
     used only for truly opposite vectors; a zero vector gives the identity.
     """
-    va = as_float_array(a, "a", (3,))
-    vb = as_float_array(b, "b", (3,))
+    va = _finite_numbers(a, "a", (3,))
+    vb = _finite_numbers(b, "b", (3,))
     batch, n, (fa, fb) = _flat([(va, (3,)), (vb, (3,))])
     out = np.empty((n, 4))
     _kern().from_two_vectors(fa, fb, out)
@@ -359,8 +361,8 @@ def swing_twist(q: ArrayLike, axis: ArrayLike) -> tuple[FloatArray, FloatArray]:
     acts on), ``swing`` rotates about an axis perpendicular to it.  A
     180-degree swing has no defined twist; it is the identity then.
     """
-    qa = as_float_array(q, "q", (4,))
-    ax = as_float_array(axis, "axis", (3,))
+    qa = _finite_numbers(q, "q", (4,))
+    ax = _finite_numbers(axis, "axis", (3,))
     if np.any(unit_and_length(ax)[1] <= _VEC_NORM_EPS):  # the kernel's "no direction" (any size above is exact)
         raise ShapeError("axis", "non-zero vectors", "a zero vector")
     batch, n, (fq, fa) = _flat([(qa, (4,)), (ax, (3,))])

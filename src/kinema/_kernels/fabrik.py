@@ -894,6 +894,7 @@ def solve_item(i, opts, plan, limits, pose, io, scratch):  # type: ignore[no-unt
     pole = (poles[ip, 0], poles[ip, 1], poles[ip, 2])
     n_hits = 0
     n_it = 0
+    reverted = False
     worst = _errors(targets, i, goal_node, P, gerr)
     # A pole with a budget still has work when the end is already there (a warm start on a reached target):
     # one iteration runs, so a bend left off the pole's side is blended onto it, solve after solve.
@@ -960,6 +961,16 @@ def solve_item(i, opts, plan, limits, pose, io, scratch):  # type: ignore[no-unt
             best = worst
             kept = False
             last = worst
+            # A start inside every limit (a warm start from the previous frame's solve) is a candidate too: an
+            # unfinished solve none of whose iterates comes nearer than it returns the input as it was.
+            from_start = use_limits
+            for n in range(kn):
+                if from_start and clamp_local(lim_kind, lim_par, lim_rest, n, row4(L, n))[1]:
+                    from_start = False
+            if from_start:
+                kept = True
+                for n in range(kn):
+                    put3(PB, n, row3(P, n))
             for _ in range(iterations):
                 if has_pole:
                     apply_pole(pole, P, P, True, budget, PU)
@@ -977,10 +988,17 @@ def solve_item(i, opts, plan, limits, pose, io, scratch):  # type: ignore[no-unt
                 if use_limits and last < best:
                     best = last
                     kept = True
+                    from_start = False
                     for n in range(kn):
                         put4(LB, n, row4(L, n))
                         put3(PB, n, row3(P, n))
-            if use_limits and kept and last > best:
+            unfinished = use_limits and kept and last > best and last > tol  # (a finished solve is kept as it is)
+            if unfinished and from_start:
+                # No iterate came nearer than the input: it is the answer, bit for bit (nothing is written).
+                reverted = True
+                for n in range(kn):
+                    put3(P, n, row3(PB, n))
+            elif unfinished:
                 # With limits the passes fight the clamps and the error need not fall: an unfinished solve
                 # ends on its best iterate, not on wherever the last pass left it (another branch, a flip).
                 for n in range(kn):
@@ -993,11 +1011,13 @@ def solve_item(i, opts, plan, limits, pose, io, scratch):  # type: ignore[no-unt
             # Rotations from positions: one forward rotation pass aimed at the solved points.
             forward_rotations(row3(P, 0), base_rot, P, True, False, npar, child_ptr, child_idx, P, Q, L, V, D, M, nw,
                               lim_kind, lim_par, lim_rest, Qb, TB)
-        if twist_rest and n_it > 0:
+        if twist_rest and n_it > 0 and not reverted:
             n_hits += rest_twist_nodes(base_rot, use_limits, npar, child_ptr, child_idx, P, Q, L, V, D, M,
                                        lim_kind, lim_par, lim_rest)
         _errors(targets, i, goal_node, P, gerr)
-    if n_it > 0 or n_hits > 0:
+    if reverted:
+        n_hits = 0  # the clamps of the iterates thrown away changed nothing in the pose returned
+    elif n_it > 0 or n_hits > 0:
         for n in range(kn):
             write_q(r, i, joints[node_j[n]], row4(L, n))
         if not fixed_root:
@@ -1010,7 +1030,7 @@ def solve_item(i, opts, plan, limits, pose, io, scratch):  # type: ignore[no-unt
             t[i, j0, 2] = lt[2] / base_scl
     iters[i] = n_it
     hits[i] = n_hits
-    moved[i] = n_it > 0 or n_hits > 0
+    moved[i] = (n_it > 0 or n_hits > 0) and not reverted
 
 
 @njit(borrows=True, helper=True)

@@ -401,6 +401,18 @@ def solve_fabrik(
     * ``target``: ``(*batch, 3)`` world position of the end joint.
     * ``iterations``: most backward-forward passes; stops early once the end
       is within ``tolerance`` (world units) of the target.
+    * ``limits``: ``{joint: Hinge | SwingTwist | EulerRange}``, applied in
+      every pass (a hinge joint turns about its axis only).  FABRIK moves
+      points, so with limits it is a heuristic: an unfinished solve returns
+      its best iterate, or the input pose itself when that is inside its
+      limits and nearer; and an arm followed frame by frame whose hinge sits
+      at a bound (an elbow held straight at 0) can stall short of a target
+      just inside its reach.  Measured on a slow circle of targets that
+      :func:`solve_ccd` follows to its 1 mm tolerance
+      (``tests/test_limited_warm_start.py``): a hinged elbow alone left the
+      wrist up to 6 mm short, with a swing-twist shoulder as well up to
+      0.16 m.  For limited limbs solved from the previous frame, CCD or
+      :func:`solve_dls` hold the target more closely.
     * ``pole``: ``(*batch, 3)`` world point the chain bends toward: after the
       passes, each inner joint turns about the line through its neighbours
       into the half-plane of the pole (end and bone lengths unchanged).

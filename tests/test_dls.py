@@ -894,3 +894,23 @@ def test_a_look_at_on_a_tiny_rig_is_solved_not_ignored() -> None:
         assert angle <= 1e-6 and abs(res.state["goal_errors"][0] - angle) <= 1e-9, (s, angle)
         turned.append(res.pose.rotations)
     np.testing.assert_allclose(rot.angle_between(turned[0], turned[1]), 0.0, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1e-160, 1e-200, 1e-300])
+def test_a_rig_in_tiny_units_solves_as_in_metres(scale: float) -> None:
+    """Lengths below 1e-154 have squares that vanish: a rig at 1e-200 measured its reach, and its goal's error,
+    as 0, so the solve reported reached with error 0 after no iteration, 14% of the rig's size off.  Distances
+    are now measured without squaring; the solve is the metre rig's, scaled (local rotations within 1e-9,
+    the reported error within 1e-9 relative of the metre rig's and of FK's)."""
+    sk = kinema.samples.humanoid()
+    pose = kinema.samples.clip("walk").pose[0]
+    w = sk.index("left_wrist")
+    target = kinema.forward_kinematics(sk, pose).positions[w] + [0.1, 0.1, 0.0]
+    metre = DLS(sk, [PositionGoal("left_wrist", target)]).solve(pose)
+    small = kinema.Pose(pose.translations * scale, pose.rotations)
+    res = DLS(sk, [PositionGoal("left_wrist", target * scale)], tolerance=1e-6 * scale).solve(small)
+    assert res.iterations == metre.iterations > 0 and bool(res.reached)
+    np.testing.assert_allclose(res.pose.rotations, metre.pose.rotations, rtol=0.0, atol=1e-9)
+    fk = kinema.forward_kinematics(sk, res.pose).positions[w]
+    assert float(res.error) / scale == pytest.approx(float(metre.error), rel=1e-9)
+    assert float(res.error) / scale == pytest.approx(float(np.linalg.norm((fk - target * scale) / scale)), rel=1e-9)

@@ -72,6 +72,7 @@ from .quat import (
     qrotate,
     qslerp,
     qto_rotvec,
+    vlength,
     vperpendicular,
 )
 
@@ -284,7 +285,7 @@ def _look_dir(goals, i, g, p, unit):  # type: ignore[no-untyped-def]
     dx = goals[i, g, 0] - p[0]
     dy = goals[i, g, 1] - p[1]
     dz = goals[i, g, 2] - p[2]
-    d = math.sqrt(dx * dx + dy * dy + dz * dz)
+    d = vlength(dx, dy, dz)
     if d <= LOOK_AT_MIN_DISTANCE * unit[0]:
         return (0.0, 0.0, 0.0), 0.0
     return (dx / d, dy / d, dz / d), d
@@ -318,7 +319,7 @@ def _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, ge
             ex = goals[i, g, 0] - p[0]
             ey = goals[i, g, 1] - p[1]
             ez = goals[i, g, 2] - p[2]
-            gerr[g] = math.sqrt(ex * ex + ey * ey + ez * ez)
+            gerr[g] = vlength(ex, ey, ez)
             ex *= in_unit
             ey *= in_unit
             ez *= in_unit
@@ -963,7 +964,7 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
         dx = pos[f, 0] - pos[0, 0]
         dy = pos[f, 1] - pos[0, 1]
         dz = pos[f, 2] - pos[0, 2]
-        reach = max(reach, math.sqrt(dx * dx + dy * dy + dz * dz))
+        reach = max(reach, vlength(dx, dy, dz))
     if not (reach > 0.0 and reach < math.inf):
         reach = 1.0  # one joint, all at one point, or an overflowing pose: no length to measure by
     unit[0] = reach

@@ -89,6 +89,13 @@ def vnorm(a: tuple) -> float:  # type: ignore[type-arg]
 
 
 @njit(helper=True)
+def vlength(x: float, y: float, z: float) -> float:
+    """``|(x, y, z)|`` at any finite size: no square underflows or overflows (:func:`vnorm`'s squares vanish
+    below 1e-154, so a rig measured in units that small would see every distance as 0)."""
+    return math.hypot(math.hypot(x, y), z)
+
+
+@njit(helper=True)
 def vnormalized(a: tuple) -> tuple:  # type: ignore[type-arg]
     """Unit vector along ``a``; the zero vector when ``|a| <= VEC_NORM_EPS``."""
     n = vnorm(a)

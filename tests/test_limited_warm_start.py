@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _limited_arm import ARM_LIMITS
 
 import kinema
+from _limited_arm import ARM_LIMITS
 
 SK = kinema.samples.humanoid()
 CHAIN = ("chest", "right_wrist")

@@ -414,7 +414,7 @@ def test_every_function_refuses_nan_and_inf_naming_the_argument() -> None:
         "swing_twist": (lambda a, b: R.swing_twist(a, b), (q, v), ("q", "axis")),
         "from_axis_angle": (lambda a: R.from_axis_angle(a, 0.3), (v,), ("axis",)),
     }
-    for name, (call, good, names) in calls.items():
+    for call, good, names in calls.values():
         call(*good)  # finite: fine
         for k, what in enumerate(names):
             for bad_value in (np.nan, np.inf, -np.inf):

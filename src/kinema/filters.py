@@ -96,14 +96,22 @@ class CriticallyDampedSpring:
         self.velocity = np.zeros_like(v) if velocity is None else _value(velocity, "velocity", v.shape)
 
     def update(self, target: ArrayLike, dt: float) -> FloatArray:
-        """Advance by ``dt`` seconds towards ``target`` (same shape as the state); returns the new value."""
+        """Advance by ``dt`` seconds towards ``target`` (same shape as the state); returns the new value.
+
+        ``dt = 0`` (two samples at one instant) is the limit of a tiny step: the value and velocity stay as
+        they are and ``target`` becomes the latest target, the one the next step starts from.
+        """
         if self.value is None or self.velocity is None or self._target is None:
+            positive_number(dt, "dt", allow_zero=True)  # checked on every call, the first too
             self.reset(target)
             assert self.value is not None
             return self.value.copy()
         y1 = _value(target, "target", self.value.shape)
         h = positive_number(dt, "dt", allow_zero=True)
         if h == 0.0:
+            # No time to move (the step's formula at h = 0 gives x0 and v0, to rounding), but the sample is
+            # recorded: returning before it made the next step ramp from the older target.
+            self._target = y1
             return self.value.copy()
         w = self.omega
         y0 = self._target
@@ -157,15 +165,19 @@ class OneEuroFilter:
         self.derivative = np.zeros_like(v)
 
     def update(self, x: ArrayLike, dt: float) -> FloatArray:
-        """Filter the new sample ``x`` taken ``dt`` seconds after the previous one; returns the filtered value."""
+        """Filter the new sample ``x`` taken ``dt`` seconds after the previous one; returns the filtered value.
+
+        ``dt = 0`` (two samples at one instant) is the limit of a tiny step: the value stays as it is, ``x``
+        becomes the latest input (the one the next step starts from) and the derivative takes the jump's
+        impulse, ``(x - previous input) / tau_d``.
+        """
         if self.value is None or self.derivative is None or self._input is None:
+            positive_number(dt, "dt", allow_zero=True)  # checked on every call, the first too
             self.reset(x)
             assert self.value is not None
             return self.value.copy()
         y1 = _value(x, "x", self.value.shape)
         h = positive_number(dt, "dt", allow_zero=True)
-        if h == 0.0:
-            return self.value.copy()
         y0 = self._input
         tau_d = 1.0 / (2.0 * math.pi * self.d_cutoff)
         d0 = self.derivative
@@ -178,6 +190,11 @@ class OneEuroFilter:
             tau = 1.0 / (2.0 * math.pi * (self.min_cutoff + self.beta * speed))
             # value: x' = (y - x) / tau with y = y0 + change t / h over the step
             value = y0 + change * (1.0 - _lag_share(h / tau)) + (self.value - y0) * np.exp(-h / tau)
+        if h == 0.0:
+            # No time to move: the value exactly (the formula gives it to rounding); the input and the
+            # derivative above are still updated, as a tiny dt would (returning before them made the next
+            # step start from the older sample).
+            value = self.value.copy()
         _commit({"value": value, "derivative": d1}, "OneEuroFilter")
         self.value, self.derivative, self._input = value, d1, y1
         return self.value.copy()
@@ -236,8 +253,13 @@ class AngularSpeedLimiter:
             np.array(as_input_array(rotations, "rotations", (4,))), "rotations")
 
     def update(self, rotations: ArrayLike, dt: float) -> FloatArray:
-        """This frame's ``rotations (..., J, 4)`` limited against the last output; returns them."""
+        """This frame's ``rotations (..., J, 4)`` limited against the last output; returns them.
+
+        The state is the last *output*, so ``dt = 0`` allows no turn: the last output comes back (as it would,
+        to rounding, for a tiny ``dt``) and stays the state.
+        """
         if self.previous is None:
+            positive_number(dt, "dt", allow_zero=True)  # checked on every call, the first too
             self.reset(rotations)
             assert self.previous is not None
             return self.previous.copy()

@@ -335,6 +335,9 @@ def curl(pose: Pose, hand: Hand, amount: ArrayLike, *, spread: ArrayLike = 0.0, 
     * ``spread``: the same shapes, in -1..1: the knuckle turns by
       ``spread * finger.spread_angle`` about its ``spread_axis`` before
       flexing (0 keeps every joint a pure hinge, within its limit).
+
+    The result's batch is the broadcast of the pose's batch and those of ``amount`` and ``spread`` (their
+    shapes less the finger axis); :class:`~kinema.ShapeError` naming the three when they do not broadcast.
     """
     _check_pose(hand, pose, "curl")
     n_f = len(hand.fingers)
@@ -342,7 +345,16 @@ def curl(pose: Pose, hand: Hand, amount: ArrayLike, *, spread: ArrayLike = 0.0, 
     s = _per_finger(spread, n_f, "spread")
     if np.any(np.abs(s) > 1.0):
         raise SolverInputError("spread must be in [-1, 1]")
+    try:
+        broadcast_batch(pose.batch_shape, c.shape[:-1], s.shape[:-1])
+    except ShapeError:
+        raise ShapeError("pose, amount and spread batch dimensions", "shapes that broadcast together",
+                         f"pose {pose.batch_shape}, amount {c.shape[:-1]}, spread {s.shape[:-1]}") from None
+    # amount and spread on their common batch (each finger's rotations are made once per item of it, not
+    # per item of the pose's batch); the pose's batch broadcasts in when they are written.
     batch = broadcast_batch(c.shape[:-1], s.shape[:-1])
+    c = np.broadcast_to(c, batch + (n_f,))
+    s = np.broadcast_to(s, batch + (n_f,))
     result = _output(pose, out, batch)
     rest = hand.skeleton.rotations
     for i, finger in enumerate(hand.fingers):

@@ -27,6 +27,8 @@ speeds are units per second, angles radians, frames 0-based.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -201,8 +203,36 @@ def _frames(seconds: float, fps: float, what: str) -> int:
     return int(round(f))
 
 
+def _check_skeleton(skeleton: Any) -> Skeleton:
+    """``skeleton`` itself when it is a :class:`~kinema.Skeleton`; :class:`SolverInputError` naming the type
+    given otherwise."""
+    if not isinstance(skeleton, Skeleton):
+        raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+    return skeleton
+
+
+def _check_clip(clip: Any) -> Clip:
+    """``clip`` itself when it is a :class:`~kinema.Clip`; :class:`SolverInputError` naming the type given
+    otherwise (a :class:`~kinema.Pose` is a single pose or a batch without a frame rate: wrap it as
+    ``Clip(pose, fps)``)."""
+    if not isinstance(clip, Clip):
+        hint = " (wrap a pose with frames as kinema.Clip(pose, fps))" if isinstance(clip, Pose) else ""
+        raise SolverInputError(f"clip must be a kinema.Clip, got {type(clip).__name__}{hint}")
+    return clip
+
+
+def _require_frames(clip: Clip, what: str) -> int:
+    """The clip's frame count; :class:`SolverInputError` for a clip of no frames (``what`` says what needs
+    them)."""
+    n = clip.n_frames
+    if n == 0:
+        raise SolverInputError(f"the clip has no frames: {what}")
+    return n
+
+
 def frame_times(clip: Clip) -> FloatArray:
     """Frame times in seconds ``(F,)``: ``clip.times`` or ``k / fps``."""
+    _check_clip(clip)
     if clip.times is not None:
         return np.asarray(clip.times, dtype=np.float64)
     return np.arange(clip.n_frames, dtype=np.float64) / float(clip.fps)
@@ -215,15 +245,17 @@ def resample(clip: Clip, fps: float) -> Clip:
 
     Between two frames translations and scales are interpolated linearly and rotations by slerp along the
     shorter arc (:func:`kinema.rotation.slerp`).  :class:`~kinema.SolverInputError` for an ``fps`` that is not
-    a positive finite number, a pose with NaN or inf, and more than :data:`MAX_DURATION_FRAMES` frames (before
-    anything is allocated).
+    a positive finite number, a pose with NaN or inf, a clip of no frames, and more than
+    :data:`MAX_DURATION_FRAMES` frames (before anything is allocated).
     """
+    _check_clip(clip)
     fps = positive_number(fps, "fps")
     if len(clip.pose.batch_shape) != 1:
         raise ShapeError("clip pose", "(frames, J, k) with one time dimension", str(clip.pose.batch_shape))
     pose = clip.pose
     for what, a in (("translations", pose.translations), ("rotations", pose.rotations), ("scales", pose.scales)):
         require_finite(a, f"clip pose {what}")
+    _require_frames(clip, "there is nothing to resample")
     times = frame_times(clip)
     query = resample_times(times[0], times[-1], fps, MAX_DURATION_FRAMES)
     i0, i1, u = key_brackets(times, query)
@@ -579,24 +611,49 @@ def foot_skate(positions: ArrayLike, mask: ArrayLike, times: ArrayLike) -> float
     ``positions (F, K, 3)`` world foot positions, ``mask (F, K)`` contacts,
     ``times (F,)`` seconds.  Averages ``|dp_horizontal| / dt`` over every pair
     of consecutive frames that are both in contact; 0 when there is none.
+    :class:`~kinema.SolverInputError` for NaN or inf positions or times, times
+    that do not increase, and a mask that is not booleans (or integers 0 and 1).
     """
     p = as_float_array(positions, "positions", (3,))
     if p.ndim != 3:
         raise ShapeError("positions", "(F, K, 3)", tuple(p.shape))
-    m = np.asarray(mask, dtype=bool)
-    if m.shape != p.shape[:2]:
-        raise ShapeError("mask", f"{p.shape[:2]} (frames, feet) to match the positions", tuple(m.shape))
+    require_finite(p, "positions")  # a NaN foot would make the mean NaN
     t = as_float_array(times, "times", (p.shape[0],), batch=False)
     if not (np.all(np.isfinite(t)) and np.all(np.diff(t) > 0.0)):
         raise SolverInputError("times must be finite and strictly increasing")
+    m = _contact_mask(mask, p.shape[:2])
     if p.shape[0] < 2:
         return 0.0
     both = m[1:] & m[:-1]
     if not np.any(both):
         return 0.0
-    dp = p[1:][..., _HORIZONTAL] - p[:-1][..., _HORIZONTAL]
-    speed = np.linalg.norm(dp, axis=-1) / np.diff(t)[:, None]
-    return float(speed[both].mean())
+    with np.errstate(over="ignore"):  # feet 1e308 apart, or 1e-300 s between frames: inf, too fast to measure
+        dp = p[1:][..., _HORIZONTAL] - p[:-1][..., _HORIZONTAL]
+        speed = np.linalg.norm(dp, axis=-1) / np.diff(t)[:, None]
+        return float(speed[both].mean())
+
+
+def _contact_mask(mask: ArrayLike, shape: tuple[int, ...]) -> BoolArray:
+    """``mask`` as a bool array of ``shape`` (frames, feet): booleans, or integers that are all 0 or 1 (read as
+    False/True).
+
+    :class:`~kinema.ShapeError` for another shape, :class:`SolverInputError` for anything else than booleans or
+    0/1 integers: ``numpy.asarray(mask, bool)`` would read NaN, 0.5, 2 or a string as True.
+    """
+    try:
+        m = np.asarray(mask)
+    except (TypeError, ValueError) as exc:  # ragged nested lists and the like
+        raise SolverInputError(f"mask must be an {shape} (frames, feet) array of booleans, got {exc}") from None
+    if m.shape != shape:
+        raise ShapeError("mask", f"{shape} (frames, feet) to match the positions", tuple(m.shape))
+    if m.dtype == np.bool_:
+        return m
+    if m.dtype.kind in "iu":
+        if np.all((m == 0) | (m == 1)):
+            return m.astype(bool)
+        bad = m[(m != 0) & (m != 1)].flat[0]
+        raise SolverInputError(f"mask must be booleans (or integers 0 and 1), got the integer {bad}")
+    raise SolverInputError(f"mask must be booleans (or integers 0 and 1), got an array of dtype {m.dtype}")
 
 
 def angular_speed(clip: Clip) -> FloatArray:
@@ -605,6 +662,7 @@ def angular_speed(clip: Clip) -> FloatArray:
     ``angle(q_f^-1 q_{f+1}) / (t_{f+1} - t_f)`` with the angle
     ``2 atan2(|v|, |w|)`` (:func:`kinema.rotation.angle_between`).
     """
+    _check_clip(clip)
     if len(clip.pose.batch_shape) != 1:
         raise ShapeError("clip pose", "(frames, J, k) with one time dimension", str(clip.pose.batch_shape))
     q = clip.pose.rotations
@@ -616,6 +674,7 @@ def angular_speed(clip: Clip) -> FloatArray:
 
 def max_angular_speed(clip: Clip) -> tuple[float, int, int]:
     """``(speed rad/s, frame, joint)`` of the fastest local joint turn in the clip (0, 0, 0 when static)."""
+    _check_clip(clip)
     w = angular_speed(clip)
     if w.size == 0:
         return 0.0, 0, 0
@@ -632,7 +691,7 @@ def find_feet(skeleton: Skeleton) -> tuple[int, ...]:
     :class:`~kinema.BoneNotFoundError`-style :class:`SkeletonError` when none
     is found (pass the names explicitly then).
     """
-    names = skeleton.names
+    names = _check_skeleton(skeleton).names
     cand = [j for j, n in enumerate(names) if _FOOT_RE.search(n) and not _NOT_FOOT_RE.search(n)]
     chosen = [j for j in cand if not any(a in cand for a in skeleton.ancestors(j)) and len(skeleton.ancestors(j)) >= 2]
     if not chosen:
@@ -647,7 +706,13 @@ def find_feet(skeleton: Skeleton) -> tuple[int, ...]:
 def _resolve_feet(skeleton: Skeleton, feet: Sequence[int | str] | int | str | None) -> tuple[int, ...]:
     if feet is None:
         return find_feet(skeleton)
-    listed = [feet] if isinstance(feet, (str, int, np.integer)) else list(feet)  # one foot, or several
+    if isinstance(feet, (str, int, np.integer)):
+        listed = [feet]  # one foot
+    elif is_sequence(feet):
+        listed = list(feet)
+    else:
+        raise SolverInputError(f"feet: expected a foot joint (a name or an index) or a sequence of them, "
+                               f"got {feet!r} (a {type(feet).__name__})")
     idx = tuple(resolve_joint(skeleton, f) for f in listed)
     if not idx:
         raise SolverInputError("feet: give at least one foot joint")
@@ -797,9 +862,15 @@ def detect_contacts(
     are dropped.  Joining before dropping means a stance cut into pieces by
     noise stays one contact (one lock) instead of losing its short pieces.
     * ``positions``: ``(F, K, 3)`` world foot positions if already computed.
+
+    :class:`~kinema.SolverInputError` for a ``skeleton`` that is not a :class:`~kinema.Skeleton`, a ``clip``
+    that is not a :class:`~kinema.Clip`, and a clip of no frames (there is nothing to detect).
     """
     from ._kernels import contact as kc
 
+    _check_skeleton(skeleton)
+    _check_clip(clip)
+    _require_frames(clip, "there are no contacts to detect")
     t_all, r_all, s_all = _clip_arrays(skeleton, clip, copy=False)
     idx = _resolve_feet(skeleton, feet)
     k = len(idx)
@@ -870,6 +941,31 @@ def detect_contacts(
     kc.clean_runs(mask, 0, th.min_frames)
     return Contacts(feet=idx, names=tuple(skeleton.names[f] for f in idx), mask=mask,
                     positions=np.ascontiguousarray(p), speeds=spd, thresholds=th)
+
+
+#: The options :func:`footlock` passes on to :func:`detect_contacts` (its keyword-only arguments but
+#: ``positions``, which footlock computes itself).
+DETECT_OPTIONS = tuple(name for name, p in inspect.signature(detect_contacts).parameters.items()
+                       if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "positions")
+
+
+def _check_detect_options(options: dict[str, Any]) -> None:
+    """:class:`SolverInputError` naming any option :func:`detect_contacts` does not take, with the valid ones."""
+    unknown = [name for name in options if name not in DETECT_OPTIONS]
+    if not unknown:
+        return
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, DETECT_OPTIONS, n=1)
+        if close:
+            hints.append(f"did you mean {close[0]!r} for {name!r}?" if len(unknown) > 1 else
+                         f"did you mean {close[0]!r}?")
+    listed = ", ".join(repr(u) for u in unknown)
+    raise SolverInputError(
+        f"footlock: unknown option{'s' if len(unknown) > 1 else ''} {listed}"
+        f"{' (' + '; '.join(hints) + ')' if hints else ''}; the contact options it passes to detect_contacts "
+        f"are {', '.join(repr(o) for o in DETECT_OPTIONS)}, and its own are 'contacts', 'ease', 'lower_hips' "
+        "and 'keep_length'")
 
 
 # ================================================================= footlock
@@ -1091,8 +1187,9 @@ def footlock(
     or a joint at the same place as the one below it, rides along):
 
     1. contacts from :func:`detect_contacts` (``detect_options`` are passed
-       on: ``height``, ``speed``, ``ground``, ``hysteresis``, ...) unless
-       ``contacts`` is given;
+       on: ``height``, ``speed``, ``ground``, ``hysteresis``, ...; any other
+       name is refused, listing :data:`DETECT_OPTIONS`) unless ``contacts`` is
+       given;
     2. each contact's lock is the mean world position of the foot over the
        frames it is held (the contact, less what step 6 lets go);
     3. the IK weight ``w`` is 1 in a contact and eases over ``ease`` seconds
@@ -1155,9 +1252,10 @@ def footlock(
     """
     from ._two_bone import solve_two_bone
 
-    n = clip.n_frames
-    if n == 0:
-        raise SolverInputError("the clip has no frames: there is nothing to foot-lock")
+    _check_skeleton(skeleton)
+    _check_clip(clip)
+    _check_detect_options(detect_options)
+    n = _require_frames(clip, "there is nothing to foot-lock")
     t_out, r_out, scales = _clip_arrays(skeleton, clip)
     if contacts is not None and not isinstance(contacts, Contacts):
         raise SolverInputError(f"contacts must be what detect_contacts returns, got a {type(contacts).__name__}")
@@ -1377,9 +1475,9 @@ def reach(
       (else it rides rigidly on its parent).
     * ``tolerance``/``max_iterations``: for the CCD part of ``chain``.
     """
-    n = clip.n_frames
-    if n == 0:
-        raise SolverInputError("the clip has no frames: there is nothing to re-aim")
+    _check_skeleton(skeleton)
+    _check_clip(clip)
+    n = _require_frames(clip, "there is nothing to re-aim")
     t_all, r_out, scales = _clip_arrays(skeleton, clip)
     eff = resolve_joint(skeleton, effector)
     try:

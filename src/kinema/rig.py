@@ -15,10 +15,15 @@ or a batch of frames::
     res = rig.solve(animated_pose, {"left_leg": foot_l, "right_leg": foot_r, "spine": look})
     res.pose, res.steps["spine"].error
 
-**Ownership.**  A step *claims* the joints it may move.  A later step may not
-move a joint an earlier step claims, nor an ancestor of an earlier step's
-joints (that would carry the earlier step's end away from its target), unless
-it says ``layer=True`` (it deliberately works on top of the earlier result).
+**Ownership.**  A step *claims* the joints it may move: those it may turn,
+the joint whose translation its solver may move (a :class:`~kinema.DLS` with
+``root_translation=True`` moves the root's; a :class:`~kinema.CCD`,
+:class:`~kinema.FABRIK` or :class:`~kinema.FABRIKTree` with
+``fixed_root=False`` its first joint's), and its end joint when its options
+set that joint's rotation (``end_rotation``).  A later step may not move a
+joint an earlier step claims, nor an ancestor of an earlier step's joints
+(that would carry the earlier step's end away from its target), unless it
+says ``layer=True`` (it deliberately works on top of the earlier result).
 Conflicts are refused when the rig is built, naming the steps and the joint.
 
 **Errors.**  By default a step whose solve raises stops the rig (the error
@@ -59,9 +64,11 @@ class Step:
     * ``name``: the key of its target in :meth:`Rig.solve` and of its result.
     * ``solver``: a prepared solver (``solve(pose, target, *, weight=..., out=...)``).
     * ``weight``: blend of this step's result with the pose it started from, in [0, 1].
-    * ``joints``: the joints it may move (names or indices); default: the
+    * ``joints``: the joints it may turn (names or indices); default: the
       solver's ``moved_joints`` (its joints without the end joint(s) it aims;
-      every joint a :class:`~kinema.DLS` may turn).
+      every joint a :class:`~kinema.DLS` may turn).  The step's claim adds,
+      whatever ``joints`` says, a joint its solver translates and an end
+      joint whose rotation its ``options`` set (see the module docstring).
     * ``layer``: it may move joints claimed by earlier steps (it layers on top).
     * ``options``: extra keyword arguments for every ``solve`` call of this
       step (``{"pole": ...}``, ``{"end_rotation": ...}``): keywords its
@@ -92,12 +99,24 @@ class RigResult:
 
     @property
     def reached(self) -> NDArray[np.bool_]:
-        """``(*batch,)`` whether every step reached its target (every goal of a multi-goal step;
-        False everywhere when a step failed with ``errors="skip"``)."""
-        out = np.full(self.pose.batch_shape, not self.errors, dtype=bool)
-        for r in self.steps.values():
-            f = np.asarray(r.reached)
-            out &= f if f.ndim == out.ndim else f.all(axis=-1)
+        """``(*batch,)`` whether every step reached its target, per item of the final batch (every goal of a
+        multi-goal step; False everywhere when a step failed with ``errors="skip"``).
+
+        A step ran over its own batch (its result pose's), which a later step's targets or weights may have
+        enlarged since: its flags are broadcast to the final batch, item by item.  Flags past its batch axes
+        (a goal axis, ``(*batch, G)``) are combined per item first."""
+        batch = self.pose.batch_shape
+        out = np.full(batch, not self.errors, dtype=bool)
+        for name, r in self.steps.items():
+            f = np.asarray(r.reached, dtype=bool)
+            own = r.pose.batch_shape
+            if f.ndim > len(own):  # goal axes after the step's batch axes
+                f = np.asarray(f.all(axis=tuple(range(len(own), f.ndim))))
+            try:
+                out &= np.broadcast_to(f, batch)
+            except ValueError:
+                raise SolverInputError(f"step {name!r}: its result's reached {f.shape} (after its batch "
+                                       f"{own}) does not broadcast to the rig's batch {batch}") from None
         return out
 
 
@@ -121,7 +140,9 @@ class Rig:
         if len(set(names)) != len(names):
             raise SolverInputError(f"step names must be unique, got {names}")
         claimed: dict[int, str] = {}  # joint -> the step that claims it
+        how: dict[int, str] = {}  # claimed joint -> how its step moves it, when it does not (only) turn it
         above: dict[int, str] = {}  # ancestors of claimed joints -> the step they would disturb
+        #: Each step's claim: the joints it may turn, then any joint it translates or whose rotation it sets.
         self.moved: dict[str, tuple[int, ...]] = {}
         for step in self.steps:
             if getattr(step.solver, "skeleton", skeleton) is not skeleton:
@@ -134,18 +155,36 @@ class Rig:
             if step.joints is None and not hasattr(step.solver, "moved_joints"):
                 raise SolverInputError(f"step {step.name!r}: its solver ({type(step.solver).__name__}) does not say "
                                        "which joints it moves (moved_joints): give the step joints=[...]")
-            moved = (tuple(resolve_joint(skeleton, j) for j in step.joints) if step.joints is not None
-                     else tuple(int(j) for j in step.solver.moved_joints))
+            turned = (tuple(resolve_joint(skeleton, j) for j in step.joints) if step.joints is not None
+                      else tuple(int(j) for j in step.solver.moved_joints))
+            # Beyond its turned joints a step moves a joint it translates (with everything below it) and an end
+            # joint whose rotation it sets: claimed too, so that no later step carries or turns them away.
+            extra = {j: "translates it" for j in _translated_joints(skeleton, step.solver)}
+            end = _end_rotation_joint(step)
+            if end is not None:
+                extra.setdefault(end, "sets its rotation (end_rotation)")
+            moved = turned + tuple(j for j in extra if j not in turned)
             if not step.layer:
+                fix = f"order them differently or give {step.name!r} layer=True"
                 for j in moved:
-                    owner = claimed.get(j) or above.get(j)
-                    if owner is not None:
-                        raise SolverInputError(
-                            f"steps {owner!r} and {step.name!r} both move joint {skeleton.names[j]!r} "
-                            f"(or {step.name!r} moves an ancestor of {owner!r}'s joints); order them "
-                            f"differently or give {step.name!r} layer=True")
+                    name = skeleton.names[j]
+                    if j in claimed:
+                        owner = claimed[j]
+                        why = "; ".join(f"{who!r} {what}" for who, what in ((owner, how.get(j)),
+                                                                             (step.name, extra.get(j)))
+                                        if what is not None)
+                        raise SolverInputError(f"steps {owner!r} and {step.name!r} both move joint {name!r}"
+                                               f"{f' ({why})' if why else ''}; {fix}")
+                    if j in above:
+                        verb = "translates" if j in extra and j not in turned else "moves"
+                        raise SolverInputError(f"step {step.name!r} {verb} joint {name!r}, an ancestor of joints "
+                                               f"step {above[j]!r} claims: it would carry that step's result "
+                                               f"away; {fix}")
             for j in moved:
-                claimed.setdefault(j, step.name)
+                if j not in claimed:
+                    claimed[j] = step.name
+                    if j in extra:
+                        how[j] = extra[j]
                 for a in skeleton.ancestors(j):
                     above.setdefault(int(a), step.name)
             self.moved[step.name] = moved
@@ -205,6 +244,38 @@ class Rig:
         elif cur is pose:
             cur = pose.copy()
         return RigResult(pose=cur, steps=results, errors=failed)
+
+
+def _translated_joints(skeleton: Skeleton, solver: Any) -> tuple[int, ...]:
+    """The joints whose local translation ``solver``'s solve may change (each carries its whole subtree).
+
+    Read from the solvers' own attributes: a :class:`~kinema.DLS` with ``root_translation`` moves the root
+    above its goal joints (the one root among the joints its FK reads, ``_fk_joints``); a chain or tree solver
+    with ``fixed_root=False`` drags its first joint, except a :class:`~kinema.CCD` whose first joint has
+    weight 0 (its kernel slides the first joint only while that weight is > 0, which is how
+    :func:`~kinema.solve_chains` freezes an owned root)."""
+    parents = skeleton.parents
+    if getattr(solver, "root_translation", False):
+        fk = getattr(solver, "_fk_joints", None)
+        # without the FK joint list (a solver of the same interface), every root it may be under
+        candidates = range(skeleton.n_joints) if fk is None else (int(j) for j in fk)
+        return tuple(j for j in candidates if parents[j] < 0)
+    joints = getattr(solver, "joints", None)
+    if getattr(solver, "fixed_root", True) or joints is None or len(joints) == 0:
+        return ()
+    weights = getattr(solver, "weights", None)
+    if isinstance(weights, np.ndarray) and weights.shape == np.shape(joints) and not weights[0] > 0.0:
+        return ()
+    return (int(joints[0]),)
+
+
+def _end_rotation_joint(step: Step) -> int | None:
+    """The end joint whose rotation ``step``'s options set (``end_rotation`` not None: the last of its
+    solver's ``joints``, as :class:`~kinema.TwoBone` aims it), or None."""
+    if not isinstance(step.options, Mapping) or step.options.get("end_rotation") is None:
+        return None
+    joints = getattr(step.solver, "joints", None)
+    return None if joints is None or len(joints) == 0 else int(joints[-1])
 
 
 def _check_step(step: Step) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -19,8 +20,10 @@ from ._solve import (
     as_target,
     blend_limits,
     blend_rotations,
+    blend_translations,
     blend_weight,
     blend_with_input,
+    check_flag,
     check_iterations,
     check_nonnegative,
     check_pose,
@@ -57,28 +60,58 @@ _ONE_ITEM = OneItemOutputs(lambda: (np.empty(1), np.zeros((3, 1), dtype=np.int64
 
 
 def _chain_weights(skeleton: Skeleton, joints: IntArray, listed: NDArray[np.bool_], weights: Any) -> FloatArray:
-    """Per chain joint weight in [0, 1]; helper joints (not listed) get 0, the end's is unused."""
+    """Per chain joint weight in [0, 1], one per joint of ``joints``; the end's is unused.
+
+    ``weights`` are the listed joints' (``listed``: the joints the chain names, all of them for a
+    ``(start, end)`` pair): None (all 1), one value per listed joint root first, or ``{joint: weight}`` naming
+    listed joints (the rest 1).  Helper joints (between listed ones, not listed) ride along unturned: their
+    weight is 0, always.  An array of one value per chain joint (helpers included, root first: what
+    :attr:`CCD.weights` gives back) is taken too, with 0 for every helper.  A helper given a weight, a joint
+    named twice or outside the chain, a value outside [0, 1] raise :class:`SolverInputError`.
+    """
     k = joints.size
+    n_listed = int(np.count_nonzero(listed))
     w = listed.astype(np.float64)
     if weights is None:
         return w
+    names = [skeleton.names[j] for j in joints]
+    listed_names = [skeleton.names[j] for j, on in zip(joints, listed, strict=True) if on]
+
+    def rides_along(j: int) -> SolverInputError:
+        return SolverInputError(f"weights: joint {skeleton.names[j]!r} is a helper between the chain's listed joints: "
+                                f"it rides along unturned and takes no weight (weights are for the listed joints "
+                                f"{listed_names})")
+
     if isinstance(weights, Mapping):
         pos = {int(j): a for a, j in enumerate(joints)}
+        seen: set[int] = set()
         for key, val in weights.items():
             idx = resolve_joint(skeleton, key)
+            if idx in seen:
+                raise SolverInputError(f"weights: joint {skeleton.names[idx]!r} is given twice (by name and by "
+                                       "index)")
+            seen.add(idx)
             if idx not in pos:
-                raise SolverInputError(f"weights: joint {skeleton.names[idx]!r} is not in the chain "
-                                       f"{[skeleton.names[j] for j in joints]}")
+                raise SolverInputError(f"weights: joint {skeleton.names[idx]!r} is not in the chain {names}")
+            if not listed[pos[idx]]:
+                raise rides_along(idx)
             w[pos[idx]] = as_float_scalar(val, f"weight of joint {skeleton.names[idx]!r}")
     else:
         try:
             a = as_float_array(weights, "weights", (), batch=True)
         except ShapeError as exc:
             raise SolverInputError(str(exc)) from None
-        if a.shape != (k,):
-            raise SolverInputError(f"weights: expected {k} values (one per chain joint, root first: "
-                                   f"{[skeleton.names[j] for j in joints]}), got shape {a.shape}")
-        w = a.copy()
+        if a.shape == (n_listed,):
+            w[listed] = a
+        elif a.shape == (k,):
+            w = a.copy()
+            helpers = np.nonzero(~listed & (w != 0.0))[0]
+            if helpers.size:
+                raise rides_along(int(joints[helpers[0]]))
+        else:
+            also = "" if n_listed == k else f", or {k} (one per chain joint root first, 0 for the helpers: {names})"
+            raise SolverInputError(f"weights: expected {n_listed} values (one per listed chain joint, root first: "
+                                   f"{listed_names}){also}, got shape {a.shape}")
     if not np.all(np.isfinite(w)) or np.any(w < 0.0) or np.any(w > 1.0):
         raise SolverInputError(f"weights must be finite numbers in [0, 1], got {w.tolist()}")
     return np.ascontiguousarray(w)
@@ -105,6 +138,13 @@ class CCD(Solver):
     the algorithm); the constructor resolves the chain, packs its weights and
     limits and raises every configuration error.  :meth:`solve` runs one
     frame or a batch.  ``joints`` is the chain's joint indices, root first.
+
+    The options may be set after construction (``ik.iterations = 5``): each
+    is checked as the constructor checks it and the solver then solves
+    exactly as one built with it.  ``weights`` reads back one value per
+    joint of ``joints`` (helpers 0, read-only); ``limits`` the mapping given
+    (read-only), or None.  ``skeleton`` and ``joints`` (the chain) are
+    read-only: assigning one raises :class:`~kinema.SolverInputError`.
     """
 
     what = "solve_ccd"
@@ -118,34 +158,167 @@ class CCD(Solver):
                  pole_max_twist: float | None = None) -> None:
         if not isinstance(skeleton, Skeleton):
             raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
-        self.skeleton = skeleton
+        self._skeleton = skeleton
         self._pose_shapes = pose_shapes(skeleton)
-        self.twist = check_twist(twist)
-        self.pole_max_twist = None if pole_max_twist is None else _max_step(pole_max_twist, "pole_max_twist")
-        self.iterations = check_iterations(iterations)
-        self.tolerance = check_nonnegative(tolerance, "tolerance")
-        self.max_step = None if max_step is None else _max_step(max_step)
-        self.adaptive_step = bool(adaptive_step)
-        self.fixed_root = bool(fixed_root)
+        # The options are checked here as their setters check them, and packed once at the end.
+        self._twist = check_twist(twist)
+        self._pole_max_twist = None if pole_max_twist is None else _max_step(pole_max_twist, "pole_max_twist")
+        self._iterations = check_iterations(iterations)
+        self._tolerance = check_nonnegative(tolerance, "tolerance")
+        self._max_step = None if max_step is None else _max_step(max_step)
+        self._adaptive_step = check_flag(adaptive_step, "adaptive_step")
+        self._fixed_root = check_flag(fixed_root, "fixed_root")
         joints, listed = resolve_chain(skeleton, chain)
-        self.joints = joints
-        self.weights = _chain_weights(skeleton, joints, listed, weights)
-        base = ancestors_root_first(skeleton, int(joints[0]))
-        self.scale_joints = np.concatenate([base, joints]).astype(np.int64)
-        packed = pack_limits(skeleton, joints, limits)
+        self._joints = joints = _read_only(np.ascontiguousarray(joints, dtype=np.int64))
+        #: Which of ``joints`` the chain lists (the rest are helpers: they ride along unturned).
+        self._listed = listed
+        self._weights = _read_only(_chain_weights(skeleton, joints, listed, weights))
+        self._base = ancestors_root_first(skeleton, int(joints[0]))
+        self.scale_joints = np.concatenate([self._base, joints]).astype(np.int64)
+        self._packed = pack_limits(skeleton, joints, limits)
+        self._limits = _limit_map(limits)
+        self._pack_plan()
+        self._pack_options()
+
+    def _refuse(self, name: str, what: str) -> None:
+        raise SolverInputError(f"{type(self).__name__}.{name} is read-only: {what} is packed when the solver is "
+                               "built; build a new solver")
+
+    @property
+    def skeleton(self) -> Skeleton:
+        """The skeleton the solver was built for (read-only)."""
+        return self._skeleton
+
+    @skeleton.setter
+    def skeleton(self, value: Skeleton) -> None:
+        self._refuse("skeleton", "the chain of the skeleton it was built for")
+
+    @property
+    def joints(self) -> IntArray:
+        """The chain's joints, root first, helpers included (a read-only array; read-only)."""
+        return self._joints
+
+    @joints.setter
+    def joints(self, value: IntArray) -> None:
+        self._refuse("joints", "the chain")
+
+    # Every option is a property: its setter checks the value as the constructor does and packs again what the
+    # kernel reads (``_index``, ``_values``, ``_options``), so a solver whose option was set solves exactly as
+    # one built with it.
+    def _pack_plan(self) -> None:
+        """Pack the weights and limits: the kernel's plan and the limited joints a blend clamps."""
+        packed = self._packed
         #: The limited joints a blend (weight < 1) clamps again.
-        self._blend_limits = blend_limits(joints, packed, self.weights > 0.0)
+        self._blend_limits = blend_limits(self.joints, packed, self._weights > 0.0)
         #: Packed plan (layout in :mod:`kinema._kernels.ccd`): ``[K, B, base, joints, kinds]`` and
         #: ``[weights, limit params, rest rotations]``.
-        self._index = np.concatenate([np.array([joints.size, base.size], dtype=np.int64), base, joints,
-                                      packed.kinds]).astype(np.int64)
-        self._values = np.concatenate([self.weights, packed.params.ravel(), packed.rest.ravel()]).astype(np.float64)
-        step = 0.0 if self.max_step is None else self.max_step
-        #: The kernel's options (slots ``O_*`` in :mod:`kinema._kernels.ccd`) without and with a pole.
-        budget = 0.0 if self.pole_max_twist is None else self.pole_max_twist
-        self._options = tuple(np.array([self.iterations, has_pole, self.fixed_root, self.adaptive_step,
-                                        self.tolerance, step, self.twist == "rest", budget], dtype=np.float64)
+        self._index = np.concatenate([np.array([self.joints.size, self._base.size], dtype=np.int64), self._base,
+                                      self.joints, packed.kinds]).astype(np.int64)
+        self._values = np.concatenate([self._weights, packed.params.ravel(), packed.rest.ravel()]).astype(np.float64)
+
+    def _pack_options(self) -> None:
+        """Pack the kernel's options (slots ``O_*`` in :mod:`kinema._kernels.ccd`) without and with a pole."""
+        step = 0.0 if self._max_step is None else self._max_step
+        budget = 0.0 if self._pole_max_twist is None else self._pole_max_twist
+        self._options = tuple(np.array([self._iterations, has_pole, self._fixed_root, self._adaptive_step,
+                                        self._tolerance, step, self._twist == "rest", budget], dtype=np.float64)
                               for has_pole in (False, True))
+
+    @property
+    def iterations(self) -> int:
+        """The most sweeps a solve runs."""
+        return self._iterations
+
+    @iterations.setter
+    def iterations(self, value: int) -> None:
+        self._iterations = check_iterations(value)
+        self._pack_options()
+
+    @property
+    def tolerance(self) -> float:
+        """A solve stops when the end is this close to the target (``reached`` is ``error <= tolerance``)."""
+        return self._tolerance
+
+    @tolerance.setter
+    def tolerance(self, value: float) -> None:
+        self._tolerance = check_nonnegative(value, "tolerance")
+        self._pack_options()
+
+    @property
+    def max_step(self) -> float | None:
+        """The cap on each joint's turn per sweep (radians), or None."""
+        return self._max_step
+
+    @max_step.setter
+    def max_step(self, value: float | None) -> None:
+        self._max_step = None if value is None else _max_step(value)
+        self._pack_options()
+
+    @property
+    def adaptive_step(self) -> bool:
+        """Whether the step cap shrinks as the end closes in (with a ``max_step``)."""
+        return self._adaptive_step
+
+    @adaptive_step.setter
+    def adaptive_step(self, value: bool) -> None:
+        self._adaptive_step = check_flag(value, "adaptive_step")
+        self._pack_options()
+
+    @property
+    def fixed_root(self) -> bool:
+        """False lets the chain's first joint slide toward a target out of reach.
+
+        (A :class:`~kinema.Rig` reads it when it is built, for the joints its steps claim: set it before.)"""
+        return self._fixed_root
+
+    @fixed_root.setter
+    def fixed_root(self, value: bool) -> None:
+        self._fixed_root = check_flag(value, "fixed_root")
+        self._pack_options()
+
+    @property
+    def twist(self) -> str:
+        """The twist policy, ``"input"`` or ``"rest"`` (see :func:`solve_ccd`)."""
+        return self._twist
+
+    @twist.setter
+    def twist(self, value: str) -> None:
+        self._twist = check_twist(value)
+        self._pack_options()
+
+    @property
+    def pole_max_twist(self) -> float | None:
+        """The cap on the pole's twist of each sub-chain in one solve (radians), or None."""
+        return self._pole_max_twist
+
+    @pole_max_twist.setter
+    def pole_max_twist(self, value: float | None) -> None:
+        self._pole_max_twist = None if value is None else _max_step(value, "pole_max_twist")
+        self._pack_options()
+
+    @property
+    def weights(self) -> FloatArray:
+        """Each chain joint's weight, one per joint of :attr:`joints` (helpers 0), read-only.
+
+        Set it in any form the constructor takes (one per listed joint, one per chain joint as read here, or
+        ``{joint: weight}``; None for all 1)."""
+        return self._weights
+
+    @weights.setter
+    def weights(self, value: Sequence[float] | Mapping[Any, float] | ArrayLike | None) -> None:
+        self._weights = _read_only(_chain_weights(self.skeleton, self.joints, self._listed, value))
+        self._pack_plan()
+
+    @property
+    def limits(self) -> Mapping[Any, Limit] | None:
+        """The joint limits as given (a read-only mapping), or None; set it as the constructor's ``limits``."""
+        return None if self._limits is None else MappingProxyType(self._limits)
+
+    @limits.setter
+    def limits(self, value: Mapping[Any, Limit] | None) -> None:
+        self._packed = pack_limits(self.skeleton, self.joints, value)
+        self._limits = _limit_map(value)
+        self._pack_plan()
 
     def solve(self, pose: Pose, target: ArrayLike, *, pole: ArrayLike | None = None, weight: ArrayLike = 1.0,
               out: Pose | None = None) -> SolveResult:
@@ -183,21 +356,35 @@ class CCD(Solver):
         if status:
             raise_status(status, self.what, self.skeleton, pose, self.scale_joints, {"target": tgt, "pole": pol})
         if w is None and not prep.batch:  # one item, no blend
-            return result_one(prep.out, err, self.tolerance, counts,
+            return result_one(prep.out, err, self._tolerance, counts,
                               {"joints": self.joints, "moved": counts[2, 0] != 0})
         changed = counts[2] != 0
         limits_hit = counts[1]
         if inputs is not None:
             w_f = prep.extras[-1]
             limits_hit = limits_hit + blend_with_input(  # the sliding root's translation too
-                prep, inputs, self.joints[self.weights > 0.0], None if self.fixed_root else int(self.joints[0]), w_f,
+                prep, inputs, self.joints[self._weights > 0.0], None if self._fixed_root else int(self.joints[0]), w_f,
                 self._blend_limits)
             w_n = np.broadcast_to(w_f, (n,))
             # the blended items' errors from their new pose (an item of weight 1 keeps the kernel's, as alone)
             err = np.where(w_n != 1.0, _end_error(self.skeleton, prep.out, int(self.joints[-1]), tgt_f, n), err)
             changed = changed & (w_n > 0.0)
-        return result(prep.out, prep.batch, err, err <= self.tolerance, counts[0], limits_hit,
+        return result(prep.out, prep.batch, err, err <= self._tolerance, counts[0], limits_hit,
                       {"joints": self.joints, "moved": changed.reshape(prep.batch) if prep.batch else changed[0]})
+
+
+A = TypeVar("A", bound=np.ndarray)
+
+
+def _read_only(a: A) -> A:
+    """``a`` made read-only (a solver's packed array handed out: writing it would change nothing)."""
+    a.flags.writeable = False
+    return a
+
+
+def _limit_map(limits: Mapping[Any, Limit] | None) -> dict[Any, Limit] | None:
+    """A snapshot of a (checked) ``limits`` argument, None for none (a dict: a solver deep-copies and pickles)."""
+    return dict(limits) if isinstance(limits, Mapping) and limits else None
 
 
 def _end_error(skeleton: Skeleton, pose: Pose, end: int, target_rows: FloatArray, n: int) -> FloatArray:
@@ -252,7 +439,13 @@ def solve_ccd(
 
     **Weights and steps.**  ``weights`` (one per chain joint root first, or
     ``{joint: weight}`` with the rest 1) in [0, 1] scale each turn's angle;
-    0 freezes the joint (no turn, no limit clamp).  ``max_step`` (radians)
+    0 freezes the joint (no turn, no limit clamp).  For an explicit list the
+    weights are the listed joints' (one per listed joint, or a mapping naming
+    listed joints); the helpers between them always ride along unturned, and
+    giving one a weight raises :class:`~kinema.SolverInputError` (an array of
+    one per joint of the full path, helpers included, is taken when the
+    helpers' values are 0: what ``CCD.weights`` reads back).  A joint named
+    twice in the mapping (by name and by index) raises too.  ``max_step`` (radians)
     caps each joint's turn per sweep, after weighting.  With
     ``adaptive_step`` (and a ``max_step``), the cap at the start of each
     sweep is ``max_step * clamp(error / (0.25 * reach), 0.1, 1)``: the full
@@ -413,6 +606,8 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
     from .fk import forward_kinematics
 
     check_pose(skeleton, pose, "solve_chains")
+    if out is not None and not isinstance(out, Pose):
+        raise SolverInputError(f"solve_chains: out must be a kinema.Pose (or None), got {type(out).__name__}")
     if not is_sequence(goals):
         raise SolverInputError(f"goals must be a sequence of kinema.Goal or dicts, got {type(goals).__name__}")
     gl = [_as_goal(g, i) for i, g in enumerate(goals)]
@@ -422,12 +617,19 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
     order = sorted(range(len(gl)), key=lambda i: -int(gl[i].priority))
     solvers = [_goal_solver(skeleton, g) for g in gl]
     targets = [as_target(g.target, f"goal {names[i]!r} target") for i, g in enumerate(gl)]
+    poles = [None if g.pole is None else as_target(g.pole, f"goal {names[i]!r} pole") for i, g in enumerate(gl)]
     w = blend_weight(weight)
     batch = broadcast_batch(pose.batch_shape, *[t.shape[:-1] for t in targets], *(() if w is None else (w.shape,)))
-    cur = pose.broadcast(batch)  # a full copy: the input pose is never written
-    r_in = cur.rotations.reshape((-1, skeleton.n_joints, 4)).copy() if w is not None else None
-    if out is not None:
-        cur = prepare(skeleton, cur, (), out).out
+    for i, pl in enumerate(poles):  # poles broadcast into the batch like targets (and may widen it)
+        if pl is not None:
+            try:
+                batch = broadcast_batch(batch, pl.shape[:-1])
+            except ShapeError:
+                raise ShapeError(f"goal {names[i]!r} pole", f"(*batch, 3) with batch dimensions that broadcast "
+                                 f"with the solve's {batch}", tuple(pl.shape)) from None
+    # A full copy of the input, never written: where the solve starts, what a blend goes back to and what "moved"
+    # compares with (``out`` is written only at the end: it may be the pose, or hold the targets).
+    inp = pose.broadcast(batch)
     # The ownership rule as a Rig: each goal's solver has the joints earlier goals own frozen (weight 0),
     # so its step moves only unowned joints and the Rig's conflict check holds by construction.
     owned = np.zeros(skeleton.n_joints, dtype=bool)
@@ -440,16 +642,16 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
         frozen[gi] = joints[fz]
         solver = base if not fz.any() else _goal_solver(skeleton, gl[gi], np.where(fz, 0.0, base.weights))
         turning = [int(j) for j, wj in zip(joints[:-1], solver.weights[:-1], strict=True) if wj > 0.0]
-        steps.append(Step(str(gi), solver, joints=turning, options={"pole": gl[gi].pole}))
+        steps.append(Step(str(gi), solver, joints=turning, options={"pole": poles[gi]}))
         for j in turning:
             owned[j] = True
             owned[list(skeleton.ancestors(j))] = True
-    rig_res = Rig(skeleton, steps).solve(cur, {str(gi): targets[gi] for gi in order})
+    rig_res = Rig(skeleton, steps).solve(inp, {str(gi): targets[gi] for gi in order})
     n_goals = len(gl)
     iters = np.zeros(batch + (n_goals,), dtype=np.int64)
     hits = np.zeros(batch + (n_goals,), dtype=np.int64)
     moved: list[IntArray] = [np.zeros(0, dtype=np.int64)] * len(gl)
-    before = cur.rotations
+    before = inp.rotations
     for gi in order:
         step_res = rig_res.steps[str(gi)]
         iters[..., gi] = step_res.iterations
@@ -458,18 +660,20 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
         changed = np.any(before != after, axis=-1).reshape(-1, skeleton.n_joints).any(axis=0)
         moved[gi] = np.nonzero(changed)[0].astype(np.int64)
         before = after
-    if out is not None:
-        cur.rotations[...] = rig_res.pose.rotations
-        cur.translations[...] = rig_res.pose.translations
-    else:
-        cur = rig_res.pose
-    n = int(np.prod(batch)) if batch else 1
-    r_flat = cur.rotations.reshape((n, skeleton.n_joints, 4))
+    cur = rig_res.pose
     if w is not None:
-        assert r_in is not None
+        nj = skeleton.n_joints
+        n = int(np.prod(batch)) if batch else 1
+        r_flat = cur.rotations.reshape((n, nj, 4))
+        t_flat = cur.translations.reshape((n, nj, 3))
+        t_in = inp.translations.reshape((n, nj, 3))
         turned = np.unique(np.concatenate([np.zeros(0, dtype=np.int64), *moved]))
         w_flat = np.ascontiguousarray(np.broadcast_to(w, batch)).reshape(-1)
-        blend_rotations(r_flat, r_in, turned, w_flat)
+        blend_rotations(r_flat, inp.rotations.reshape((n, nj, 4)), turned, w_flat)
+        # the joints a goal translated (a root with fixed_root=False slid), linearly (see blend_with_input)
+        slid = np.nonzero(np.any(t_flat != t_in, axis=(0, 2)))[0].astype(np.int64)
+        if slid.size:
+            blend_translations(t_flat, t_in, slid, w_flat)
         for gi in order:  # each goal's limited joints that the blend moved, clamped again (see blend_with_input)
             limited = tuple(lim for lim in solvers[gi]._blend_limits if lim[0] in moved[gi])
             hits[..., gi] += clamp_blended(r_flat, w_flat, limited).reshape(batch)
@@ -479,8 +683,10 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
         end = int(solvers[gi].joints[-1])
         err[..., gi] = np.linalg.norm(fk.positions[..., end, :] - targets[gi], axis=-1)
     tols = np.array([sv.tolerance for sv in solvers])
-    r0 = pose.rotations
-    any_moved = np.any(np.broadcast_to(r0, cur.rotations.shape) != cur.rotations, axis=(-1, -2))
+    any_moved = (np.any(inp.rotations != cur.rotations, axis=(-1, -2))
+                 | np.any(inp.translations != cur.translations, axis=(-1, -2)))
+    if out is not None:  # last: a target may be a view into out
+        cur = prepare(skeleton, cur, (), out).out
     return SolveResult(
         pose=cur,
         reached=err <= tols,

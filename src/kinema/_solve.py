@@ -72,9 +72,14 @@ def resolve_chain(skeleton: Skeleton, chain: Any) -> tuple[IntArray, NDArray[np.
     named (for a ``(start, end)`` pair, all of them).  Joints between listed
     ones (twist or helper bones) ride along but are not turned.
     """
+    if isinstance(chain, np.ndarray) and chain.ndim == 0:
+        chain = chain[()]  # one number in an array: one joint (refused below), not a sequence to iterate
     if not isinstance(chain, (str, int, np.integer)) and not is_sequence(chain):
         raise SolverInputError(f"a chain is (start, end) or a list of joints, got {chain!r}")
-    items = list(chain) if not isinstance(chain, (str, int, np.integer)) else [chain]
+    try:
+        items = list(chain) if not isinstance(chain, (str, int, np.integer)) else [chain]
+    except TypeError:  # an iterable that does not iterate (a 0-d array of another kind, ...)
+        raise SolverInputError(f"a chain is (start, end) or a list of joints, got {chain!r}") from None
     if len(items) < 2:
         raise SolverInputError(f"a chain needs at least two joints (start and end), got {chain!r}")
     idx = [resolve_joint(skeleton, j) for j in items]
@@ -259,6 +264,8 @@ def prepare(
     ``(N, *trailing_shape)`` in :attr:`Prepared.extras`.  The output pose is
     ``out`` (its three arrays must already have the full batch shape; the
     input is copied into it) or a new pose.  The input pose is never written.
+    An extra that may share memory with ``out`` (a target read from the
+    output buffer) is copied before ``out`` is written.
     ``checked``: the caller has already passed ``pose`` through :func:`check_pose`.
     ``unbatched``: True when the caller knows ``pose`` is unbatched and ``out`` None
     (:func:`check_pose_item`); None: worked out here.
@@ -284,6 +291,12 @@ def prepare(
                 break
         else:
             return prepare_one(pose, extras)  # no batched input: one item, no broadcasting
+    if out is not None:
+        # An extra that is a view into ``out`` (a target read from the output buffer) is read before ``out`` is
+        # written: below (the input pose copied in) and by the kernel (the solve).
+        extras = [(a.copy() if any(np.may_share_memory(a, b) for b in (out.translations, out.rotations,
+                                                                          out.scales)) else a, tl)
+                  for a, tl in extras]
     nj = skeleton.n_joints
     batch = broadcast_batch(pose.batch_shape, *[a.shape[: a.ndim - len(tl)] for a, tl in extras])
     n = int(np.prod(batch)) if batch else 1
@@ -374,6 +387,16 @@ def check_twist(twist: Any) -> str:
     if not isinstance(twist, str) or twist not in TWIST_POLICIES:
         raise SolverInputError(f"twist must be one of {', '.join(map(repr, TWIST_POLICIES))}, got {twist!r}")
     return twist
+
+
+def check_flag(x: Any, what: str) -> bool:
+    """A boolean option (``fixed_root``, ``adaptive_step`` ...): True or False (a Python bool or a numpy bool
+    scalar); :class:`SolverInputError` naming ``what`` otherwise (``"False"``, 0, an array, None).
+
+    ``bool(x)`` would read the string ``"False"`` as True and raise numpy's bare ValueError for an array."""
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    raise SolverInputError(f"{what} must be True or False, got {x!r}")
 
 
 def check_nonnegative(x: Any, what: str) -> float:
@@ -550,9 +573,24 @@ def blend_with_input(prep: Prepared, inputs: tuple[FloatArray, FloatArray], join
     n = prep.n
     blend_rotations(prep.r, _batch_rows(r_in, prep.batch, n), joints, weight)
     if root is not None:
-        t0 = _batch_rows(t_in, prep.batch, n)[:, root]
-        prep.t[:, root] = t0 + np.broadcast_to(weight, (n,))[:, None] * (prep.t[:, root] - t0)
+        blend_translations(prep.t, _batch_rows(t_in, prep.batch, n), np.array([root], dtype=np.int64), weight)
     return clamp_blended(prep.r, weight, limited)
+
+
+def blend_translations(t_out: FloatArray, t_in: FloatArray, joints: IntArray, weight: FloatArray) -> None:
+    """``t_out[i, j] = t_in[i, j] + weight[i] (t_out[i, j] - t_in[i, j])`` for the ``joints`` (in place): the blend
+    of a translation a solve moved (a sliding root's).
+
+    ``t_out (N, J, 3)`` the solved translations, ``t_in (1|N, J, 3)`` the input ones, ``weight (1|N,)`` in
+    [0, 1].  The ends exactly, as :func:`blend_rotations`: 0 gives the input bit for bit, 1 the solved
+    translation (``t_in + (t_out - t_in)`` may differ from ``t_out`` in the last bit, and an item of weight 1
+    in a batch must be its unblended single solve).
+    """
+    w = np.broadcast_to(weight, (t_out.shape[0],))[:, None, None]
+    src = np.broadcast_to(t_in, t_out.shape)[:, joints]
+    solved = t_out[:, joints]
+    mixed = src + w * (solved - src)
+    t_out[:, joints] = np.where(w <= 0.0, src, np.where(w >= 1.0, solved, mixed))
 
 
 def clamp_blended(r_out: FloatArray, weight: FloatArray, limited: tuple[BlendLimit, ...]) -> IntArray:

@@ -201,6 +201,13 @@ class Skeleton:
                    take(scales, "scales", 3), meta=meta)
         return skel, order_a
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle and copy by the constructor's arguments: a skeleton goes to worker processes
+        (multiprocessing, Dask) and through :func:`copy.deepcopy` like any value (its read-only meta
+        mapping could not be pickled)."""
+        return (_skeleton_from, (self._names, self._parents, self._translations, self._rotations, self._scales,
+                                 dict(self._meta)))
+
     # ------------------------------------------------------------- properties
     @property
     def names(self) -> tuple[str, ...]:
@@ -342,3 +349,9 @@ def _checked(a: ArrayLike, shape: tuple[int, ...], what: str, names: tuple[str, 
     if bad.size:
         raise SkeletonError(f"joint {names[int(bad[0])]!r} has NaN or inf in its rest {what}")
     return arr
+
+
+def _skeleton_from(names: Sequence[str], parents: ArrayLike, translations: ArrayLike, rotations: ArrayLike,
+                   scales: ArrayLike, meta: Mapping[str, Any]) -> Skeleton:
+    """:meth:`Skeleton.__reduce__`'s rebuild (the constructor takes ``meta`` by keyword only)."""
+    return Skeleton(names, parents, translations, rotations, scales, meta=meta)

@@ -48,7 +48,7 @@ from .chain import (
     write_q,
 )
 from .drivers import make_drivers
-from .limits import LIMIT_HINGE, apply_limit_local
+from .limits import LIMIT_HINGE, apply_limit_local, wrap_near
 from .quat import (
     put3,
     put4,
@@ -499,6 +499,55 @@ def chain_positions(P, Pb, D, U0, tgt, p_root, fixed_root, iterations, tol, has_
     return n_it
 
 
+@njit(helper=True)
+def _hinge_side(params, rest, frame, pp, pn, pc, v_bone, v_child):  # type: ignore[no-untyped-def]
+    """The backward pass's place for a hinge node: ``pn``, or its mirror image across the line from its parent
+    ``pp`` to its child ``pc`` when only the mirror image bends the hinge within its range.
+
+    ``frame``: the hinge's parent frame in world space (``F = Q[p] M[n]``), ``rest`` and ``params`` (axis,
+    range) the hinge's; ``v_bone`` the node's offset from its parent node in ``F`` (``M[n]^-1 V[n]``),
+    ``v_child`` its child's offset (in its own frame).  The hinge angle of the bend ``pp -> pn -> pc`` is
+    ``s + phi``: ``phi`` the signed angle about the world hinge axis from the upper bone to the lower one,
+    ``s`` the angle at which the two are in line.  A straight arm with a target a little off its line bends
+    toward the target's side; when the hinge allows only the other side (an elbow of range [0, 150] degrees),
+    every pass clamped it straight and the solve stalled short of a target within reach.  The mirror image
+    (a rotation by half a turn about the line ``pp -> pc``: both distances kept) bends by ``s - phi``.
+    Degenerate (a bone along the hinge axis, the three points in line): ``pn``.
+    """
+    axis = (params[0], params[1], params[2])
+    h = qrotate(qmul(frame, rest), axis)
+    up = (pn[0] - pp[0], pn[1] - pp[1], pn[2] - pp[2])
+    lo_b = (pc[0] - pn[0], pc[1] - pn[1], pc[2] - pn[2])
+    uh = vdot(up, h)
+    lh = vdot(lo_b, h)
+    up = (up[0] - uh * h[0], up[1] - uh * h[1], up[2] - uh * h[2])
+    lo_b = (lo_b[0] - lh * h[0], lo_b[1] - lh * h[1], lo_b[2] - lh * h[2])
+    x = v_child
+    y = qrotate(qconj(rest), v_bone)
+    xa = vdot(x, axis)
+    ya = vdot(y, axis)
+    x = (x[0] - xa * axis[0], x[1] - xa * axis[1], x[2] - xa * axis[2])
+    y = (y[0] - ya * axis[0], y[1] - ya * axis[1], y[2] - ya * axis[2])
+    if vnorm(up) <= AIM_EPS or vnorm(lo_b) <= AIM_EPS or vnorm(x) <= AIM_EPS or vnorm(y) <= AIM_EPS:
+        return pn
+    phi = math.atan2(vdot(vcross(up, lo_b), h), vdot(up, lo_b))
+    s = math.atan2(vdot(vcross(x, y), axis), vdot(x, y))
+    lo = params[3]
+    hi = params[4]
+    mid = 0.5 * (lo + hi)
+    a = wrap_near(s + phi, mid)
+    m = wrap_near(s - phi, mid)
+    if (lo <= a <= hi) or not (lo <= m <= hi):
+        return pn
+    ln = (pc[0] - pp[0], pc[1] - pp[1], pc[2] - pp[2])
+    l2 = vdot(ln, ln)
+    if l2 <= AIM_EPS * AIM_EPS:
+        return pn
+    w = (pn[0] - pp[0], pn[1] - pp[1], pn[2] - pp[2])
+    f = vdot(w, ln) / l2
+    return (pp[0] + 2.0 * f * ln[0] - w[0], pp[1] + 2.0 * f * ln[1] - w[1], pp[2] + 2.0 * f * ln[2] - w[2])
+
+
 @njit(inline=True)  # per-iteration call: inlined, no per-call reference counting of its arrays
 def backward(targets, i, ngoal, gw, npar, child_ptr, child_idx, P, Pb, Q, Qb, V, D, M, nw, U0, use_limits,
              lim_kind, lim_par, lim_rest, TB, br, btip, WB):  # type: ignore[no-untyped-def]
@@ -543,9 +592,18 @@ def backward(targets, i, ngoal, gw, npar, child_ptr, child_idx, P, Pb, Q, Qb, V,
                     if changed:
                         qb = qnormalize(qmul(qmul(qbc, qconj(loc2)), qconj(row4(M, c))))
                         TB[n] = True
-                put4(Qb, n, qb)
                 d = qrotate(qb, row3(V, c))
-                put3(Pb, n, (pc[0] - d[0], pc[1] - d[1], pc[2] - d[2]))
+                pb = (pc[0] - d[0], pc[1] - d[1], pc[2] - d[2])
+                if lim_kind[n] == LIMIT_HINGE and npar[n] >= 0:
+                    p = npar[n]
+                    m_n = row4(M, n)
+                    pm = _hinge_side(lim_par[n], row4(lim_rest, n), qmul(row4(Q, p), m_n), row3(P, p), pb, pc,
+                                     qrotate(qconj(m_n), row3(V, n)), row3(V, c))
+                    if pm[0] != pb[0] or pm[1] != pb[1] or pm[2] != pb[2]:
+                        qb = qnormalize(qmul(qfrom_two_vectors(d, (pc[0] - pm[0], pc[1] - pm[1], pc[2] - pm[2])), qb))
+                        pb = pm
+                put4(Qb, n, qb)
+                put3(Pb, n, pb)
             else:
                 put3(Pb, n, (pc[0] + D[c] * u[0], pc[1] + D[c] * u[1], pc[2] + D[c] * u[2]))
             continue

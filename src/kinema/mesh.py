@@ -24,13 +24,19 @@ import numpy as np
 from . import rotation
 from ._solve import check_pose, check_pose_finite
 from ._types import FloatArray, IntArray
-from ._validate import as_float_array, positive_number, require_finite
+from ._validate import _numeric_array, as_float_array, positive_number, require_finite
 from .errors import ShapeError, SolverInputError
 from .pose import Pose
 from .skeleton import Skeleton
 
-__all__ = ["SkinnedMesh", "linear_blend_skinning", "bone_mesh", "BONE_MIN_LENGTH_RATIO"]
+__all__ = ["SkinnedMesh", "linear_blend_skinning", "bone_mesh", "BONE_MIN_LENGTH_RATIO", "WEIGHT_SUM_TOL"]
 
+
+#: Each vertex's skin weights must sum to 1 within this.  Weights stored as float32 (glTF's) sum to 1 within
+#: about 2**-24 per influence (the Khronos glTF-Validator allows 2e-7 per non-zero weight); this is 50 times
+#: that for 4 influences, and still far below any intended weight.  A mesh whose rows sum to something else
+#: skins every vertex off its bind position even at the bind pose.
+WEIGHT_SUM_TOL = 1e-5
 
 #: Bones shorter than this fraction of the skeleton's extent get no capsule in
 #: :func:`bone_mesh` (a joint sitting on its parent has no direction).
@@ -90,6 +96,117 @@ def _skinning_inputs(positions: Any, joints: Any, weights: Any, skin_matrices: A
     return pos, j.astype(np.int64, copy=False), w, skin
 
 
+def _fmt(v: Any) -> str:
+    """One array value in a message: integers as they are, floats in 6 significant digits."""
+    return f"{v:.6g}" if isinstance(v, (float, np.floating)) else str(v)
+
+
+def _first(mask: Any) -> tuple[int, ...]:
+    """Index of the first True of ``mask``."""
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
+def _require_finite(a: FloatArray, what: str) -> None:
+    """:func:`require_finite`, with a fast pass first: the sum of finite numbers is finite unless it overflows,
+    so only a sum that is not finite (NaN or inf inside, or an overflow) needs the element-wise look."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = a.sum()
+    if not np.isfinite(total):
+        require_finite(a, what)
+
+
+def row_sums(w: FloatArray) -> FloatArray:
+    """``w.sum(axis=1)`` of a ``(V, K)`` array, as a matrix-vector product: numpy reduces short rows one by one,
+    several times slower on the loader's path (a million vertices of four weights)."""
+    return np.asarray(w @ np.ones(w.shape[1]), dtype=np.float64)
+
+
+def _fits(shape: tuple[int, ...], pattern: tuple[int | None, ...]) -> bool:
+    """Whether ``shape`` is ``pattern``, a None in it standing for any size."""
+    return len(shape) == len(pattern) and all(p is None or p == n for n, p in zip(shape, pattern, strict=True))
+
+
+def _index_array(x: Any, what: str, expected: str, pattern: tuple[int | None, ...], n: int, of: str,
+                 kind: str) -> IntArray:
+    """``x`` as native int64 indices in ``0 .. n - 1``: integer arrays of any width and byte order, or floats
+    holding whole numbers.  ShapeError (``expected`` versus got) unless its shape fits ``pattern``;
+    SolverInputError naming the first NaN, fractional or out-of-range entry (``of`` says what ``n`` counts)."""
+    a = _numeric_array(x, what, expected)
+    if not _fits(a.shape, pattern):
+        raise ShapeError(what, expected, tuple(a.shape))
+    if a.dtype.kind == "f":
+        _require_finite(a, what)
+        frac = a != np.floor(a)
+        if np.any(frac):
+            i = _first(frac)
+            raise SolverInputError(f"{what}[{', '.join(map(str, i))}] is {_fmt(a[i])}: {kind} indices must be whole "
+                                   "numbers")
+    # Compared in the array's own type, before any cast: a uint64 or 1e300 must not wrap into range.  Reductions
+    # first (no temporary arrays), the first bad entry looked for only when there is one.  Native int64 (what
+    # the loader builds) takes one: viewed as uint64 a negative index is 2**63 or more, beyond any count.
+    if a.dtype == np.int64 and a.dtype.isnative and a.flags.c_contiguous:
+        bad_any = bool(a.size) and int(a.view(np.uint64).max()) >= n
+    else:
+        bad_any = bool(a.size) and bool(a.min() < 0 or a.max() >= n)
+    if bad_any:
+        i = _first((a < 0) | (a >= n))
+        raise SolverInputError(f"{what}[{', '.join(map(str, i))}] is {_fmt(a[i])}: out of range for {n} {of}")
+    if a.dtype != np.int64 or not a.dtype.isnative:
+        a = a.astype(np.int64)
+    return a
+
+
+def _float_array(x: Any, what: str, expected: str, pattern: tuple[int | None, ...]) -> FloatArray:
+    """``x`` as native float64 (ints, float32 and big-endian read as the numbers they hold) whose shape fits
+    ``pattern`` (ShapeError otherwise), finite (SolverInputError naming the first NaN or inf)."""
+    a = _numeric_array(x, what, expected)
+    if a.dtype != np.float64 or not a.dtype.isnative:
+        a = a.astype(np.float64)
+    if not _fits(a.shape, pattern):
+        raise ShapeError(what, expected, tuple(a.shape))
+    _require_finite(a, what)
+    return a
+
+
+def checked_mesh_arrays(mesh: SkinnedMesh) -> dict[str, Any]:
+    """The mesh's arrays checked, as native float64 / int64 (the given arrays where they already are).
+
+    The one check of :class:`SkinnedMesh`, run by its constructor and again by
+    :func:`kinema.io.save_gltf` (an array may have been changed in place since).
+    Wrong shapes and non-numbers raise :class:`~kinema.ShapeError` (expected
+    versus got); NaN or inf, negative weights, weight rows that do not sum to 1
+    (:data:`WEIGHT_SUM_TOL`), fractional indices and indices out of range (of the
+    vertices for ``indices``, of the inverse bind matrices for ``joints``) raise
+    :class:`~kinema.SolverInputError`.  Each message names the mesh and the field.
+    """
+    pre = f"mesh {mesh.name!r}"
+    pos = _float_array(mesh.positions, f"{pre} positions", "(V, 3)", (None, 3))
+    n_v = pos.shape[0]
+    ibm = _float_array(mesh.inverse_bind_matrices, f"{pre} inverse_bind_matrices", "(J, 4, 4)", (None, 4, 4))
+    n_j = ibm.shape[0]
+    out: dict[str, Any] = {"positions": pos, "inverse_bind_matrices": ibm}
+    for field, width in (("normals", 3), ("uvs", 2)):
+        value = getattr(mesh, field)
+        if value is not None:
+            out[field] = _float_array(value, f"{pre} {field}", f"({n_v}, {width})", (n_v, width))
+    out["indices"] = _index_array(mesh.indices, f"{pre} indices", "(T, 3)", (None, 3), n_v, "vertices (positions)",
+                                  "vertex")
+    joints = _index_array(mesh.joints, f"{pre} joints", f"({n_v}, K) (one row per vertex)", (n_v, None), n_j,
+                          "joints (inverse_bind_matrices)", "joint")
+    out["joints"] = joints
+    w = _float_array(mesh.weights, f"{pre} weights", f"{tuple(joints.shape)} (as joints)", tuple(joints.shape))
+    if w.size and w.min() < 0.0:
+        i = _first(w < 0.0)
+        raise SolverInputError(f"{pre} weights[{i[0]}, {i[1]}] is {_fmt(w[i])}: skin weights must be >= 0")
+    sums = row_sums(w)
+    if sums.size and float(np.max(np.abs(sums - 1.0))) > WEIGHT_SUM_TOL:
+        v = int(np.argmax(np.abs(sums - 1.0) > WEIGHT_SUM_TOL))
+        raise SolverInputError(f"{pre} weights: row {v} sums to {_fmt(sums[v])}; each vertex's weights must sum to "
+                               f"1 (within {WEIGHT_SUM_TOL:g}): divide each row by its sum")
+    out["weights"] = w
+    return out
+
+
 @dataclass(frozen=True)
 class SkinnedMesh:
     """Skinned triangle mesh, everything needed to draw it (bind pose, mesh space).
@@ -97,17 +214,25 @@ class SkinnedMesh:
     * ``positions``: ``(V, 3)`` float64 vertex positions (file units, metres in glTF).
     * ``normals``: ``(V, 3)`` unit normals, or None.
     * ``uvs``: ``(V, 2)`` TEXCOORD_0, or None.
-    * ``indices``: ``(T, 3)`` int64 triangle vertex indices (strips and fans
-      are converted to triangle lists).
+    * ``indices``: ``(T, 3)`` int64 triangle vertex indices ``0 .. V - 1`` (strips
+      and fans are converted to triangle lists).
     * ``joints``: ``(V, K)`` int64 **skeleton** joint indices (already mapped
-      from the file's skin order), ``K`` a multiple of 4.
-    * ``weights``: ``(V, K)`` float64 skin weights (unused slots 0).
+      from the file's skin order; ``0 .. J - 1`` for ``J`` inverse bind
+      matrices), ``K`` a multiple of 4 in loaded meshes.
+    * ``weights``: ``(V, K)`` float64 skin weights >= 0 (unused slots 0), each row
+      summing to 1 within :data:`WEIGHT_SUM_TOL`.
     * ``inverse_bind_matrices``: ``(J, 4, 4)`` per skeleton joint, row-major,
       column-vector convention: ``v_joint = IBM @ v_mesh``.
     * ``material``: the glTF material object (JSON dict, textures removed) or None.
 
     Skinning (glTF linear blend skinning):
     ``v_world = sum_k w_k T_world_joint[j_k] @ IBM[j_k] @ v``.
+
+    The constructor checks every array (:func:`checked_mesh_arrays`: shapes,
+    finite numbers, weights >= 0 with rows summing to 1 within
+    :data:`WEIGHT_SUM_TOL`, whole indices in range) and keeps them as native
+    float64 / int64 (ints, float32 and big-endian arrays are read as the
+    numbers they hold; float64 and int64 arrays are kept, not copied).
     """
 
     positions: FloatArray
@@ -119,6 +244,16 @@ class SkinnedMesh:
     uvs: FloatArray | None = None
     material: dict[str, Any] | None = None
     name: str = "mesh"
+
+    def __post_init__(self) -> None:
+        # Frozen: the checked (converted) arrays are set the way dataclasses sets fields.
+        for field, value in checked_mesh_arrays(self).items():
+            object.__setattr__(self, field, value)
+
+    def check(self) -> None:
+        """Check the arrays again (they may have been changed in place since the mesh was made); raises as the
+        constructor does.  :func:`kinema.io.save_gltf` calls this before writing."""
+        checked_mesh_arrays(self)
 
     @property
     def n_vertices(self) -> int:

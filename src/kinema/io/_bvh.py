@@ -67,6 +67,18 @@ PathLike = str | os.PathLike[str]
 #: than this, in file units or degrees; well below the 1e-6 of the text.
 CHANNEL_DROP_TOL = 1e-7
 
+#: glTF stores animation values as float32, each rounded by up to 2**-24 of itself; a skeleton read from
+#: glTF (``meta["format"] == "gltf"``) comes with such a clip.  For it a channel its layout lacks is added
+#: only for motion beyond that rounding (else BVH -> glTF -> BVH would widen the file's layout by channels of
+#: pure rounding noise): a position axis when the translation leaves the OFFSET by more than this fraction of
+#: the OFFSET's length (the rounding, 4x for the scale and up-axis conversions on the way) ...
+F32_TRANSLATION_RTOL = 4 * 2.0**-24
+
+#: ... and a rotation axis when the kept axes alone cannot reproduce the rotation to within this many degrees
+#: (:func:`_refit_kept`): a float32 quaternion is off by at most 2**-23 in norm, a rotation of 2**-22 rad;
+#: with an 8x margin that is 2**-19 rad (1.1e-4 degrees, 2 micrometres at the end of a 1 m bone).
+F32_ANGLE_TOL = math.degrees(2.0**-19)
+
 #: Clip frame times (``clip.times``) count as evenly spaced, and so writable as BVH
 #: frames at their mean step, when no step differs from the mean step by more than
 #: this fraction of the clip's largest ``|time|``: even as far as stored key times
@@ -212,15 +224,25 @@ def _parse_channels(rest: str, lines: _Lines) -> tuple[str, ...]:
     names = tuple(parts[1:])
     if count != len(names):
         raise lines.error(f"CHANNELS says {count} channels but lists {len(names)}: {short_repr(' '.join(names))}")
+    problem = channel_problem(names)
+    if problem is not None:
+        raise lines.error(problem)
+    return names
+
+
+def channel_problem(names: Sequence[str]) -> str | None:
+    """Why ``names`` is not one joint's channel list (``"Xposition"`` ... ``"Zrotation"``, any case, each at
+    most once), or None when it is one.  The BVH reader and the glTF reader (a layout kept in node extras,
+    written back into BVH text by :func:`save_bvh`) share this one rule."""
     seen: set[str] = set()
     for name in names:
         key = name.lower()
         if len(key) != 9 or key[0] not in "xyz" or key[1:] not in _CHANNEL_KINDS:
-            raise lines.error(f"unknown channel {short_repr(name)} (expected X/Y/Z position or rotation)")
+            return f"unknown channel {short_repr(name)} (expected X/Y/Z position or rotation)"
         if key in seen:
-            raise lines.error(f"channel {short_repr(name)} is listed twice")
+            return f"channel {short_repr(name)} is listed twice"
         seen.add(key)
-    return names
+    return None
 
 
 def _parse_hierarchy(lines: _Lines) -> _Hierarchy:
@@ -586,7 +608,10 @@ def save_bvh(
       A channel is added where the motion needs it: position channels for a
       joint whose translation leaves its rest translation, missing rotation
       axes for a joint that turns about them.  Nothing is dropped beyond
-      :data:`CHANNEL_DROP_TOL`.
+      :data:`CHANNEL_DROP_TOL`; for a skeleton read from glTF (float32 motion)
+      beyond its rounding (:data:`F32_TRANSLATION_RTOL`, :data:`F32_ANGLE_TOL`),
+      so that BVH -> glTF -> BVH writes the original layout (``load_gltf``
+      restores it from the file, see :mod:`kinema.io.gltf.bvh_layout`).
     * ``scale`` divides lengths (the inverse of :func:`load_bvh`'s), ``up="z"``
       writes a Z-up file.
     * Values are written with ``precision`` decimals (degrees, file units).
@@ -662,9 +687,15 @@ def save_bvh(
     n_frames = t.shape[0]
     columns: list[FloatArray] = []
     order = _depth_first(skeleton.parents)
+    # A clip read from glTF went through float32: its rounding is no motion (F32_TRANSLATION_RTOL, F32_ANGLE_TOL).
+    from_f32 = skeleton.meta.get("format") == "gltf"
+    ang_tol = max(CHANNEL_DROP_TOL, F32_ANGLE_TOL) if from_f32 else CHANNEL_DROP_TOL
     for j in order:
+        pos_tol = CHANNEL_DROP_TOL
+        if from_f32:
+            pos_tol = max(CHANNEL_DROP_TOL, F32_TRANSLATION_RTOL * float(np.linalg.norm(offsets[j])))
         if ends[j]:
-            if not np.any(np.abs(t[:, j] - offsets[j]) > CHANNEL_DROP_TOL):
+            if not np.any(np.abs(t[:, j] - offsets[j]) > pos_tol):
                 continue  # its rotation moves nothing (a leaf): dropped
             # An End Site cannot move: write it as a joint; position channels get added below.
             ends[j] = False
@@ -672,7 +703,7 @@ def save_bvh(
         chans = channels[j]
         # position channels the motion needs
         have_pos = [c[0].upper() for c in chans if c[1:].lower() == "position"]
-        need = [a for k, a in enumerate(_AXES) if np.any(np.abs(t[:, j, k] - offsets[j, k]) > CHANNEL_DROP_TOL)]
+        need = [a for k, a in enumerate(_AXES) if np.any(np.abs(t[:, j, k] - offsets[j, k]) > pos_tol)]
         missing = [a for a in need if a not in have_pos]
         if missing:
             add_axes = [a for a in _AXES if a in have_pos or a in missing]
@@ -684,6 +715,9 @@ def save_bvh(
         angles = rot.as_euler(r[:, j], seq, degrees=True)  # (F, 3)
         if 0 < len(rot_axes) < 3:
             angles = _prefer_dropped_zero(angles, len(rot_axes))
+            # Frames the kept axes reproduce (to ang_tol) get their fit, dropped angles exactly 0: what is left
+            # non-zero needs its channel.
+            angles = _refit_kept(angles, r[:, j], seq, len(rot_axes), ang_tol)
         extra = [seq[k] for k in range(len(rot_axes), 3) if np.any(np.abs(angles[:, k]) > CHANNEL_DROP_TOL)]
         if extra:
             # append the needed axes in sequence order, so the channel order stays seq's prefix
@@ -740,6 +774,58 @@ def _prefer_dropped_zero(angles: FloatArray, n_kept: int) -> FloatArray:
     if np.any(use):
         angles = angles.copy()
         angles[use] = alt[use]
+    return angles
+
+
+#: Intrinsic sequences ``ABC`` whose axes are in cyclic order: there ``R_B(b)`` turns ``e_C`` towards ``+e_A``.
+_CYCLIC = ("XYZ", "YZX", "ZXY")
+
+
+def _refit_kept(angles: FloatArray, q: FloatArray, seq: str, n_kept: int, tol: float) -> FloatArray:
+    """``angles`` with the frames whose dropped angles (after the first ``n_kept``) are not zero (beyond
+    :data:`CHANNEL_DROP_TOL`) replaced by a fit of the kept axes alone, where that fit reproduces ``q`` to
+    within ``tol`` degrees (so a frame written without the dropped axes is off by the fit's residual only,
+    never by a whole dropped angle up to ``tol``).
+
+    Near gimbal lock (middle angle near +-90 degrees) :func:`~kinema.rotation.as_euler` splits a rotation
+    between the first and last axis as rounding decides: a rotation the kept axes hold exactly can come back
+    with a dropped angle far from zero (every float32 rotation of a glTF file within ~0.4 degrees of the lock
+    does).  Fitting the kept axes with the dropped ones at zero does not depend on that split:
+
+    * one kept axis ``A``: ``a`` is the angle of ``q`` about ``A``;
+    * two, ``A`` then ``B``: ``R_A(a) R_B(b)`` must take ``e_C`` to ``v = q e_C``; ``R_A`` keeps the ``e_A``
+      component, ``R_B(b) e_C = cos(b) e_C +- sin(b) e_A``, so ``b = asin(+-v_A)`` or ``180 - b``, and ``a`` is
+      the angle of ``q R_B(b)^-1`` about ``A``; of the two the one nearer ``q``.
+    """
+    off = np.nonzero(np.any(np.abs(angles[:, n_kept:]) > CHANNEL_DROP_TOL, axis=1))[0]
+    if off.size == 0:
+        return angles
+    qf = q[off]
+    ia = _AXES.index(seq[0])
+    e = np.eye(3)
+    cands: list[FloatArray] = []
+    if n_kept == 1:
+        cands.append(np.stack([2.0 * np.arctan2(qf[:, ia], qf[:, 3]), np.zeros(off.size), np.zeros(off.size)], 1))
+    else:
+        ib, ic = _AXES.index(seq[1]), _AXES.index(seq[2])
+        sign = 1.0 if seq in _CYCLIC else -1.0
+        v = rot.rotate(qf, e[ic])
+        b1 = np.arcsin(np.clip(sign * v[:, ia], -1.0, 1.0))
+        for b in (b1, math.pi - b1):
+            p = rot.multiply(qf, rot.conjugate(rot.from_axis_angle(e[ib], b)))
+            cands.append(np.stack([2.0 * np.arctan2(p[:, ia], p[:, 3]), b, np.zeros(off.size)], 1))
+    fits = [(c, rot.angle_between(qf, rot.from_euler(seq, c))) for c in cands]
+    best, residual = fits[0]
+    for c, res in fits[1:]:
+        better = res < residual
+        best = np.where(better[:, None], c, best)
+        residual = np.minimum(res, residual)
+    best = (np.degrees(best) + 180.0) % 360.0 - 180.0  # wrap to [-180, 180)
+    ok = np.degrees(residual) <= tol
+    if not np.any(ok):
+        return angles
+    angles = angles.copy()
+    angles[off[ok]] = best[ok]
     return angles
 
 

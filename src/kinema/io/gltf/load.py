@@ -19,10 +19,11 @@ from numpy.typing import NDArray
 from ... import rotation
 from ..._types import FloatArray, IntArray
 from ...errors import SkeletonError, SolverInputError
-from ...mesh import SkinnedMesh
+from ...mesh import WEIGHT_SUM_TOL, SkinnedMesh, row_sums
 from ...pose import TIME_EPS, Clip, Pose, key_brackets, resampled_frame_count
 from ...skeleton import ZERO_QUAT_EPS, Skeleton
 from .._read import read_regular
+from .bvh_layout import read_layout
 from .reader import FLOAT, UBYTE, UINT, USHORT, CheckedDoc, ExternalFiles, parse_container, short_repr
 from .scene import fold, fold_hierarchy, node_parents, unique_names
 
@@ -51,7 +52,11 @@ class GltfAsset:
       (scene) space.  ``skeleton.meta`` holds ``"gltf_nodes"`` (node index per
       joint), ``"inverse_bind_matrices"`` and ``"source"`` (the file's absolute,
       resolved path), and ``"gltf_mesh"``
-      (the mesh again, kept for code written before ``mesh`` existed here).
+      (the mesh again, kept for code written before ``mesh`` existed here);
+      for a file :func:`save_gltf` wrote from a BVH skeleton also
+      ``"bvh_channels"`` and ``"bvh_end_site"`` (from the nodes' ``extras``,
+      see :mod:`kinema.io.gltf.bvh_layout`), so ``save_bvh`` writes the
+      original End Sites and channels.
     * ``clips``: ``{animation name: Clip}`` (see :func:`load_gltf` for times).
     * ``mesh``: the skinned mesh (:class:`kinema.mesh.SkinnedMesh`) or None;
       pass it on as ``save_gltf(..., mesh=asset.mesh)``.
@@ -143,6 +148,12 @@ def load_gltf(path: str | os.PathLike[str], *, skin: int | str | None = 0, fps: 
     :func:`kinema.io.gltf.reader.read_external` read them in the file's own
     folder, for a copy of the file loaded elsewhere (a batch's Dask worker):
     they are taken from there, and nothing but ``path`` is read.
+
+    Skin weights: a vertex whose weights do not sum to 1 (within
+    :data:`kinema.mesh.WEIGHT_SUM_TOL`; exporters write such files) has them
+    divided by their sum, and one with no weight at all gets weight 1 on its
+    first influence's joint (``notes`` says which); negative weights are
+    refused.  Every other vertex keeps the file's weights.
 
     Raises :class:`kinema.FileFormatError` (file and JSON path) for anything
     malformed or refused (a FIFO or device given as the file is refused too),
@@ -237,7 +248,7 @@ def _load(r: CheckedDoc, skin: int | str | None, fps: float | None) -> GltfAsset
         mesh = _read_mesh(r, skin_index, len(joints), new_of_old, ibm, notes)
 
     node_of_joint = tuple(int(members[o]) for o in order)
-    meta = {
+    meta: dict[str, object] = {
         "format": "gltf",
         "source": os.path.realpath(r.path),  # resolved: the writers' input check must not depend on the cwd
         "source_files": r.files_read,  # external buffers: inputs too (see kinema.io._atomic.source_files)
@@ -246,6 +257,10 @@ def _load(r: CheckedDoc, skin: int | str | None, fps: float | None) -> GltfAsset
         "inverse_bind_matrices": ibm,
         "gltf_mesh": mesh,
     }
+    # A file save_gltf wrote from a BVH skeleton: its End Sites and channels, for save_bvh.
+    layout = read_layout(r, node_of_joint, notes)
+    if layout is not None:
+        meta["bvh_channels"], meta["bvh_end_site"] = layout
     skeleton = Skeleton(tmp.names, tmp.parents, tmp.translations, tmp.rotations, tmp.scales, meta=meta)
 
     clips = _read_animations(r, members, order, folded.prefix, folded.rest, fps, notes)
@@ -266,6 +281,35 @@ def _strip_textures(r: CheckedDoc, obj: Any, where: str, depth: int = 0) -> Any:
     if isinstance(obj, list):
         return [_strip_textures(r, v, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]
     return obj
+
+
+def _normalized_weights(w: FloatArray, where: str, notes: list[str]) -> FloatArray:
+    """A primitive's skin weights ``(V, K)`` (>= 0, a fresh array) with every row that does not sum to 1 (within
+    :data:`kinema.mesh.WEIGHT_SUM_TOL`) repaired, each repair noted.
+
+    The glTF spec asks for sums of 1, but exporters write others (Blender cuts influences to four without
+    renormalising; quantised weights lose a few 1/255): a row is divided by its sum, as three.js does on
+    load.  A row of zeros (a vertex no joint moves, which glTF skinning would put at the origin) gets weight 1
+    on its first influence's joint.  Rows that sum to 1 are kept as they are in the file.
+    """
+    sums = row_sums(w)
+    off = np.abs(sums - 1.0) > WEIGHT_SUM_TOL
+    if not np.any(off):
+        return w
+    zero = sums == 0.0
+    scaled = off & ~zero
+    if np.any(scaled):
+        v = int(np.argmax(scaled))
+        n = int(np.count_nonzero(scaled))
+        notes.append(f"{where}: the skin weights (WEIGHTS_*) of {n} {'vertex' if n == 1 else 'vertices'} do not sum "
+                     f"to 1 (vertex {v}: {sums[v]:.6g}); divided by their sum")
+        w[scaled] /= sums[scaled, None]
+    if np.any(zero):
+        n = int(np.count_nonzero(zero))
+        notes.append(f"{where}: {n} {'vertex has' if n == 1 else 'vertices have'} no skin weight (WEIGHTS_* all 0, "
+                     f"first: vertex {int(np.argmax(zero))}); bound to the joint of the first influence (JOINTS_0)")
+        w[zero, 0] = 1.0
+    return w
 
 
 def _read_mesh(r: CheckedDoc, skin_index: int, n_skin_joints: int, new_of_old: IntArray, ibm: FloatArray,
@@ -361,12 +405,18 @@ def _read_mesh(r: CheckedDoc, skin_index: int, n_skin_joints: int, new_of_old: I
             else:  # TRIANGLE_FAN
                 i = np.arange(1, idx.size - 1)
                 tris = np.stack([np.full(i.size, idx[0]), idx[i], idx[i + 1]], axis=1)
+            for k, wt in enumerate(ws):  # the spec's MUST; SkinnedMesh refuses them too
+                if wt.min() < 0.0:
+                    v, c = (int(i) for i in np.argwhere(wt < 0.0)[0])
+                    r.fail(f"accessors[{attrs[f'WEIGHTS_{k}']}]",
+                           f"skin weight {wt[v, c]:.6g} of vertex {v} ({wa}.WEIGHTS_{k}) is negative; glTF skin "
+                           "weights must not be negative")
             pos_l.append(p)
             nrm_l.append(nrm)
             uv_l.append(uv)
             tri_l.append(tris + base)
             jnt_l.append(np.concatenate(js, axis=1))
-            wgt_l.append(np.concatenate(ws, axis=1))
+            wgt_l.append(_normalized_weights(np.concatenate(ws, axis=1), wa, notes))
             base += nv
             if material is None and "material" in prim:
                 mat_i = r.ref(prim, "material", w, "materials")

@@ -19,6 +19,7 @@ from ...errors import FileFormatError, ShapeError, SolverInputError
 from ...mesh import SkinnedMesh, bone_mesh
 from ...pose import Clip
 from ...skeleton import ZERO_QUAT_EPS, Skeleton
+from .bvh_layout import layout_extras
 from .reader import ARRAY_BUFFER, COMPONENTS, ELEMENT_ARRAY_BUFFER, FLOAT, UBYTE, UINT, USHORT, ceil4, short_repr
 
 __all__ = ["save_gltf"]
@@ -83,24 +84,15 @@ def _check_mesh(mesh: SkinnedMesh, skeleton: Skeleton) -> None:
     if mesh.material is not None and not isinstance(mesh.material, dict):
         raise SolverInputError(f"save_gltf: mesh {short_repr(mesh.name)}: material must be a dict (a glTF material "
                                f"object) or None, got a {type(mesh.material).__name__}")
+    # Every array again, as the constructor checked them: numpy arrays can have been changed in place since.
+    mesh.check()
     nj = skeleton.n_joints
-    v = mesh.positions.shape[0] if mesh.positions.ndim == 2 else -1
-    if mesh.positions.shape != (v, 3) or v < 1:
-        raise ShapeError("mesh positions", "(V, 3) with V >= 1", tuple(mesh.positions.shape))
-    if mesh.indices.ndim != 2 or mesh.indices.shape[1] != 3:
-        raise ShapeError("mesh indices", "(T, 3)", tuple(mesh.indices.shape))
-    if mesh.joints.shape != mesh.weights.shape or mesh.joints.shape[0] != v or mesh.joints.ndim != 2:
-        raise ShapeError("mesh joints/weights", f"({v}, K) both", f"{mesh.joints.shape} and {mesh.weights.shape}")
+    if mesh.n_vertices < 1:
+        raise ShapeError(f"mesh {short_repr(mesh.name)} positions", "(V, 3) with V >= 1",
+                         tuple(mesh.positions.shape))
     if mesh.inverse_bind_matrices.shape != (nj, 4, 4):
-        raise ShapeError("mesh inverse_bind_matrices", f"({nj}, 4, 4)", tuple(mesh.inverse_bind_matrices.shape))
-    for what, a, n in (("normals", mesh.normals, 3), ("uvs", mesh.uvs, 2)):
-        if a is not None and a.shape != (v, n):
-            raise ShapeError(f"mesh {what}", f"({v}, {n})", tuple(a.shape))
-    if mesh.joints.size and (mesh.joints.min() < 0 or mesh.joints.max() >= nj):
-        raise ShapeError("mesh joints", f"indices in [0, {nj})", f"range [{mesh.joints.min()}, {mesh.joints.max()}]")
-    if mesh.indices.size and (mesh.indices.min() < 0 or mesh.indices.max() >= v):
-        raise ShapeError("mesh indices", f"vertex indices in [0, {v})",
-                         f"range [{mesh.indices.min()}, {mesh.indices.max()}]")
+        raise ShapeError(f"mesh {short_repr(mesh.name)} inverse_bind_matrices", f"({nj}, 4, 4) (one per skeleton "
+                         "joint)", tuple(mesh.inverse_bind_matrices.shape))
 
 
 def save_gltf(
@@ -123,6 +115,11 @@ def save_gltf(
       False writes no mesh; None (default) writes the mesh the skeleton was
       loaded with, if any (``skeleton.meta["gltf_mesh"]``, read for backwards
       compatibility: pass ``mesh=`` instead).
+
+    A skeleton read from BVH keeps its file layout (``meta["bvh_channels"]``,
+    ``meta["bvh_end_site"]``) in each joint node's ``extras.kinema_bvh``, so
+    that :func:`load_gltf` restores it and ``save_bvh`` writes the original
+    End Sites and channels (:mod:`kinema.io.gltf.bvh_layout`).
 
     Rest pose values go to the JSON as float64 decimals (exact); accessor data
     is float32 (the only float glTF has), so a re-loaded pose matches to
@@ -188,6 +185,8 @@ def save_gltf(
 
     blob = _Blob()
     parents = skeleton.parents
+    # A skeleton read from BVH keeps its file layout (End Sites, channels) in node extras: load_gltf restores it.
+    extras = layout_extras(skeleton)
     nodes = []
     for j in range(nj):
         kids = [int(c) for c in skeleton.children(j)]
@@ -197,6 +196,7 @@ def save_gltf(
             rotation=[float(x) for x in skeleton.rotations[j]],
             scale=[float(x) for x in skeleton.scales[j]],
             children=kids or [],
+            extras=extras[j] if extras is not None else {},
         ))
     roots = [j for j in range(nj) if parents[j] < 0]
     scene_nodes = list(roots)

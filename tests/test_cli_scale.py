@@ -124,3 +124,15 @@ def test_scaled_mesh_scales_every_skinned_vertex_in_float64() -> None:
             np.testing.assert_allclose(mesh1.skinned_positions(sk1, p1), want, rtol=0,
                                        atol=1e-12 * float(np.max(np.abs(want))))
     assert scaled_mesh(None, 0.01) is None
+
+
+def test_scaled_keeps_the_source_format_and_the_bvh_layout() -> None:
+    """``meta["format"]`` tells ``save_bvh`` a skeleton came from float32 glTF data (its rounding is no motion);
+    ``scaled`` kept only the ``bvh_*`` keys, so a scaled glTF lost it and float32 noise could widen the layout."""
+    asset = load_gltf(DATA / "RiggedFigure.gltf")
+    skeleton, clip = asset.skeleton, next(iter(asset.clips.values()))
+    assert skeleton.meta["format"] == "gltf"
+    sk, _ = scaled(skeleton, clip, 0.01)
+    assert sk.meta["format"] == "gltf"
+    assert {k: v for k, v in sk.meta.items() if k.startswith("bvh_")} == \
+        {k: v for k, v in skeleton.meta.items() if k.startswith("bvh_")}

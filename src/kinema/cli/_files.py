@@ -270,8 +270,11 @@ def scaled(skeleton: Skeleton, clip: Clip, factor: float) -> tuple[Skeleton, Cli
     """Skeleton and clip with every length multiplied by ``factor`` (e.g. 0.01: centimetres to metres)."""
     if factor == 1.0:
         return skeleton, clip
+    # The BVH layout and the source format (a glTF's float32 tolerance in save_bvh) still hold; lengths recorded
+    # elsewhere in meta would not.
     sk = Skeleton(skeleton.names, skeleton.parents, skeleton.translations * factor, skeleton.rotations,
-                  skeleton.scales, meta={k: v for k, v in skeleton.meta.items() if k.startswith("bvh_")})
+                  skeleton.scales,
+                  meta={k: v for k, v in skeleton.meta.items() if k.startswith("bvh_") or k == "format"})
     pose = Pose(clip.pose.translations * factor, clip.pose.rotations, clip.pose.scales)
     return sk, Clip(pose, clip.fps, clip.times)
 

@@ -19,6 +19,7 @@ The maths (all in world space, so any parent transform and any bone axis works):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -32,6 +33,7 @@ from ._solve import (
     _rows,
     ancestors_root_first,
     as_target,
+    check_flag,
     check_pose_item,
     check_twist,
     kernel_loader,
@@ -44,7 +46,14 @@ from ._solve import (
     run_driver,
 )
 from ._types import FloatArray, IntArray
-from ._validate import as_float_array, broadcast_batch, positive_number, require_finite, resolve_joint
+from ._validate import (
+    as_float_array,
+    broadcast_batch,
+    is_sequence,
+    positive_number,
+    require_finite,
+    resolve_joint,
+)
 from .errors import ShapeError, SolverInputError
 from .limits import Hinge, Limit
 from .pose import Pose
@@ -108,9 +117,29 @@ def _option(x: Any, what: str, lo: float, hi: float, hi_open: bool = False) -> F
 
 
 def _scalar_option(x: Any, what: str, lo: float, hi: float, hi_open: bool = False) -> float:
-    if np.ndim(x) != 0:
-        raise ShapeError(what, "a scalar", tuple(np.shape(x)))
-    return float(_option(x, what, lo, hi, hi_open))
+    a = as_float_array(x, what, ())
+    if a.ndim != 0:
+        raise ShapeError(what, "a scalar", tuple(a.shape))
+    return float(_option(a, what, lo, hi, hi_open))
+
+
+def _joint_items(joints: Any) -> list[Any]:
+    """The three joints of a two-bone chain as a list, read once (a generator is taken as the list it yields);
+    :class:`SolverInputError` when ``joints`` is not three joints."""
+    items: list[Any] | None
+    if isinstance(joints, (str, int, np.integer)):
+        items = [joints]
+    elif isinstance(joints, np.ndarray) and joints.ndim == 0:
+        items = [joints[()]]
+    elif is_sequence(joints):
+        items = list(joints)
+    else:
+        items = None
+    if items is None:
+        raise SolverInputError(f"solve_two_bone needs three joints (upper, lower, end) in a sequence, got {joints!r}")
+    if len(items) != 3:
+        raise SolverInputError(f"solve_two_bone needs three joints (upper, lower, end), got {len(items)}: {joints!r}")
+    return items
 
 
 class TwoBone(Solver):
@@ -143,6 +172,13 @@ class TwoBone(Solver):
 
     ``twist="rest"``: each moved bone's twist about its own axis is taken
     from the rest pose relative to its parent (see :func:`solve_two_bone`).
+
+    The options may be set after construction (``ik.soft = 0.1``): each is
+    checked as the constructor checks it and has the constructor's effect
+    (``history=True`` turns ``continuity`` on; changing ``history`` or
+    ``smooth`` forgets the recorded history, as a new solver has none).
+    ``skeleton``, ``joints`` and ``limits`` (the mapping given, or None) are
+    read-only: they are packed into the kernel's plan.
     """
 
     what = "solve_two_bone"
@@ -154,47 +190,81 @@ class TwoBone(Solver):
                  bend_speed: float = DEFAULT_BEND_SPEED, twist: str = "input") -> None:
         if not isinstance(skeleton, Skeleton):
             raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
-        items = list(joints) if not isinstance(joints, (str, int, np.integer)) else [joints]
-        if len(items) != 3:
-            raise SolverInputError(
-                f"solve_two_bone needs three joints (upper, lower, end), got {len(items)}: {joints!r}"
-            )
+        items = _joint_items(joints)
         path, _ = resolve_chain(skeleton, items)
         lower = resolve_joint(skeleton, items[1])
-        self.skeleton = skeleton
+        self._skeleton = skeleton
+        #: The joints as given (a generator read once), for :class:`TwoBoneIK`'s ``joints_spec``.
+        self._joints_given = tuple(items)
         self._pose_shapes = pose_shapes(skeleton)
-        self.joints = np.ascontiguousarray(path, dtype=np.int64)
+        self._joints = np.ascontiguousarray(path, dtype=np.int64)
+        self._joints.flags.writeable = False
         kl = int(np.nonzero(path == lower)[0][0])
         anc = ancestors_root_first(skeleton, int(path[0]))
-        self.scale_joints = np.concatenate([anc, self.joints]).astype(np.int64)
+        self.scale_joints = np.concatenate([anc, self._joints]).astype(np.int64)
         #: ``[kl, n_anc, anc..., joints...]``: the kernel's packed plan.
-        self._plan = np.concatenate([[kl, anc.size], anc, self.joints]).astype(np.int64)
+        self._plan = np.concatenate([[kl, anc.size], anc, self._joints]).astype(np.int64)
         #: ``[axis, min, max, rest rotation]`` of a hinge on the lower joint, or None.
-        self._hinge = _hinge_row(skeleton, self.joints, kl, limits)
+        self._hinge = _hinge_row(skeleton, self._joints, kl, limits)
+        self._limits = dict(limits) if limits else None  # (a snapshot: the caller may change its mapping)
         self._flags = _HAS_HINGE if self._hinge is not None else 0
         self.twist = twist
         self.pole = pole
         self.soft = soft
         self.margin = margin
         self.twist_spread = twist_spread
-        self.history = bool(history)
-        self.continuity = bool(continuity) or self.history
-        if not isinstance(smooth, (bool, np.bool_)):
-            raise SolverInputError(f"smooth must be True or False, got {smooth!r}")
-        if smooth and not self.history:
-            raise SolverInputError("smooth=True needs history=True (the smoothing follows the previous frames)")
-        self.smooth = bool(smooth)
-        self.bend_speed = positive_number(bend_speed, "bend_speed", allow_zero=True)
-        #: The kernel's packed float options (``_P_*``); the bend step is set per solve (smooth mode).
-        self._params = np.zeros(_P_SIZE)
-        if self._hinge is not None:
-            self._params[_P_HINGE:_P_REST_UPPER] = self._hinge
-        self._params[_P_REST_UPPER:_P_REST_UPPER + 4] = skeleton.rotations[self.joints[0]]
-        self._params[_P_REST_LOWER:_P_REST_LOWER + 4] = skeleton.rotations[self.joints[kl]]
         self.bend_direction: FloatArray | None = None
         #: Smooth mode: the kernel's history rows of the last solve, ``(N, 8)``, or None.
         self._bend_history: FloatArray | None = None
         self._last_history: FloatArray | None = None
+        # The modes: ``continuity`` as asked, then the history mode that may turn it on (see ``continuity``).
+        self._continuity_asked = check_flag(continuity, "continuity")
+        self._history = check_flag(history, "history")
+        self._smooth = False
+        self.smooth = smooth
+        self._set_continuity()
+        self.bend_speed = bend_speed
+        #: The kernel's packed float options (``_P_*``); the bend step is set per solve (smooth mode).
+        self._params = np.zeros(_P_SIZE)
+        if self._hinge is not None:
+            self._params[_P_HINGE:_P_REST_UPPER] = self._hinge
+        self._params[_P_REST_UPPER:_P_REST_UPPER + 4] = skeleton.rotations[self._joints[0]]
+        self._params[_P_REST_LOWER:_P_REST_LOWER + 4] = skeleton.rotations[self._joints[kl]]
+
+    #: Whether ``history=True`` turns ``continuity`` on (as :class:`TwoBone`'s constructor documents);
+    #: :class:`TwoBoneIK`, always in history mode, takes ``continuity`` as given.
+    _HISTORY_SETS_CONTINUITY = True
+
+    # What the solver was built for: packed into the kernel's plan, so never changed (build a new solver).
+    @property
+    def skeleton(self) -> Skeleton:
+        """The skeleton the solver was built for (read-only)."""
+        return self._skeleton
+
+    @skeleton.setter
+    def skeleton(self, value: Skeleton) -> None:
+        raise SolverInputError(f"{type(self).__name__}.skeleton is read-only: the chain is packed for the skeleton "
+                               "it was built with; build a new solver")
+
+    @property
+    def joints(self) -> IntArray:
+        """The chain's joint indices, upper ... lower ... end (read-only)."""
+        return self._joints
+
+    @joints.setter
+    def joints(self, value: IntArray) -> None:
+        raise SolverInputError(f"{type(self).__name__}.joints is read-only: the chain is packed when the solver is "
+                               "built; build a new solver for another chain")
+
+    @property
+    def limits(self) -> Mapping[Any, Limit] | None:
+        """The limits the solver was built with, as given (a read-only mapping), or None (read-only)."""
+        return None if self._limits is None else MappingProxyType(self._limits)
+
+    @limits.setter
+    def limits(self, value: Any) -> None:
+        raise SolverInputError(f"{type(self).__name__}.limits is read-only: the hinge is packed when the solver is "
+                               "built; build a new solver for other limits")
 
     # The options every solve reads are packed when set: the kernel's flag bits (``_flags``) and (1,) rows
     # for soft and margin, so a solve converts nothing of its own.
@@ -210,12 +280,64 @@ class TwoBone(Solver):
 
     @property
     def continuity(self) -> bool:
-        """Whether a bend hint picks the side within the pole's plane (see :func:`solve_two_bone`)."""
+        """Whether a bend hint picks the side within the pole's plane (see :func:`solve_two_bone`).
+
+        A :class:`TwoBone` in history mode always has it on (``history=True`` turns it on, whatever
+        ``continuity`` was set to; ``history=False`` gives back the value set); a :class:`TwoBoneIK` has
+        what was set."""
         return bool(self._flags & _CONTINUITY)
 
     @continuity.setter
     def continuity(self, value: bool) -> None:
-        self._flags = (self._flags & ~_CONTINUITY) | (_CONTINUITY if value else 0)
+        self._continuity_asked = check_flag(value, "continuity")
+        self._set_continuity()
+
+    def _set_continuity(self) -> None:
+        on = self._continuity_asked or (self._history and self._HISTORY_SETS_CONTINUITY)
+        self._flags = (self._flags & ~_CONTINUITY) | (_CONTINUITY if on else 0)
+
+    @property
+    def history(self) -> bool:
+        """History mode: each solve's bend direction is the next one's ``bend_hint`` (see :class:`TwoBone`).
+
+        Setting it does what the constructor's ``history`` does (``continuity`` on for a :class:`TwoBone`);
+        a change forgets the recorded history (:meth:`reset`).  ``False`` is refused while ``smooth`` is on."""
+        return self._history
+
+    @history.setter
+    def history(self, value: bool) -> None:
+        on = check_flag(value, "history")
+        if not on and self._smooth:
+            raise SolverInputError("smooth=True needs history=True (the smoothing follows the previous frames); set "
+                                   "smooth to False first")
+        if on != self._history:
+            self.reset()
+        self._history = on
+        self._set_continuity()
+
+    @property
+    def smooth(self) -> bool:
+        """Smooth history mode (see :class:`TwoBone`); needs ``history``.  A change forgets the recorded history
+        (:meth:`reset`), as a solver built with the new value has none."""
+        return self._smooth
+
+    @smooth.setter
+    def smooth(self, value: bool) -> None:
+        on = check_flag(value, "smooth")
+        if on and not self._history:
+            raise SolverInputError("smooth=True needs history=True (the smoothing follows the previous frames)")
+        if on != self._smooth:
+            self.reset()
+        self._smooth = on
+
+    @property
+    def bend_speed(self) -> float:
+        """Smooth history mode's catch-up rate of the bend plane, radians per second (a finite number >= 0)."""
+        return self._bend_speed
+
+    @bend_speed.setter
+    def bend_speed(self, value: float) -> None:
+        self._bend_speed = positive_number(value, "bend_speed", allow_zero=True)
 
     @property
     def soft(self) -> float:
@@ -273,48 +395,80 @@ class TwoBone(Solver):
 
         ``dt``: seconds since the previous frame (> 0), read by smooth history mode (the bend plane's
         catch-up is ``bend_speed * dt``); without it a frame is taken as 1/60 s."""
-        if not self.history:
+        if not self._history:
             if dt is not None:
                 positive_number(dt, "dt")
             return self._run(pose, target, self._pole if pole is None else pole, weight, soft, margin, end_rotation,
                              bend_hint, out)
         step_seconds = DEFAULT_FRAME_SECONDS if dt is None else positive_number(dt, "dt")
-        pole = self._pole if pole is None else pole
-        hint = bend_hint
+        one = check_pose_item(self._skeleton, pose, self.what, self._pose_shapes) and out is None
+        x = self._inputs(target, self._pole if pole is None else pole, weight, soft, margin, end_rotation, bend_hint)
         history = None
         if self.bend_direction is not None:
-            if self.bend_direction.shape[:-1] != _batch_of(pose, target):
+            # the history belongs to the batch of the solve that made it: the whole call's broadcast batch (a
+            # batch may come from the pole or an option as well as from the pose and the target)
+            if self.bend_direction.shape[:-1] != _batch(pose, one, x):
                 self.reset()  # the batch changed: the old history does not apply
             else:
                 history = self._bend_history
-                if hint is None:
-                    hint = self.bend_direction
+                if x[2] is None:  # no bend_hint given: the last frame's
+                    x = (x[0], x[1], self.bend_direction, *x[3:])
         params = None
-        if self.smooth:
+        if self._smooth:
             params = self._params.copy()
-            params[_P_BEND_STEP] = self.bend_speed * step_seconds
-        res = self._run(pose, target, pole, weight, soft, margin, end_rotation, hint, out, params, history)
+            params[_P_BEND_STEP] = self._bend_speed * step_seconds
+        res = self._run_inputs(pose, one, x, out, params, history)
         self.bend_direction = res.state["bend_direction"]
-        if self.smooth:
+        if self._smooth:
             self._bend_history = self._last_history
         return res
 
-    def _run(self, pose: Pose, target: ArrayLike, pole: ArrayLike | None, weight: ArrayLike,
-             soft: ArrayLike | None, margin: ArrayLike | None, end_rotation: ArrayLike | None,
-             bend_hint: ArrayLike | None, out: Pose | None, params: FloatArray | None = None,
-             history: FloatArray | None = None) -> SolveResult:
-        """One solve.  ``soft``, ``margin``: None for the solver's own.  ``params``: the packed options with this
-        frame's bend step (smooth mode only, which it switches on); ``history``: the previous frame's history
-        rows ``(1|N, 8)`` (smooth mode)."""
-        one = check_pose_item(self.skeleton, pose, self.what, self._pose_shapes) and out is None
+    def _inputs(self, target: ArrayLike, pole: ArrayLike | None, weight: ArrayLike, soft: ArrayLike | None,
+                margin: ArrayLike | None, end_rotation: ArrayLike | None, bend_hint: ArrayLike | None) -> _Inputs:
+        """A solve's per-item inputs converted and checked (``soft``, ``margin``: None for the solver's own), and
+        the batch shapes of the call's own options: a default (this module's or the solver's (1,) row, one
+        value for every item) has none."""
         tg = as_float_array(target, "target", (3,))
         po = None if pole is None else as_float_array(pole, "pole", (3,))
         hi = None if bend_hint is None else as_float_array(bend_hint, "bend_hint", (3,))
         er = None if end_rotation is None else as_float_array(end_rotation, "end_rotation", (4,))
-        w = _ONES if type(weight) is float and weight == 1.0 else _option(weight, "weight", 0.0, 1.0)
-        so = self._soft_row if soft is None else _ZEROS if type(soft) is float and soft == 0.0 else \
-            _option(soft, "soft", 0.0, 1.0, hi_open=True)
-        m = self._margin_row if margin is None else _option(margin, "margin", 0.0, np.inf)
+        option_batches: list[tuple[int, ...]] = []
+        if type(weight) is float and weight == 1.0:
+            w = _ONES
+        else:
+            w = _option(weight, "weight", 0.0, 1.0)
+            if w.ndim:
+                option_batches.append(w.shape)
+        if soft is None:
+            so = self._soft_row
+        elif type(soft) is float and soft == 0.0:
+            so = _ZEROS
+        else:
+            so = _option(soft, "soft", 0.0, 1.0, hi_open=True)
+            if so.ndim:
+                option_batches.append(so.shape)
+        if margin is None:
+            m = self._margin_row
+        else:
+            m = _option(margin, "margin", 0.0, np.inf)
+            if m.ndim:
+                option_batches.append(m.shape)
+        return tg, po, hi, er, w, so, m, option_batches
+
+    def _run(self, pose: Pose, target: ArrayLike, pole: ArrayLike | None, weight: ArrayLike,
+             soft: ArrayLike | None, margin: ArrayLike | None, end_rotation: ArrayLike | None,
+             bend_hint: ArrayLike | None, out: Pose | None) -> SolveResult:
+        """One solve without history.  ``soft``, ``margin``: None for the solver's own."""
+        one = check_pose_item(self._skeleton, pose, self.what, self._pose_shapes) and out is None
+        return self._run_inputs(pose, one, self._inputs(target, pole, weight, soft, margin, end_rotation, bend_hint),
+                                out)
+
+    def _run_inputs(self, pose: Pose, one: bool, x: _Inputs, out: Pose | None, params: FloatArray | None = None,
+                    history: FloatArray | None = None) -> SolveResult:
+        """One solve of the converted inputs ``x`` (:meth:`_inputs`; ``one``: :func:`check_pose_item`'s answer,
+        ``out`` None).  ``params``: the packed options with this frame's bend step (smooth mode only, which it
+        switches on); ``history``: the previous frame's history rows ``(1|N, 8)`` (smooth mode)."""
+        tg, po, hi, er, w, so, m, option_batches = x
         flags = self._flags | (_HAS_POLE if po is not None else 0) | (_HAS_HINT if hi is not None else 0) \
             | (_HAS_END_ROTATION if er is not None else 0) | (_SMOOTH if params is not None else 0)
         vectors: list[tuple[FloatArray, tuple[int, ...]]] = [(tg, (3,))]  # broadcast (and copied) by prepare
@@ -326,8 +480,6 @@ class TwoBone(Solver):
             vectors.append((er, (4,)))
         batch: tuple[int, ...] = ()
         # the call's own per-item options (the defaults are this module's or the solver's (1,) rows)
-        option_batches = [x.shape for x, own in ((w, _ONES), (so, self._soft_row), (m, self._margin_row))
-                          if x is not own and x.ndim]
         if option_batches:
             # Options with batch dims of their own broadcast with the pose's and the vectors' like every
             # solver's weight (a (1,) weight on one pose is a batch of one): the target is broadcast to the
@@ -335,7 +487,7 @@ class TwoBone(Solver):
             batch = broadcast_batch(pose.batch_shape, *[v.shape[:-1] for v, _ in vectors], *option_batches)
             if batch and tg.shape[:-1] != batch:
                 vectors[0] = (np.broadcast_to(tg, batch + (3,)), (3,))
-        prep = prepare(self.skeleton, pose, vectors, out, rotations_only=True, checked=True, unbatched=one or None)
+        prep = prepare(self._skeleton, pose, vectors, out, rotations_only=True, checked=True, unbatched=one or None)
         n, batch = prep.n, prep.batch
         if batch:
             err = np.empty(n)
@@ -374,7 +526,7 @@ class TwoBone(Solver):
                 err, reached, bend, status, hits, hist_out)
         code = run_driver(_kernels().drivers_for(flags), n, args, own=prep.own)
         if code:
-            raise_status(code, self.what, self.skeleton, pose, self.scale_joints,
+            raise_status(code, self.what, self._skeleton, pose, self.scale_joints,
                          {"target": tg, "pole": po, "bend_hint": hi, "end_rotation": er, "weight": w, "soft": so,
                           "margin": m})
         if status[0] if n == 1 else np.any(status):
@@ -409,6 +561,24 @@ class TwoBone(Solver):
         raise SolverInputError(msg)
 
 
+#: A solve's converted inputs (:meth:`TwoBone._inputs`): ``target``, ``pole``, ``bend_hint``, ``end_rotation``
+#: (``(*batch, k)`` arrays or None), ``weight``, ``soft``, ``margin`` (``(*batch,)`` arrays, or this module's and
+#: the solver's own (1,) default rows) and the batch shapes of the options that are not defaults.
+_Inputs = tuple[FloatArray, FloatArray | None, FloatArray | None, FloatArray | None, FloatArray, FloatArray,
+                FloatArray, list[tuple[int, ...]]]
+
+
+def _batch(pose: Pose, one: bool, x: _Inputs) -> tuple[int, ...]:
+    """The batch a solve of the inputs ``x`` on ``pose`` has (``one``: the pose is one item and there is no
+    ``out``): every per-item input's broadcast with the pose's, as :func:`kinema._solve.prepare` makes it."""
+    tg, po, hi, er, _, _, _, option_batches = x
+    if one and tg.ndim == 1 and not option_batches and (po is None or po.ndim == 1) and \
+            (hi is None or hi.ndim == 1) and (er is None or er.ndim == 1):
+        return ()  # the per-frame call
+    vectors = [v.shape[:-1] for v in (po, hi, er) if v is not None]
+    return broadcast_batch(pose_batch(pose), tg.shape[:-1], *vectors, *option_batches)
+
+
 #: An unbatched solve's outputs: ``err``, ``reached``, ``status`` and ``hits``, each ``(1,)``.
 _ONE_ITEM = OneItemOutputs(lambda: (np.empty(1), np.empty(1, dtype=np.bool_), np.zeros(1, dtype=np.int64),
                                     np.zeros(1, dtype=np.int64)))
@@ -426,8 +596,12 @@ def _hinge_row(skeleton: Skeleton, joints: IntArray, kl: int, limits: Mapping[An
     if not isinstance(limits, Mapping):
         raise SolverInputError(f"limits must be a mapping {{joint: Limit}}, got {type(limits).__name__}")
     on_chain = {}
+    seen: set[int] = set()
     for key, lim in limits.items():
         j = resolve_joint(skeleton, key)
+        if j in seen:  # (as CCD and FABRIK refuse it: one of the two would silently win)
+            raise SolverInputError(f"joint {skeleton.names[j]!r} has two limits (given by name and by index)")
+        seen.add(j)
         if not isinstance(lim, Limit):
             raise SolverInputError(f"limit of joint {skeleton.names[j]!r} must be a kinema.limits.Limit, got "
                                    f"{type(lim).__name__}")
@@ -595,12 +769,10 @@ class TwoBoneIK(TwoBone):
                  smooth: bool = False, bend_speed: float = DEFAULT_BEND_SPEED, twist: str = "input") -> None:
         super().__init__(skeleton, joints, pole=pole, soft=soft, margin=margin, twist_spread=twist_spread,
                          continuity=continuity, history=True, smooth=smooth, bend_speed=bend_speed, twist=twist)
-        self.continuity = bool(continuity)
-        self.joints_spec = tuple(joints)
+        #: The joints as given (names or indices).
+        self.joints_spec = self._joints_given
 
-
-def _batch_of(pose: Pose, target: ArrayLike) -> tuple[int, ...]:
-    return broadcast_batch(pose.batch_shape, np.shape(target)[:-1])
+    _HISTORY_SETS_CONTINUITY = False
 
 
 # ------------------------------------------------------------------------ 2D
@@ -675,9 +847,15 @@ def solve_two_bone_2d(
         where = np.unravel_index(first, batch) if batch else ()
         if int(status[first]) == k.MARGIN_TOO_LARGE:
             raise SolverInputError(f"margin is larger than the shorter bone (batch item {where})")
+        if int(status[first]) == k.NONFINITE_RESULT:
+            raise SolverInputError(f"solve_two_bone_2d: the result overflows float64 (batch item {where}): the root, "
+                                   "the target or the arm reach beyond 1.8e308")
         raise SolverInputError(f"degenerate bone lengths (batch item {where})")
-    length = np.broadcast_to(a1 + a2, batch).reshape(n)
-    reached = err <= k.REACH_RTOL * length
+    with np.errstate(over="ignore"):
+        length = a1 + a2
+    # the reach tolerance of lengths whose sum overflows, without the sum
+    tol = np.where(np.isfinite(length), k.REACH_RTOL * length, k.REACH_RTOL * a1 + k.REACH_RTOL * a2)
+    reached = err <= np.broadcast_to(tol, batch).reshape(n)
     if not batch:
         return TwoBone2D(elbow[0], end[0], angles[0, 0], angles[0, 1], reached[0], err[0])
     return TwoBone2D(elbow.reshape(batch + (2,)), end.reshape(batch + (2,)), angles[:, 0].reshape(batch),

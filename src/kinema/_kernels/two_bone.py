@@ -892,35 +892,68 @@ def drivers_for(flags: int) -> Drivers:
 # ------------------------------------------------------------------------ 2D
 @njit(helper=True)
 def _solve_2d_item(rx, ry, tx, ty, l1, l2, bend, margin, soft):  # type: ignore[no-untyped-def]
-    """``(status, elbow_x, elbow_y, end_x, end_y, angle1, angle2, error)`` for one 2D arm."""
+    """``(status, elbow_x, elbow_y, end_x, end_y, angle1, angle2, error)`` for one 2D arm.
+
+    The arm is solved relative to the root in units of ``2**e``, ``e`` the binary exponent of the longer bone
+    (an exact scaling: the same numbers as unscaled wherever those neither overflow nor underflow), so
+    lengths near 1e155 and beyond, whose squares overflow, and near 1e-155, whose squares underflow, solve
+    as an arm of length 1 does; a distance whose square still overflows (a target 1e154 arm lengths away)
+    is taken by ``math.hypot``.  ``NONFINITE_RESULT`` when a result is not a float64 (beyond 1.8e308)."""
     nan = math.nan
     if not (math.isfinite(rx) and math.isfinite(ry) and math.isfinite(tx) and math.isfinite(ty)):
         return NONFINITE_INPUT, nan, nan, nan, nan, nan, nan, nan
-    length = l1 + l2
-    if not (math.isfinite(length) and l1 > DEGENERATE_BONE_RTOL * length and l2 > DEGENERATE_BONE_RTOL * length):
+    if not (math.isfinite(l1) and math.isfinite(l2) and l1 > 0.0 and l2 > 0.0):
+        return ZERO_BONE, nan, nan, nan, nan, nan, nan, nan
+    e = math.frexp(max(l1, l2))[1]
+    a = math.ldexp(l1, -e)  # the longer bone in [0.5, 1)
+    b = math.ldexp(l2, -e)
+    length = a + b
+    if not (a > DEGENERATE_BONE_RTOL * length and b > DEGENERATE_BONE_RTOL * length):
         return ZERO_BONE, nan, nan, nan, nan, nan, nan, nan
     m = margin
     if m < 0.0:
-        m = DEFAULT_MARGIN_FRACTION * min(l1, l2)
-    if m > min(l1, l2):
+        m = DEFAULT_MARGIN_FRACTION * min(a, b)
+    else:
+        m = math.ldexp(m, -e)
+    if m > min(a, b):
         return MARGIN_TOO_LARGE, nan, nan, nan, nan, nan, nan, nan
-    dx = tx - rx
-    dy = ty - ry
-    d = math.sqrt(dx * dx + dy * dy)
+    ox = tx - rx  # the target's offset from the root
+    oy = ty - ry
+    if not (math.isfinite(ox) and math.isfinite(oy)):  # beyond 1.8e308: taken in the arm's units
+        ox = math.ldexp(tx, -e) - math.ldexp(rx, -e)
+        oy = math.ldexp(ty, -e) - math.ldexp(ry, -e)
+        if not (math.isfinite(ox) and math.isfinite(oy)):
+            return NONFINITE_RESULT, nan, nan, nan, nan, nan, nan, nan  # no float64 distance to the target
+        dx = ox
+        dy = oy
+    else:
+        dx = math.ldexp(ox, -e)
+        dy = math.ldexp(oy, -e)
+    if math.isfinite(dx) and math.isfinite(dy):
+        d2 = dx * dx + dy * dy
+        d = math.sqrt(d2) if d2 < math.inf else math.hypot(dx, dy)
+    else:
+        d = math.inf  # more than 2**1024 arm lengths away: out of reach (the direction is the offset's)
     # Target on the root: no direction; reach along +x (angle 0).
-    base = math.atan2(dy, dx) if d > TARGET_ON_SHOULDER_RTOL * length else 0.0
-    dc = reach_distance(d, abs(l1 - l2) + m, length - m, soft)
+    base = math.atan2(oy, ox) if d > TARGET_ON_SHOULDER_RTOL * length else 0.0
+    dc = reach_distance(d, abs(a - b) + m, length - m, soft)
     # dc == 0 only for margin=0 and l1 == l2: fully folded, elbow at 90 degrees to the base.
-    along = (l1 * l1 + dc * dc - l2 * l2) / (2.0 * dc) if dc > 0.0 else 0.0
-    rise = math.sqrt(max(0.0, l1 * l1 - along * along))
+    along = (a * a + dc * dc - b * b) / (2.0 * dc) if dc > 0.0 else 0.0
+    rise = math.sqrt(max(0.0, a * a - along * along))
     sgn = 1.0 if bend >= 0.0 else -1.0
     a1 = base + sgn * math.atan2(rise, along)
     a2 = base - sgn * math.atan2(rise, dc - along)
-    ex = rx + l1 * math.cos(a1)
-    ey = ry + l1 * math.sin(a1)
-    cx = ex + l2 * math.cos(a2)
-    cy = ey + l2 * math.sin(a2)
-    err = math.sqrt((cx - tx) ** 2 + (cy - ty) ** 2)
+    ex = rx + math.ldexp(a * math.cos(a1), e)
+    ey = ry + math.ldexp(a * math.sin(a1), e)
+    cx = ex + math.ldexp(b * math.cos(a2), e)
+    cy = ey + math.ldexp(b * math.sin(a2), e)
+    ux = cx - tx
+    uy = cy - ty
+    u2 = ux * ux + uy * uy
+    err = math.sqrt(u2) if 1e-290 < u2 < math.inf else math.hypot(ux, uy)
+    if not (math.isfinite(ex) and math.isfinite(ey) and math.isfinite(cx) and math.isfinite(cy)
+            and math.isfinite(err)):
+        return NONFINITE_RESULT, nan, nan, nan, nan, nan, nan, nan
     return OK, ex, ey, cx, cy, a1, a2, err
 
 

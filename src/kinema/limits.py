@@ -42,10 +42,18 @@ methods below to treat ``rotation_local`` as already rest-relative.
   triple is inside the box nothing changes; otherwise both are clamped (the
   short way round) and the rebuilt rotation closer to the input is kept.
   **Gimbal lock** (the middle angle within 2e-7 rad of +-pi/2, or of 0 or pi
-  for sequences such as ``"ZXZ"``): the rotation fixes only the sum or the
-  difference of the outer angles, so it is inside when some pair of the box
-  gives it (whatever split :func:`kinema.rotation.as_euler` reports), and one
-  outside only in that sum or difference is turned by just its violation.
+  for sequences such as ``"ZXZ"``): the rotation fixes only the middle angle
+  and the sum or the difference of the outer angles, so it is inside when the
+  middle angle of either triple is in range (a range may end at the lock from
+  either side) and some pair of the box gives that sum or difference
+  (whatever split :func:`kinema.rotation.as_euler` reports).  One outside is
+  turned by just its violation: the middle angle is clamped to its range, the
+  sum or difference to the values the box gives it, and split into a pair of
+  the box.  **Near** the lock (within 1e-2 rad) the outer angles read from a
+  rotation carry a rounding error of about ``eps / d`` each (``d`` the middle
+  angle's distance from the lock), so they may slide together along the lock
+  direction by ten times that before they count as outside (a turn of the
+  rotation of at most 4e-15 rad): a rotation clamped onto a bound reads inside.
 
 Every clamp leaves a rotation that is inside (within ``LIMIT_SLACK``,
 1e-12 rad) **bit for bit unchanged**, never produces NaN, and keeps the sign
@@ -211,7 +219,9 @@ class Limit(ABC):
         Hinge: max(off-axis angle, angle outside the range).  SwingTwist:
         max(swing beyond the cone along its direction, twist outside the
         range).  EulerRange: the largest per-axis excess of the better of the
-        two Euler triples.
+        two Euler triples (near gimbal lock after the slide described in the
+        module docs; at it, of the middle angle and the sum or difference of
+        the outer angles).
         """
         from ._kernels import limits as kl
 

@@ -54,10 +54,26 @@ LIMIT_PARAMS = 12
 #: re-clamped by one ulp on the next pass (and counted as a hit every time).
 LIMIT_SLACK = 1e-12
 
-#: :func:`_euler_lock` counts a middle angle within this of its singular value as gimbal lock: twice
+#: :func:`_euler_near_lock` counts a middle angle within this of its singular value as gimbal lock: twice
 #: ``EULER_GIMBAL_EPS``, so that every triple ``qto_euler`` snapped (its test rounds differently, by an ulp)
 #: is read as one; a triple within it that was not snapped is exact, and its ``u`` is that of the rotation.
 EULER_LOCK_BAND = 2.0 * EULER_GIMBAL_EPS
+
+#: Near gimbal lock (the middle angle ``delta`` from its singular value, outside ``EULER_LOCK_BAND``) the outer
+#: angles ``a``, ``c`` that ``qto_euler`` reads from a quaternion are each off by up to about ``eps / delta``
+#: along the lock direction ``(a + t, c + sigma t)`` (only ``a - sigma c`` is well conditioned): measured at most
+#: 1.6 ``eps / delta`` over the 24 sequences, so a rotation built exactly on an outer bound with its middle angle
+#: 1e-6 rad from the lock read up to 7e-11 rad outside (above ``LIMIT_SLACK``) and was clamped again.  The Euler
+#: measure therefore lets the pair slide along that direction by up to ``EULER_SLIDE_ULPS * eps / delta`` (ten
+#: times the reading error) before it counts an excess.  Such a slide turns the rotation by about ``|t| delta``,
+#: at most ``EULER_SLIDE_ULPS * eps`` (4e-15 rad): the rotations counted inside are those of the box to that.
+EULER_SLIDE_ULPS = 16.0
+
+#: The slide applies only within this of a lock; farther out the reading error (below 1.6 eps / 1e-2 = 4e-14
+#: rad) is far inside ``LIMIT_SLACK``, and the measure is the plain per-axis one, bit for bit.
+EULER_SLIDE_ZONE = 1e-2
+
+_EPS = 2.220446049250313e-16  # float64 machine epsilon
 
 #: A swing below this angle (radians) has no direction: the elliptical
 #: bound is then irrelevant (the swing is inside any cone).
@@ -155,35 +171,62 @@ def _euler_solutions(q, i: int, j: int, k: int, extrinsic: bool):  # type: ignor
 
 
 @njit(borrows=True, helper=True)
-def _euler_excess(params, e) -> float:  # type: ignore[no-untyped-def]
-    m = 0.0
-    for a in range(3):
-        x = _angle_excess(e[a], params[4 + a], params[7 + a])
-        if x > m:
-            m = x
-    return m
+def _euler_excess(params, e, sigma: float, tau: float) -> float:  # type: ignore[no-untyped-def]
+    """The largest per-axis excess of the triple ``e``, after sliding its outer angles to ``(a + t, c + sigma t)``
+    by the ``|t| <= tau`` that makes it smallest (``EULER_SLIDE_ULPS``; ``tau = 0``: no slide)."""
+    xb = _angle_excess(e[1], params[5], params[8])
+    if tau <= 0.0:
+        xa = _angle_excess(e[0], params[4], params[7])
+        xc = _angle_excess(e[2], params[6], params[9])
+    else:
+        # the shifts t that bring a + t into its range, and c + sigma t into its own, as intervals of t
+        wa = wrap_near(e[0], 0.5 * (params[4] + params[7]))
+        al = params[4] - wa
+        ah = params[7] - wa
+        wc = wrap_near(e[2], 0.5 * (params[6] + params[9]))
+        cl = params[6] - wc
+        ch = params[9] - wc
+        if sigma < 0.0:
+            cl, ch = -ch, -cl
+        # max(distance of t from each interval) is convex in t: least on their overlap (or the middle of the gap
+        # between them); the best t within [-tau, tau] is the point of that set nearest 0, clamped to it
+        lo = al if al > cl else cl
+        hi = ah if ah < ch else ch
+        if lo > hi:
+            t = 0.5 * (lo + hi)
+        elif lo > 0.0:
+            t = lo
+        elif hi < 0.0:
+            t = hi
+        else:
+            t = 0.0
+        t = min(max(t, -tau), tau)
+        xa = max(al - t, t - ah, 0.0)
+        xc = max(cl - t, t - ch, 0.0)
+    m = xa if xa > xb else xb
+    return m if m > xc else xc
 
 
 @njit(helper=True)
-def _euler_lock(i: int, j: int, k: int, extrinsic: bool, b: float):  # type: ignore[no-untyped-def]
-    """``(at_lock, sigma)`` for the middle angle ``b`` of :func:`~kinema._kernels.quat.qto_euler`.
+def _euler_near_lock(i: int, j: int, k: int, extrinsic: bool, b: float):  # type: ignore[no-untyped-def]
+    """``(delta, sigma)`` for the middle angle ``b`` of :func:`~kinema._kernels.quat.qto_euler` (or its twin's).
 
-    At gimbal lock (``b`` within ``EULER_LOCK_BAND`` of 0 or pi for proper Euler sequences, of +-pi/2 for
-    Tait-Bryan ones; ``qto_euler`` puts the whole turn in the first angle there) the rotation fixes only
-    ``u = a - sigma c`` of the outer angles: ``(a + t, b, c + sigma t)`` is the same rotation for every
-    ``t``.  ``sigma`` (+1 or -1, by sequence and singularity) is read off two rotations built at the lock.
+    ``delta`` (>= 0) is how far ``b`` lies from its nearest singular value: 0 or pi for proper Euler sequences,
+    +-pi/2 for Tait-Bryan ones.  Within ``EULER_LOCK_BAND`` of it the rotation is at gimbal lock
+    (``qto_euler`` puts the whole turn in the first angle there) and fixes only ``u = a - sigma c`` of the
+    outer angles: ``(a + t, b, c + sigma t)`` is the same rotation for every ``t``.  ``sigma`` is -1 at 0 and
+    +1 at pi for proper Euler sequences; for Tait-Bryan ones the sign of ``b`` times the parity of
+    ``(i, j, k)`` (+1 cyclic), negated for intrinsic sequences (the tests check it on rotations built at the
+    lock, for all 24 sequences).
     """
     if i == k:
-        s = 0.0 if abs(b) <= 0.5 * math.pi else math.pi
-    else:
-        s = 0.5 * math.pi
-    if abs(abs(b) - s) > EULER_LOCK_BAND:
-        return False, 0.0
-    bs = math.copysign(s, b)
-    q1 = qfrom_euler(1.0, bs, 0.0, i, j, k, extrinsic)
-    q2 = qfrom_euler(0.0, bs, 1.0, i, j, k, extrinsic)
-    # the same rotation (|dot| = 1) when a + c is what counts; 2 rad apart (|dot| = cos 1) when a - c is
-    return True, (-1.0 if abs(qdot(q1, q2)) > 0.9 else 1.0)
+        if abs(b) <= 0.5 * math.pi:
+            return abs(b), -1.0
+        return math.pi - abs(b), 1.0
+    p = float((i - j) * (j - k) * (k - i) // 2)
+    if not extrinsic:
+        p = -p
+    return 0.5 * math.pi - abs(b), (p if b >= 0.0 else -p)
 
 
 @njit(borrows=True, helper=True)
@@ -195,31 +238,38 @@ def _lock_range(params, sigma: float):  # type: ignore[no-untyped-def]
 
 
 @njit(borrows=True, helper=True)
-def _lock_excess(params, e, sigma: float) -> float:  # type: ignore[no-untyped-def]
+def _lock_excess(params, e, f, sigma: float) -> float:  # type: ignore[no-untyped-def]
     """:func:`_euler_excess` of a rotation at gimbal lock: it is inside when some ``(a, c)`` of the box gives its
-    ``u = a - sigma c`` (and its middle angle is in range), whatever split ``qto_euler`` picked."""
+    ``u = a - sigma c`` (the twin ``f`` has the same ``u``, modulo 2 pi) and the middle angle of ``e`` or of ``f``
+    is in range, whatever split ``qto_euler`` picked.  (A range ending at the lock from the side ``qto_euler``
+    does not read, ``[x, 0]`` for ``"ZXZ"``, holds the twin's middle angle only.)"""
     lo, hi = _lock_range(params, sigma)
     xu = 0.0 if hi - lo >= _TWO_PI else _angle_excess(e[0] - sigma * e[2], lo, hi)
     xb = _angle_excess(e[1], params[5], params[8])
+    xf = _angle_excess(f[1], params[5], params[8])
+    if xf < xb:
+        xb = xf
     return xu if xu > xb else xb
 
 
 @njit(borrows=True, helper=True)
 def _euler_box_excess(params, q):  # type: ignore[no-untyped-def]
     """``(excess, e, f, lock, sigma)``: how far (radians) ``q`` lies outside the Euler box, its two triples, and
-    whether it is at gimbal lock (:func:`_euler_lock`).  Off the lock the better of the two triples counts;
-    at the lock only ``u`` and the middle angle do (the twin has the same ones)."""
+    whether it is at gimbal lock (:func:`_euler_near_lock`).  Off the lock the better of the two triples counts
+    (near it, within ``EULER_SLIDE_ZONE``, after the slide of ``EULER_SLIDE_ULPS``); at the lock only ``u``
+    and the better of the two middle angles do (:func:`_lock_excess`)."""
     i = int(params[0])
     j = int(params[1])
     k = int(params[2])
     ext = params[3] != 0.0
     e, f = _euler_solutions(q, i, j, k, ext)
-    lock, sigma = _euler_lock(i, j, k, ext, e[1])
-    if lock:
-        return _lock_excess(params, e, sigma), e, f, lock, sigma
-    a = _euler_excess(params, e)
-    b = _euler_excess(params, f)
-    return (a if a < b else b), e, f, lock, sigma
+    delta, sigma = _euler_near_lock(i, j, k, ext, e[1])
+    if delta <= EULER_LOCK_BAND:
+        return _lock_excess(params, e, f, sigma), e, f, True, sigma
+    tau = EULER_SLIDE_ULPS * _EPS / delta if delta < EULER_SLIDE_ZONE else 0.0
+    a = _euler_excess(params, e, sigma, tau)
+    b = _euler_excess(params, f, sigma, tau)
+    return (a if a < b else b), e, f, False, sigma
 
 
 @njit(borrows=True, helper=True)
@@ -321,14 +371,18 @@ def _clamp_euler(params, q):  # type: ignore[no-untyped-def]
        (:func:`wrap_near`): 179 and -179 degrees are 2 degrees apart.
     3. If either triple is inside the box, the rotation is inside: return the
        zero quaternion as a marker (the caller keeps ``q`` untouched).
-    4. At gimbal lock with the middle angle in range, only ``u = a - sigma c``
-       matters (:func:`_euler_lock`): ``u`` is clamped into the range the
-       box gives it and split into an ``(a, c)`` of the box, the smallest
-       turn that brings ``q`` inside (a triple clamped per axis would leave
-       the rotation outside or move one that was inside).
+    4. At gimbal lock only the middle angle and ``u = a - sigma c`` matter
+       (:func:`_euler_near_lock`).  Take the triple (``e`` or its twin ``f``)
+       whose middle angle is nearer its range and clamp that angle; clamp
+       ``u`` into the range the box gives it and split it into an ``(a, c)``
+       of the box.  With the middle angle in range this is the smallest turn
+       that brings ``q`` inside (a triple clamped per axis would leave the
+       rotation outside or move one that was inside); the result is inside
+       whether or not its middle angle is still at the lock.
     5. Otherwise clamp each triple per axis the short way round
        (:func:`clamp_angle`), rebuild both, and return the one closer to
-       ``q`` (largest ``|dot|``).
+       ``q`` (largest ``|dot|``).  Near the lock its outer angles read back
+       within the slide the measure allows (``EULER_SLIDE_ULPS``).
     """
     i = int(params[0])
     j = int(params[1])
@@ -337,12 +391,16 @@ def _clamp_euler(params, q):  # type: ignore[no-untyped-def]
     excess, e, f, lock, sigma = _euler_box_excess(params, q)
     if excess <= LIMIT_SLACK:
         return (0.0, 0.0, 0.0, 0.0)
-    if lock and _angle_excess(e[1], params[5], params[8]) <= LIMIT_SLACK:
+    if lock:
+        t = e
+        if _angle_excess(f[1], params[5], params[8]) < _angle_excess(e[1], params[5], params[8]):
+            t = f  # the twin's middle angle is nearer the range (the range ends at the lock on the twin's side)
+        b = clamp_angle(t[1], params[5], params[8])
         lo, hi = _lock_range(params, sigma)
-        u = clamp_angle(e[0] - sigma * e[2], lo, hi)
-        a = clamp_angle(u + sigma * clamp_angle(e[2], params[6], params[9]), params[4], params[7])
+        u = clamp_angle(t[0] - sigma * t[2], lo, hi)
+        a = clamp_angle(u + sigma * clamp_angle(t[2], params[6], params[9]), params[4], params[7])
         c = clamp_angle(wrap_near(sigma * (a - u), 0.5 * (params[6] + params[9])), params[6], params[9])
-        return qfrom_euler(a, e[1], c, i, j, k, ext)
+        return qfrom_euler(a, b, c, i, j, k, ext)
     qe = qfrom_euler(clamp_angle(e[0], params[4], params[7]), clamp_angle(e[1], params[5], params[8]),
                      clamp_angle(e[2], params[6], params[9]), i, j, k, ext)
     qf = qfrom_euler(clamp_angle(f[0], params[4], params[7]), clamp_angle(f[1], params[5], params[8]),

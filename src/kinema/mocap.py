@@ -1030,28 +1030,40 @@ def _moving(a: FloatArray, half: int, how: str) -> FloatArray:
     return win.max(axis=-1) if how == "max" else win.mean(axis=-1)
 
 
-def _joint_max_speed(clip: Clip, joints: IntArray | None = None) -> tuple[FloatArray, IntArray]:
-    """Per joint (of ``joints``, default all): largest angular speed (rad/s) and the frame where it is."""
+def _joint_max_speed(clip: Clip, joints: IntArray | None = None,
+                     window: tuple[int, int] | None = None) -> tuple[FloatArray, IntArray]:
+    """Per joint (of ``joints``, default all): largest angular speed (rad/s) and the frame where it is.
+
+    ``window``: ``(lo, hi)``, frames inclusive: only the steps between frames of ``lo..hi`` count (the frame
+    reported is still the clip's)."""
     q = clip.pose.rotations
     if joints is not None and q.ndim == 3:
         q = q[:, joints]
     n = q.shape[-2]
     if q.ndim == 2 or q.shape[0] < 2:  # shared rotations or a single frame: nothing turns
         return np.zeros(n), np.zeros(n, dtype=np.int64)
-    w = rot.angle_between(q[:-1], q[1:]) / np.diff(frame_times(clip))[:, None]
-    return w.max(axis=0), w.argmax(axis=0).astype(np.int64)
+    lo, hi = (0, q.shape[0] - 1) if window is None else (max(window[0], 0), min(window[1], q.shape[0] - 1))
+    if hi <= lo:
+        return np.zeros(n), np.full(n, lo, dtype=np.int64)
+    q = q[lo:hi + 1]
+    w = rot.angle_between(q[:-1], q[1:]) / np.diff(frame_times(clip)[lo:hi + 1])[:, None]
+    return w.max(axis=0), lo + w.argmax(axis=0).astype(np.int64)
 
 
-def _speed_metrics(skeleton: Skeleton, before: Clip, after: Clip, changed: Sequence[int]) -> dict[str, Any]:
+def _speed_metrics(skeleton: Skeleton, before: Clip, after: Clip, changed: Sequence[int],
+                   window: tuple[int, int] | None = None) -> dict[str, Any]:
     """Largest angular speed (rad/s) of the ``changed`` joints, before and after, with where it is.
 
     Only the joints a function changed are compared (the others are the same
     before and after, and naming one of them would say nothing about the change).
+    ``window``: ``(lo, hi)``, frames inclusive, the only frames compared (both
+    clips alike): the frames a function changed and their neighbours, so a
+    faster frame elsewhere in the input cannot hide a pop in them.
     """
     ch = np.asarray(sorted(set(int(c) for c in changed)), dtype=np.int64)
     out: dict[str, Any] = {"changed_joints": [skeleton.names[j] for j in ch]}
     for when, clip in (("before", before), ("after", after)):
-        w, f = _joint_max_speed(clip, ch) if ch.size else (np.zeros(0), np.zeros(0, dtype=np.int64))
+        w, f = _joint_max_speed(clip, ch, window) if ch.size else (np.zeros(0), np.zeros(0, dtype=np.int64))
         k = int(np.argmax(w)) if w.size else -1
         out[f"joint_speed_{when}"] = float(w[k]) if w.size else 0.0
         out[f"joint_speed_{when}_joint"] = skeleton.names[int(ch[k])] if w.size else ""
@@ -1436,7 +1448,9 @@ class ReachResult:
       ``A..B``, clip units), ``range``, ``blend`` (frames), ``solved_frames``,
       ``moved_max`` (how far the target moved the effector, units),
       ``changed_joints`` and ``joint_speed_before``/``joint_speed_after``
-      (rad/s, largest over the changed joints, with ``..._joint`` and ``..._frame``).
+      (rad/s, largest over the changed joints and over the solved frames
+      and the frame either side of them, with ``..._joint`` and
+      ``..._frame``): a pop the reach makes shows as a faster ``after``.
     """
 
     clip: Clip
@@ -1468,7 +1482,10 @@ def reach(
       the animated motion is kept, shifted by a fading offset.  Frames
       outside ``[A - blend, B + blend]`` are untouched.
     * ``chain``: ``None`` for two-bone IK on (grandparent, parent, effector)
-      with the pole at the animated elbow; or the first joint of a longer
+      with the pole at the animated elbow carried round the shoulder by the
+      turn from the animated effector to its target (see
+      :func:`_carried_poles`: the bend plane turns with the arm, so the elbow
+      moves as continuously as the target does); or the first joint of a longer
       chain (e.g. a spine joint): CCD from there down to the effector, then
       an exact two-bone finish on the arm (see :func:`_reach_chain`).
     * ``keep_orientation``: the effector keeps its animated world orientation
@@ -1514,7 +1531,8 @@ def reach(
         shoulder = int(skeleton.parents[elbow]) if elbow >= 0 else -1
         if elbow < 0 or shoulder < 0:
             raise SkeletonError(f"effector {skeleton.names[eff]!r} needs a parent and a grandparent for two-bone IK")
-        res = solve_two_bone(skeleton, sub, (shoulder, elbow, eff), goal, fk.positions[:, elbow], end_rotation=end_rot)
+        res = solve_two_bone(skeleton, sub, (shoulder, elbow, eff), goal, _carried_poles(fk.positions, shoulder,
+                             elbow, eff, goal), end_rotation=end_rot)
         changed = [shoulder, elbow, eff]
         solved = res.pose
     else:
@@ -1536,8 +1554,29 @@ def reach(
         "max_error": float(err[a:b + 1].max()),
         "moved_max": float(np.linalg.norm(anim - goal, axis=-1).max()) if solve_frames.size else 0.0,
     }
-    metrics.update(_speed_metrics(skeleton, clip, out, changed))
+    # Compared over the solved frames and one frame either side (the steps into and out of them): a faster
+    # frame elsewhere in the input would otherwise hide a pop made here.
+    window = (int(solve_frames[0]) - 1, int(solve_frames[-1]) + 1) if solve_frames.size else (0, 0)
+    metrics.update(_speed_metrics(skeleton, clip, out, changed, window))
     return ReachResult(clip=out, weights=w, error=err, metrics=metrics)
+
+
+def _carried_poles(pos: FloatArray, shoulder: int, elbow: int, eff: int, goal: FloatArray) -> FloatArray:
+    """Elbow poles ``(F, 3)`` for :func:`reach`: the animated elbow carried round the shoulder with the reach.
+
+    Each frame's animated arm (shoulder ``s``, elbow ``e``, effector ``p``) is
+    turned about the shoulder by the minimal rotation taking ``p - s`` to
+    ``goal - s``; the pole is where that takes the elbow.  Its bend plane is
+    the animated one turned with the arm, so it changes as smoothly as the
+    animation and the goal do (the turn is the identity where the goal is the
+    animated effector: a zero blend weight gives back the animated elbow).
+    The animated elbow itself as the pole is not: its side of the
+    shoulder-to-goal axis flips wherever that axis passes near it (a goal
+    across the body from it), and the elbow with it, in one frame.
+    """
+    s = pos[:, shoulder]
+    turn = rot.from_two_vectors(pos[:, eff] - s, goal - s)
+    return np.asarray(s + rot.rotate(turn, pos[:, elbow] - s), dtype=np.float64)
 
 
 def _reach_chain(skeleton: Skeleton, pose: Pose, start: int, eff: int, goal: FloatArray, end_rot: FloatArray | None,

@@ -127,11 +127,32 @@ def test_clean_runs_fills_gaps_and_drops_touches() -> None:
     m[12:15] = True  # gap of 2 frames after 10: filled
     m[20:22] = True  # gap of 5: kept apart; run of 2: dropped
     m[27:30] = True  # run touching the end: kept
-    k.clean_runs(m, 2, 3)
+    still = np.zeros((30, 1, 2))  # the foot never moves: every short gap is a dropout
+    k.clean_runs(m, 2, 3, still, np.array([0.05]))
     expect = np.zeros(30, dtype=bool)
     expect[5:15] = True
     expect[27:30] = True
     np.testing.assert_array_equal(m[:, 0], expect)
+
+
+def test_clean_runs_keeps_apart_contacts_between_which_the_foot_travelled() -> None:
+    """A pivot on the toe: the ankle leaves, travels 14 cm in a 3-frame gap and lands.  Filling that gap made one
+    contact of two, and footlock held the ankle 11.8 cm off the animation while the planted toe slid 14 cm.  A gap
+    is filled only when the foot came back within ``step`` of where it left (here 4.5 cm)."""
+    k = _kernels()
+    m = np.zeros((20, 1), dtype=bool)
+    m[0:8] = True
+    m[11:20] = True
+    xy = np.zeros((20, 1, 2))
+    xy[8:11, 0, 0] = [4.0, 9.0, 13.0]
+    xy[11:, 0, 0] = 14.0
+    moved = m.copy()
+    k.clean_runs(moved, 3, 1, xy, np.array([4.5]))
+    np.testing.assert_array_equal(moved, m)  # two contacts, as detected
+    still = m.copy()
+    xy[11:, 0, 0] = 4.0  # came back down within the step: the gap was a dropout
+    k.clean_runs(still, 3, 1, xy, np.array([4.5]))
+    assert bool(np.all(still))
 
 
 def test_ease_weights_share_gaps_and_stay_inside_unit_interval() -> None:

@@ -935,10 +935,10 @@ def detect_contacts(
     kc.hysteresis(above, np.ascontiguousarray(spd), th.height_on, th.height_off, th.speed_on, th.speed_off, mask)
     kc.still_runs(above, np.ascontiguousarray(spd), th.height_off, th.speed_on,
                   max(1, int(round(STILL_CONTACT_S * fps))), mask)
-    kc.clean_runs(mask, th.max_gap, 0)
-    kc.merge_still_gaps(mask, above, th.height_off, np.ascontiguousarray(p[..., _HORIZONTAL]), th.step,
-                        th.merge_gap)
-    kc.clean_runs(mask, 0, th.min_frames)
+    ground_xy = np.ascontiguousarray(p[..., _HORIZONTAL])
+    kc.clean_runs(mask, th.max_gap, 0, ground_xy, th.step)
+    kc.merge_still_gaps(mask, above, th.height_off, ground_xy, th.step, th.merge_gap)
+    kc.clean_runs(mask, 0, th.min_frames, ground_xy, th.step)
     return Contacts(feet=idx, names=tuple(skeleton.names[f] for f in idx), mask=mask,
                     positions=np.ascontiguousarray(p), speeds=spd, thresholds=th)
 

@@ -10,6 +10,8 @@ half-open frame ranges ``[start, end)``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._jit import njit
@@ -121,13 +123,18 @@ def merge_still_gaps(mask, height, h_off, ground_xy, step, max_gap):  # type: ig
 
 
 @njit
-def clean_runs(mask, max_gap, min_len):  # type: ignore[no-untyped-def]
+def clean_runs(mask, max_gap, min_len, ground_xy, step):  # type: ignore[no-untyped-def]
     """In place on ``mask (F, K)`` bool: fill short gaps, then drop short contacts.
 
     A gap of at most ``max_gap`` frames *between* two contacts of one foot is
-    filled (a one-frame dropout inside a stance is noise, not a step); gaps at
-    the clip's ends are left alone.  Then every contact shorter than
-    ``min_len`` frames is removed (a brief touch is not a plant).
+    filled (a one-frame dropout inside a stance is noise, not a step) when the
+    foot came back within ``step (K,)`` of where it left (horizontal distance,
+    ``ground_xy (F, K, 2)``, from the first contact's last frame to the second's
+    first): a foot that travelled farther in the gap stepped (a pivot on the
+    toe moves the ankle 14 cm in three frames), and one lock across both
+    contacts would hold it off the animation.  Gaps at the clip's ends are left
+    alone.  Then every contact shorter than ``min_len`` frames is removed (a
+    brief touch is not a plant).
     """
     n_frames, n_feet = mask.shape
     for k in range(n_feet):
@@ -136,8 +143,11 @@ def clean_runs(mask, max_gap, min_len):  # type: ignore[no-untyped-def]
         while f < n_frames:
             if mask[f, k]:
                 if last_end >= 0 and f - last_end <= max_gap:
-                    for g in range(last_end, f):
-                        mask[g, k] = True
+                    dx = ground_xy[f, k, 0] - ground_xy[last_end - 1, k, 0]
+                    dy = ground_xy[f, k, 1] - ground_xy[last_end - 1, k, 1]
+                    if math.hypot(dx, dy) <= step[k]:
+                        for g in range(last_end, f):
+                            mask[g, k] = True
                 while f < n_frames and mask[f, k]:
                     f += 1
                 last_end = f

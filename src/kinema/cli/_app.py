@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import signal
 import sys
 import threading
@@ -14,7 +15,7 @@ from typing import Any
 
 from . import _commands as cmd
 from ._files import CliError, Interrupted, UsageError
-from ._parser import EXIT_FAILED, EXIT_USAGE, PROG, build_parser, join_negative_values
+from ._parser import EXIT_FAILED, EXIT_OK, EXIT_USAGE, PROG, build_parser, join_negative_values
 from ._ui import UI, one_line
 
 __all__ = ["main"]
@@ -74,6 +75,37 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe (or socket) whose reader has closed it (``kinema info F | head -1``).
+
+    A BrokenPipeError from elsewhere (a worker's pipe) is a real failure; poll tells them apart (POLLERR on a
+    pipe with no reader).  Where poll cannot say, a BrokenPipeError is taken to be stdout's.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # no real stdout (captured in tests): not this
+        return False
+    if not hasattr(select, "poll"):
+        return True
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except OSError:
+        return True
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at the null device, so that the interpreter's last flush at exit cannot fail again
+    ("Exception ignored ... BrokenPipeError"), as the Python docs on SIGPIPE recommend."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kinema`` console script; returns the exit status."""
     started = time.perf_counter()
@@ -91,7 +123,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     ui = UI(quiet=getattr(args, "quiet", False), progress=getattr(args, "progress", None))
     try:
         with _sigterm_interrupts():
-            return _dispatch(args, extra, ui)
+            code = _dispatch(args, extra, ui)
+            sys.stdout.flush()  # here, not at exit: a closed stdout is then handled below
+            return code
+    except BrokenPipeError:
+        if not _stdout_reader_gone():
+            if debug:
+                raise
+            sys.stderr.write(f"{PROG}: error: Broken pipe\n")
+            return EXIT_FAILED
+        # The reader of stdout stopped early (``kinema info F | head -1``): kinema ends quietly with status 0,
+        # as a reader that has what it wanted is no failure (``set -o pipefail`` scripts stay green).  Tools
+        # killed by SIGPIPE exit 141 instead; kinema prefers 0 because Python ignores SIGPIPE anyway and
+        # every result it was asked for is written before anything else, so nothing is left half-done.
+        _quiet_stdout()
+        return EXIT_OK
     except KeyboardInterrupt as e:
         if debug:
             raise

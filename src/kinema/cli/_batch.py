@@ -57,7 +57,7 @@ from typing import Any
 
 from ..errors import KinemaError
 from ..io._atomic import atomic_write, entries_of_dead_processes, same_file
-from ..io._read import read_regular
+from ..io._read import PATH_CHARS, read_regular, short_repr
 from ..io.gltf.reader import ExternalFiles, read_external
 from ._commands import command_argv
 from ._files import FORMATS, CliError, Interrupted, UsageError, format_of, make_folders, remove_empty_folders
@@ -303,8 +303,12 @@ class _Dask(_Interruptible):
                     # One numba thread per worker, as the local pool's (kinema.cli._worker.worker_init): the
                     # workers are the parallelism; n workers each running as many numba threads as there are
                     # cores oversubscribe the machine.  The nanny sets it before the worker imports numba.
+                    # No dashboard (no one opens it).  The scheduler serves its few HTTP routes anyway, and with
+                    # no address it takes port 8787 or, that in use (another cluster, any server), warns
+                    # "Port 8787 is already in use" on stderr even under -q: an OS-chosen localhost port instead.
                     self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                                  dashboard_address=None, silence_logs=logging.ERROR,
+                                                 scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                                                  env=WORKER_ENV)
                 self._client = Client(self._cluster)
                 self.name = f"dask LocalCluster, {n} workers"
@@ -425,7 +429,17 @@ def _identity(path: str) -> object:
 
 def _fail(rows: dict[str, tuple[str, str, str, str, str]], ui: UI, job: Job, error: str, seconds: str) -> None:
     rows[job.name] = (job.name, "FAILED", "", error, seconds)
-    ui.note(f"kinema batch: {printable(job.name)}: {error}")
+    ui.note(f"kinema batch: {printable(job.name)}: {_without_name(error, job.name)}")
+
+
+def _without_name(error: str, name: str) -> str:
+    """``error`` without the input's name where it starts with it (the note names it already):
+    ``x.bvh: 'x.bvh' is a FIFO; ...`` is noted as ``kinema batch: x.bvh: is a FIFO; ...``."""
+    shown = printable(name)
+    for prefix in (f"{shown}: ", f"{short_repr(name, PATH_CHARS)} "):
+        if error.startswith(prefix):
+            error = error[len(prefix):]
+    return error
 
 
 def _check_options(command: str, extra: list[str], to: str | None) -> None:
@@ -571,8 +585,10 @@ def _run_jobs(command: str, extra: list[str], todo: list[Job], dask: _Dask | Non
                         try:  # regular files only, as the loaders read them (a FIFO would hang, /dev/zero never ends)
                             data = read_regular(job.src)
                         except (OSError, KinemaError) as e:
-                            finish(job, {"ok": False, "error": one_line(e).replace(job.src, job.name),
-                                         "seconds": 0.0})
+                            # worded as the local pool's worker words it (load_motion): "NAME: no such file"
+                            error = (f"{job.name}: no such file" if isinstance(e, FileNotFoundError)
+                                     else one_line(e).replace(job.src, job.name))
+                            finish(job, {"ok": False, "error": error, "seconds": 0.0})
                             continue
                         if format_of(job.src) == "gltf":  # its external buffers go with it, read (once) here
                             found = read_external(os.path.abspath(job.src), data)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import mocap
+from ..errors import SolverInputError
 from ..fk import forward_kinematics
 from ..io._atomic import source_files
 from ..io._bvh import evenly_spaced
@@ -39,7 +40,7 @@ from ._files import (
     scaled_mesh,
 )
 from ._status import EXIT_MISSED, EXIT_OK
-from ._ui import UI, printable
+from ._ui import UI, one_line, printable
 
 if TYPE_CHECKING:
     from ..mesh import SkinnedMesh
@@ -534,7 +535,9 @@ def _check_scale(m: Motion, factor: float, out_kind: str) -> None:
     limit = float(np.finfo(np.float32 if out_kind == "gltf" else np.float64).max)
     if not largest * factor <= limit:  # Python floats: an overflow is inf, no warning
         where = "glTF's float32" if out_kind == "gltf" else "float64"
-        raise CliError(f"--scale {factor:.3g}: the largest length, {largest:.3g}, would become "
+        if factor == 1.0:  # no --scale given (or --scale 1): the file's own length is the problem
+            raise CliError(f"{m.source}: the largest length, {largest:.3g}, is beyond {where} range ({limit:.3g})")
+        raise CliError(f"{m.source}: --scale {factor:.3g}: the largest length, {largest:.3g}, would become "
                        f"{largest * factor:.3g}, beyond {where} range ({limit:.3g})")
 
 
@@ -544,7 +547,22 @@ def transform(command: str, m: Motion, args: argparse.Namespace
     """The work of a file command on one motion: ``(skeleton, clip, mesh, figures)``; ``mesh`` is the loaded
     skinned mesh to write with them (``loaded_mesh`` of :func:`save_motion`: :attr:`Motion.mesh`, scaled by
     ``convert --scale``); ``figures["status"]`` ok/missed.  The single-file commands and the batch workers both
-    call it, so both write the same output."""
+    call it, so both write the same output.
+
+    numpy's overflow warnings are off here: a motion too large for the solvers ends in their one-line error (named
+    after the file here), not in RuntimeWarnings printed before it."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        try:
+            return _transform(command, m, args)
+        except (SolverInputError, ArithmeticError) as e:  # the file's values, not the options: name the file
+            text = one_line(e)
+            if text.startswith(m.source):
+                raise
+            raise CliError(f"{printable(m.source)}: {text}") from e
+
+
+def _transform(command: str, m: Motion, args: argparse.Namespace
+               ) -> tuple[Skeleton, Clip, SkinnedMesh | None, dict[str, Any]]:
     if command == "footlock":
         sk, clip, figures = footlock_motion(m, args)
         return sk, clip, m.mesh, figures

@@ -17,6 +17,7 @@ Safety rules, shared by every command and the batch engine:
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from ..io._atomic import same_file
 from ..io._bvh import evenly_spaced
+from ..io._read import file_kind
 from ..pose import Clip, Pose
 from ..skeleton import Skeleton
 
@@ -185,7 +187,11 @@ def check_output(out: str, inputs: list[str], force: bool) -> None:
     if os.path.isdir(out):
         raise CliError(f"{out}: is a folder; give a file name")
     if os.path.lexists(out) and not force:
-        what = "a symlink to " + os.readlink(out) if os.path.islink(out) else "a file"
+        if os.path.islink(out):
+            what = "a symlink to " + os.readlink(out)
+        else:
+            mode = os.stat(out).st_mode
+            what = "a file" if stat.S_ISREG(mode) else file_kind(mode)  # "a FIFO", "a character device", ...
         raise CliError(f"{out}: already exists ({what}); pass --force to replace it")
     folder = _nearest_existing(os.path.dirname(os.path.abspath(out)))
     if not os.path.isdir(folder):

@@ -235,7 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="redo files whose output exists")
 
     p = _sub(subs, "bench", "run the benchmark suite side by side with its peers (or time footlock alone)", common)
-    p.add_argument("--quick", action="store_true", help="smaller problems and fewer repeats (well under a minute)")
+    p.add_argument("--quick", action="store_true", help="smaller problems, fewer repeats (under 10 s with "
+                   "compiled kernels; a first run compiles them: about 2 minutes on 2 cores)")
     p.add_argument("--json", metavar="FILE", help="also write the suite's rows to FILE (JSON)")
     p.add_argument("--plot", metavar="FILE", help="draw accuracy against time per solve to FILE (PNG) and "
                    "throughput against batch size to FILE with -throughput before its suffix (needs matplotlib)")

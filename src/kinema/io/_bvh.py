@@ -44,7 +44,7 @@ import codecs
 import math
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -144,6 +144,8 @@ class _Lines:
             line = m.group().strip()
             if line:
                 return line
+        if not self._text.strip():
+            raise self.error(f"empty file: expected {what}", 1)
         raise self.error(f"unexpected end of file: expected {what}", self.number or 1)
 
     def error(self, message: str, line: int | None = None) -> FileFormatError:
@@ -159,8 +161,10 @@ def _number(token: str, lines: _Lines, what: str) -> float:
     return value
 
 
-def _tokens(lines: _Lines) -> Iterator[tuple[str, str]]:
+def _tokens(lines: _Lines, expected: Callable[[], str] = lambda: "MOTION") -> Iterator[tuple[str, str]]:
     """Hierarchy tokens as ``(KEY, text)``; stops after yielding ``("MOTION", "")``.
+
+    ``expected()`` says what the file should go on with, for the message at an early end of the file.
 
     KEY is the upper-cased keyword.  ``ROOT``/``JOINT`` carry the joint name
     (the rest of the line, which may contain spaces); ``OFFSET`` and
@@ -168,7 +172,7 @@ def _tokens(lines: _Lines) -> Iterator[tuple[str, str]]:
     ``ROOT``/``JOINT``/``End Site`` line is yielded as its own token.
     """
     while True:
-        line = lines.next("MOTION")
+        line = lines.next(expected())
         parts = line.split(None, 1)
         head = parts[0]
         rest = parts[1].strip() if len(parts) > 1 else ""
@@ -247,12 +251,24 @@ def channel_problem(names: Sequence[str]) -> str | None:
 
 def _parse_hierarchy(lines: _Lines) -> _Hierarchy:
     h = _Hierarchy()
-    tokens = _tokens(lines)
+    stack: list[int] = []  # open joints
+    expect_brace = False
+    started = False
+
+    def expected() -> str:  # what comes next, for the message at an early end of the file
+        if not started:
+            return "HIERARCHY"
+        if expect_brace:
+            return f"'{{' to open joint {short_repr(h.names[-1])}"
+        if stack:
+            return f"'}}' to close joint {short_repr(h.names[stack[-1]])}"
+        return "MOTION" if h.names else "ROOT"
+
+    tokens = _tokens(lines, expected)
     key, _ = next(tokens)
     if key != "HIERARCHY":
         raise lines.error("a BVH file starts with HIERARCHY")
-    stack: list[int] = []  # open joints
-    expect_brace = False
+    started = True
     name_line: dict[str, int] = {}
     for key, rest in tokens:
         if expect_brace:

@@ -277,7 +277,11 @@ def test_wrong_kinds_of_arguments_are_kinema_errors():
     with pytest.raises(kinema.SolverInputError, match="finger must be a kinema.hands.Finger"):
         hands.finger_angles("index", 0.5)
     pose = SKELETON.rest_pose()
-    pose.scales = np.ones((1, 3))  # replaced after the pose was built: one joint's scales for 55 joints
+    # One joint's scales for 55 joints: refused where it is assigned (Pose's setter), and by grip for a pose
+    # built without checks.
+    with pytest.raises(kinema.ShapeError, match="scales"):
+        pose.scales = np.ones((1, 3))
+    pose = kinema.Pose._trusted(pose.translations, pose.rotations, np.ones((1, 3)))
     with pytest.raises(kinema.ShapeError, match=r"pose scales: expected shape \(\.\.\., 55, 3\), got \(1, 3\)"):
         hands.grip(pose, RIGHT, [0.3, 0.2, 0.06], [1.0, 0.0, 0.0], 0.02)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +30,46 @@ UNDERFLOW_NORM = 1e-150
 MAX_BATCH_ITEMS = np.iinfo(np.intp).max
 
 
+def _physical_memory() -> int | None:
+    """Bytes of physical memory (``os.sysconf``), or None where the platform does not say (Windows)."""
+    try:
+        total = int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+    return total if total > 0 else None
+
+
+#: The largest allocation kinema makes on request, in bytes: the machine's physical memory (2**40 bytes,
+#: 1 TiB, where the platform does not report it).  Wherever a caller's count or batch shape sizes what kinema
+#: allocates (``Skeleton.rest_pose``, ``Pose.broadcast``, forward kinematics' outputs, ``bone_mesh``'s
+#: segments, ``SkinnedMesh.skin_weights``...), a request for more is refused before anything is allocated
+#: (:func:`check_allocation`).  Physical memory rather than a fixed size: an array larger than all of memory can
+#: never be filled without swapping the machine to a halt or the OOM killer ending the process, and NumPy
+#: itself reports such a request only as a bare ``MemoryError`` (or not at all, under memory overcommit, until
+#: the pages are written).  Smaller requests that still do not fit (other processes, a container's limit) are
+#: left to NumPy.  Read at call time: a test or an embedding application may lower it.
+MAX_ALLOCATION_BYTES: int = _physical_memory() or 2**40
+
+
+def allocation_refused(nbytes: int) -> bool:
+    """Whether an allocation of ``nbytes`` (a Python int: no overflow) is past :data:`MAX_ALLOCATION_BYTES`."""
+    return nbytes > MAX_ALLOCATION_BYTES
+
+
+def allocation_text(nbytes: int) -> str:
+    """``nbytes`` and the limit, for an error message: ``"4.8e+12 bytes, more than the 2.5e+10 bytes kinema
+    allocates at most (kinema._validate.MAX_ALLOCATION_BYTES, the machine's memory)"``."""
+    return (f"{float(nbytes):.3g} bytes, more than the {float(MAX_ALLOCATION_BYTES):.3g} bytes kinema allocates "
+            "at most (kinema._validate.MAX_ALLOCATION_BYTES, the machine's memory)")
+
+
+def check_allocation(nbytes: int, what: str, expected: str, got: str) -> None:
+    """:class:`ShapeError` (``what``: expected ``expected``, got ``got`` and the byte count) when an allocation of
+    ``nbytes`` would pass :data:`MAX_ALLOCATION_BYTES`; call it before allocating."""
+    if nbytes > MAX_ALLOCATION_BYTES:
+        raise ShapeError(what, expected, f"{got}: {allocation_text(nbytes)}")
+
+
 def _fmt_expected(trailing: tuple[int, ...], batch: bool) -> str:
     inner = ", ".join(str(t) for t in trailing)
     if batch:
@@ -42,12 +84,42 @@ _F64 = np.dtype(np.float64)
 _NUMERIC_KINDS = frozenset("iuf")
 
 
+#: Element types of a list or tuple that hold no bool (checked by type, at C speed, before looking further).
+_PLAIN_NUMBER_TYPES = frozenset({float, int, np.float64, np.float32, np.float16, np.int64, np.int32, np.int16,
+                                 np.int8, np.uint64, np.uint32, np.uint16, np.uint8})
+_ROW_TYPES = frozenset({list, tuple})
+
+
+def _holds_bool(x: Any) -> bool:
+    """Whether the nested lists and tuples ``x`` hold a bool (Python's or NumPy's, or a bool array) among their
+    items: NumPy reads ``[True, 0, 0]`` as the ints ``[1, 0, 0]``, so the array's dtype no longer tells."""
+    if _PLAIN_NUMBER_TYPES.issuperset(map(type, x)):
+        return False  # the common case: a row of numbers
+    stack = [x]
+    while stack:
+        seq = stack.pop()
+        types = set(map(type, seq))
+        if types <= _PLAIN_NUMBER_TYPES:
+            continue
+        if bool in types or np.bool_ in types:
+            return True
+        if types <= _ROW_TYPES:
+            stack.append(list(itertools.chain.from_iterable(seq)))  # a level of rows, flattened at C speed
+            continue
+        for v in seq:
+            if isinstance(v, (list, tuple)):
+                stack.append(v)
+            elif isinstance(v, np.ndarray) and v.dtype.kind == "b":
+                return True
+    return False
+
+
 def _numeric_array(x: Any, what: str, expected: str) -> NDArray[Any]:
     """``x`` as an array of real numbers, without converting anything else.
 
-    Bools, complex numbers, strings, bytes, dates, objects (``None``, mixed
-    lists), sets and dicts are refused with a :class:`ShapeError` naming
-    ``what``: ``numpy.asarray(..., float64)`` would quietly turn ``True`` into
+    Bools (alone, as a bool array, or among numbers in a list: ``[True, 0, 0]``), complex numbers, strings,
+    bytes, dates, objects (``None``, mixed lists), ragged nested lists, sets and dicts are refused with a
+    :class:`ShapeError` naming ``what``: ``numpy.asarray(..., float64)`` would quietly turn ``True`` into
     1, ``"1.0"`` into 1.0, ``None`` into NaN and a date into a day count.
     """
     if isinstance(x, (set, frozenset, dict, str, bytes)) or x is None:
@@ -58,7 +130,11 @@ def _numeric_array(x: Any, what: str, expected: str) -> NDArray[Any]:
         try:
             a = np.asarray(x)
         except (TypeError, ValueError) as exc:  # ragged nested lists and the like
-            raise ShapeError(what, expected, f"non-numeric input ({exc})") from None
+            ragged = "inhomogeneous" in str(exc)
+            raise ShapeError(what, expected, f"{'ragged nested lists' if ragged else 'non-numeric input'} "
+                                             f"({exc})") from None
+        if a.dtype.kind in _NUMERIC_KINDS and isinstance(x, (list, tuple)) and _holds_bool(x):
+            raise ShapeError(what, expected, "non-numeric input (a bool among the numbers; True is not 1.0)")
     if a.dtype.kind not in _NUMERIC_KINDS:
         raise ShapeError(what, expected, f"non-numeric input (an array of dtype {a.dtype}; real numbers needed)")
     return a
@@ -132,10 +208,12 @@ def broadcast_batch(*shapes: tuple[int, ...]) -> tuple[int, ...]:
         raise ShapeError("batch dimensions", "broadcastable batch shapes", got) from None
 
 
-def batch_shape_arg(x: Any, what: str = "batch_shape") -> tuple[int, ...]:
+def batch_shape_arg(x: Any, what: str = "batch_shape", item_bytes: int | None = None) -> tuple[int, ...]:
     """A batch shape given as an argument: a tuple (or other sequence) of non-negative ints, or one int.
 
-    :class:`ShapeError` naming ``what`` for anything else (floats, bools, strings, None, negative sizes).
+    :class:`ShapeError` naming ``what`` for anything else (floats, bools, strings, None, negative sizes), and,
+    with ``item_bytes`` (the bytes the caller allocates per batch item), for a shape whose allocation would pass
+    :data:`MAX_ALLOCATION_BYTES`.
     """
     expected = "a tuple of non-negative ints"
     if isinstance(x, np.ndarray) and x.ndim == 0:
@@ -148,12 +226,18 @@ def batch_shape_arg(x: Any, what: str = "batch_shape") -> tuple[int, ...]:
     shape = tuple(int(d) for d in x)
     if math.prod(shape) > MAX_BATCH_ITEMS:  # (Python ints: the product cannot overflow)
         raise ShapeError(what, f"at most {MAX_BATCH_ITEMS} items in all", f"{shape}: {math.prod(shape)} items")
+    if item_bytes is not None:
+        check_allocation(math.prod(shape) * item_bytes, what, f"at most {MAX_ALLOCATION_BYTES // max(item_bytes, 1)} "
+                         f"items in all ({item_bytes} bytes each)", f"{shape}")
     return shape
 
 
 def is_sequence(x: Any) -> bool:
     """Whether ``x`` is a sequence of items as an argument means one (steps, goals, joints): iterable, and not a
-    string, bytes or a mapping (which iterate as characters or keys)."""
+    string, bytes or a mapping (which iterate as characters or keys), nor a 0-d array (one item, which cannot be
+    iterated)."""
+    if isinstance(x, np.ndarray):
+        return x.ndim > 0
     return isinstance(x, Iterable) and not isinstance(x, (str, bytes, Mapping))
 
 

@@ -24,7 +24,16 @@ import numpy as np
 from . import rotation
 from ._solve import check_pose, check_pose_finite
 from ._types import FloatArray, IntArray
-from ._validate import _numeric_array, as_float_array, positive_number, require_finite
+from ._validate import (
+    _numeric_array,
+    allocation_refused,
+    allocation_text,
+    as_float_array,
+    check_allocation,
+    positive_number,
+    require_finite,
+    unit_and_length,
+)
 from .errors import ShapeError, SolverInputError
 from .pose import Pose
 from .skeleton import Skeleton
@@ -52,11 +61,17 @@ def linear_blend_skinning(positions: FloatArray, joints: IntArray, weights: Floa
     * ``skin_matrices``: ``(*batch, J, 4, 4)`` per joint ``T_world_joint @ IBM``.
 
     ``v_world = sum_k weights[v, k] * (skin_matrices[joints[v, k]] @ [v, 1])[:3]``.
-    Wrong shapes raise :class:`~kinema.ShapeError` (expected versus got),
-    joint indices outside the skin matrices and NaN or inf
-    :class:`~kinema.SolverInputError`.
+    Wrong shapes (ragged lists included) raise :class:`~kinema.ShapeError` (expected versus got), as does a
+    batch whose work arrays would pass :data:`~kinema._validate.MAX_ALLOCATION_BYTES` (skin fewer frames at a
+    time); joint indices outside the skin matrices and NaN or inf :class:`~kinema.SolverInputError`.
     """
     positions, joints, weights, skin_matrices = _skinning_inputs(positions, joints, weights, skin_matrices)
+    batch = skin_matrices.shape[:-3]
+    n_v, n_k = joints.shape
+    # per (*b, V, K, 3, 4), moved (*b, V, K, 3) and the result (*b, V, 3), in float64
+    check_allocation(8 * math.prod(batch) * n_v * (n_k * (12 + 3) + 3), "skin_matrices",
+                     f"a batch small enough to skin {n_v} vertices of {n_k} influences at once",
+                     f"batch {batch}")
     per = skin_matrices[..., joints, :3, :]  # (*b, V, K, 3, 4)
     hom = np.concatenate([positions, np.ones((positions.shape[0], 1))], axis=1)
     moved = np.einsum("...vkij,vj->...vki", per, hom)
@@ -78,7 +93,7 @@ def _skinning_inputs(positions: Any, joints: Any, weights: Any, skin_matrices: A
     if pos.ndim != 2:
         raise ShapeError("positions", "(V, 3)", tuple(pos.shape))
     n_v = pos.shape[0]
-    j = np.asarray(joints)
+    j = _numeric_array(joints, "joints", f"({n_v}, K) integer joint indices")  # ShapeError for ragged lists
     if j.dtype.kind not in "iu":
         raise ShapeError("joints", f"({n_v}, K) integer joint indices", f"an array of dtype {j.dtype}")
     if j.ndim != 2 or j.shape[0] != n_v:
@@ -280,14 +295,26 @@ class SkinnedMesh:
     @cached_property
     def _bind(self) -> tuple[FloatArray, FloatArray]:
         ibm = np.asarray(self.inverse_bind_matrices, dtype=np.float64)
+        pre = f"mesh {self.name!r}: inverse_bind_matrices"
         try:
-            bind = np.linalg.inv(ibm)
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                bind = np.linalg.inv(ibm)
         except np.linalg.LinAlgError:
             bad = int(np.argmin(np.abs(np.linalg.det(ibm))))
-            raise SolverInputError(f"mesh {self.name!r}: inverse_bind_matrices[{bad}] is singular (no bind "
+            raise SolverInputError(f"{pre}[{bad}] is singular (no bind "
                                    "transform): an inverse bind matrix must be invertible") from None
+        nonfinite = ~np.all(np.isfinite(bind.reshape(bind.shape[0], -1)), axis=1)
+        if np.any(nonfinite):
+            raise SolverInputError(f"{pre}[{int(np.argmax(nonfinite))}] is nearly singular: its inverse (the bind "
+                                   "transform) overflows float64")
         lin = bind[:, :3, :3]
-        scale = np.cbrt(np.abs(np.linalg.det(lin)))[:, None, None]
+        sign, logdet = np.linalg.slogdet(lin)  # (no overflow: a linear part of 1e200 entries has a finite scale)
+        if np.any(sign <= 0.0):
+            bad = int(np.argmax(sign <= 0.0))
+            kind = "a mirror (negative determinant)" if sign[bad] < 0.0 else "singular in its linear part"
+            raise SolverInputError(f"{pre}[{bad}] is {kind}: its bind transform has no rotation (bind_rotations "
+                                   "needs a rotation and a scale; skinned_positions takes any matrix)")
+        scale = np.exp(logdet / 3.0)[:, None, None]  # the uniform scale: cube root of the determinant
         return bind[:, :3, 3].copy(), rotation.from_matrix(lin / scale)
 
     @property
@@ -313,6 +340,10 @@ class SkinnedMesh:
         """
         if isinstance(n_joints, (bool, np.bool_)) or not isinstance(n_joints, (int, np.integer)) or n_joints < 0:
             raise SolverInputError(f"skin_weights: n_joints must be an integer >= 0, got {n_joints!r}")
+        nbytes = 8 * self.n_vertices * int(n_joints)  # (Python ints: no overflow)
+        if allocation_refused(nbytes):
+            raise SolverInputError(f"skin_weights: n_joints={int(n_joints)} for {self.n_vertices} vertices asks for "
+                                   f"{allocation_text(nbytes)}")
         _check_joint_indices(self.joints, n_joints, f"skin_weights: mesh {self.name!r} names a joint outside the "
                              f"{n_joints} joints asked for")
         w = np.zeros((self.n_vertices, n_joints))
@@ -361,6 +392,23 @@ def _capsule(length: float, radius: float, segments: int, rings: int) -> tuple[F
     return np.concatenate(pos), np.concatenate(nrm), np.concatenate(tris).astype(np.int64)
 
 
+#: Bytes :func:`bone_mesh` holds per vertex at its peak, for its allocation check: positions and normals (float64
+#: x 3, twice while the capsules are joined), joints (int64 x 4) and weights (float64 x 4), and the index arrays.
+BONE_MESH_VERTEX_BYTES = 2 * 2 * 24 + 32 + 32 + 16
+
+
+def _length(d: FloatArray) -> float:
+    """``|d|``: numpy's norm, or where its squares overflow (components near 1e154 and beyond) the scaled one."""
+    with np.errstate(over="ignore"):
+        n = float(np.linalg.norm(d))
+    return n if math.isfinite(n) else float(unit_and_length(d)[1][0])
+
+
+def _too_large_text(extent: float) -> str:
+    return (f"bone_mesh: the skeleton spans {extent:.3g} (file units) at rest: too large for a mesh, its capsules' "
+            "coordinates would overflow float64")
+
+
 def bone_mesh(skeleton: Skeleton, *, radius: float | None = None, segments: int = 8, rings: int = 3) -> SkinnedMesh:
     """A generated skin: one capsule per bone (parent joint to child joint), weighted 1 to the parent.
 
@@ -370,7 +418,10 @@ def bone_mesh(skeleton: Skeleton, *, radius: float | None = None, segments: int 
     ``BONE_MIN_LENGTH_RATIO`` of the skeleton's extent get no capsule (no
     direction); a skeleton with no such bone gets a sphere on every joint.
     ``radius`` must be a finite number > 0, ``segments`` an integer >= 3 and
-    ``rings`` one >= 1 (:class:`~kinema.SolverInputError` otherwise).
+    ``rings`` one >= 1, and the mesh they make must stay within
+    :data:`~kinema._validate.MAX_ALLOCATION_BYTES` (checked before anything is
+    allocated); a skeleton so large that the capsules' coordinates overflow
+    float64 is refused too (:class:`~kinema.SolverInputError` for each).
     """
     from .fk import forward_kinematics
 
@@ -382,12 +433,22 @@ def bone_mesh(skeleton: Skeleton, *, radius: float | None = None, segments: int 
         if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or count < least:
             raise SolverInputError(f"bone_mesh {what} must be an integer >= {least}, got {count!r}")
     segments, rings = int(segments), int(rings)
+    # At most one capsule per joint, each of 2 + 2 rings * segments vertices and 4 rings * segments triangles.
+    n_caps = skeleton.n_joints
+    n_verts = n_caps * (2 + 2 * rings * segments)
+    nbytes = n_caps * (2 + 2 * rings * segments) * BONE_MESH_VERTEX_BYTES + n_caps * 4 * rings * segments * 48
+    if allocation_refused(nbytes):
+        raise SolverInputError(f"bone_mesh: segments={segments} and rings={rings} make up to {n_verts:.3g} vertices "
+                               f"for {n_caps} joints: {allocation_text(nbytes)}")
 
     fk = forward_kinematics(skeleton, skeleton.rest_pose(), matrices=True)
     world = fk.matrices
     assert world is not None
     p = fk.positions
-    extent = float(np.max(np.ptp(p, axis=0))) if skeleton.n_joints > 1 else 0.0
+    with np.errstate(over="ignore"):
+        extent = float(np.max(np.ptp(p, axis=0))) if skeleton.n_joints > 1 else 0.0
+    if not math.isfinite(extent):
+        raise SolverInputError(_too_large_text(extent))
     min_len = BONE_MIN_LENGTH_RATIO * extent
     pos_l: list[FloatArray] = []
     nrm_l: list[FloatArray] = []
@@ -396,21 +457,20 @@ def bone_mesh(skeleton: Skeleton, *, radius: float | None = None, segments: int 
     base = 0
     z = np.array([0.0, 0.0, 1.0])
     bones = [(int(skeleton.parents[j]), j) for j in range(skeleton.n_joints) if skeleton.parents[j] >= 0]
-    bones = [(a, b) for a, b in bones if np.linalg.norm(p[b] - p[a]) > min_len and extent > 0.0]
+    bone_len = {b: _length(p[b] - p[a]) for a, b in bones}
+    bones = [(a, b) for a, b in bones if bone_len[b] > min_len and extent > 0.0]
     if not bones:
         # Degenerate skeleton (one joint, or all joints on one spot): a sphere per joint.
         r0 = radius if radius is not None else (0.05 * extent if extent > 0.0 else 0.05)
         segs = [(j, j, r0) for j in range(skeleton.n_joints)]
     else:
-        segs = []
-        for a, b in bones:
-            length = float(np.linalg.norm(p[b] - p[a]))
-            segs.append((a, b, radius if radius is not None else 0.12 * length))
+        segs = [(a, b, radius if radius is not None else 0.12 * bone_len[b]) for a, b in bones]
     for a, b, rad in segs:
-        d = p[b] - p[a]
-        length = float(np.linalg.norm(d))
+        length = bone_len[b] if a != b else 0.0
+        if not (math.isfinite(length + 2.0 * rad) and np.all(np.isfinite(np.abs(p[a]) + (length + 2.0 * rad)))):
+            raise SolverInputError(_too_large_text(extent))
         cp, cn, ct = _capsule(length, rad, segments, rings)
-        qd = rotation.from_two_vectors(z, d) if length > 0.0 else np.array([0.0, 0.0, 0.0, 1.0])
+        qd = rotation.from_two_vectors(z, p[b] - p[a]) if length > 0.0 else np.array([0.0, 0.0, 0.0, 1.0])
         pos_l.append(rotation.rotate(qd, cp) + p[a])
         nrm_l.append(rotation.rotate(qd, cn))
         tri_l.append(ct + base)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +47,8 @@ class Skeleton:
     it and returns the mapping.
     """
 
-    __slots__ = ("_names", "_parents", "_translations", "_rotations", "_scales", "_meta", "_index", "_children")
+    __slots__ = ("_names", "_parents", "_translations", "_rotations", "_scales", "_meta", "_index", "_children",
+                 "_fk_topology")
 
     def __init__(
         self,
@@ -58,18 +60,10 @@ class Skeleton:
         *,
         meta: Mapping[str, Any] | None = None,
     ) -> None:
-        names_t = _names(names)
+        names_t, seen = _names(names)
         n = len(names_t)
         if n == 0:
             raise SkeletonError("a skeleton needs at least one joint")
-        for j, name in enumerate(names_t):
-            if not isinstance(name, str) or not name:
-                raise SkeletonError(f"joint {j} has an empty or non-string name: {name!r}")
-        seen: dict[str, int] = {}
-        for j, name in enumerate(names_t):
-            if name in seen:
-                raise SkeletonError(f"joint name {name!r} is used twice (joints {seen[name]} and {j})")
-            seen[name] = j
 
         par_in = _numeric_array(parents, "parents", f"({n},)")  # not names (from_unordered takes those), not bools
         if par_in.shape != (n,):
@@ -126,6 +120,10 @@ class Skeleton:
             if par[j] >= 0:
                 kids[int(par[j])].append(j)
         self._children = tuple(tuple(k) for k in kids)
+        # Forward kinematics' topology: the parents, then the joints without children (where it looks for NaN and
+        # inf; see kinema._kernels.fk).
+        self._fk_topology = _readonly(np.concatenate([par, np.array([j for j in range(n) if not kids[j]],
+                                                                    dtype=np.int64)]))
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -147,11 +145,11 @@ class Skeleton:
         ``data[order]``.  Children keep their relative order; roots come in
         the order given.
         """
-        names_t = _names(names)
+        names_t, pos = _names(names)  # strings, each once: a name used twice is reported as such, not as a cycle
         n = len(names_t)
-        pos = {name: i for i, name in enumerate(names_t)}
-        if not is_sequence(parents):
-            raise SkeletonError(f"parents must be a sequence (a parent per joint), got {type(parents).__name__}")
+        if not is_sequence(parents) or (isinstance(parents, AbstractSet) and type(parents) is not _DICT_KEYS):
+            raise SkeletonError(f"parents must be a sequence (a parent per joint, in the order of the names), got "
+                                f"{type(parents).__name__}")
         plist: list[Any] = list(parents) if not isinstance(parents, np.ndarray) else parents.tolist()  # type: ignore[arg-type]
         if len(plist) != n:
             raise ShapeError("parents", f"({n},)", (len(plist),))
@@ -308,10 +306,14 @@ class Skeleton:
         return bool(np.all(uniform_scale(self._scales, rtol=0.0)))
 
     def rest_pose(self, batch_shape: tuple[int, ...] = ()) -> Pose:
-        """The rest pose as a :class:`~kinema.Pose` (copies, broadcast to ``batch_shape``)."""
-        from .pose import Pose
+        """The rest pose as a :class:`~kinema.Pose` (copies, broadcast to ``batch_shape``).
 
-        shape = batch_shape_arg(batch_shape)
+        :class:`~kinema.ShapeError` for a batch shape that is not one, or whose arrays would pass
+        :data:`~kinema._validate.MAX_ALLOCATION_BYTES` (before anything is allocated).
+        """
+        from .pose import POSE_JOINT_BYTES, Pose
+
+        shape = batch_shape_arg(batch_shape, item_bytes=self.n_joints * POSE_JOINT_BYTES)  # refused past the limit
         return Pose(
             np.broadcast_to(self._translations, shape + self._translations.shape).copy(),
             np.broadcast_to(self._rotations, shape + self._rotations.shape).copy(),
@@ -334,11 +336,29 @@ class Skeleton:
         return out
 
 
-def _names(names: Any) -> tuple[str, ...]:
-    """The joint names as a tuple; :class:`SkeletonError` for a string (its letters are not names) or a non-sequence."""
+_DICT_KEYS: type[Any] = type({}.keys())
+
+
+def _names(names: Any) -> tuple[tuple[str, ...], dict[str, int]]:
+    """The joint names as a tuple, and each name's index.
+
+    :class:`SkeletonError` for a string (its letters are not names), a non-sequence, a set (its order is
+    arbitrary, so which joint is which would be too), an empty or non-string name and a name used twice.
+    """
     if not is_sequence(names):
         raise SkeletonError(f"names must be a sequence of joint names, got {names!r}")
-    return tuple(names)
+    if isinstance(names, AbstractSet) and type(names) is not _DICT_KEYS:  # a dict's keys keep their order
+        raise SkeletonError(f"names must be an ordered sequence of joint names (a list or a tuple), got a "
+                            f"{type(names).__name__}, whose order is arbitrary")
+    names_t = tuple(names)
+    seen: dict[str, int] = {}
+    for j, name in enumerate(names_t):
+        if not isinstance(name, str) or not name:
+            raise SkeletonError(f"joint {j} has an empty or non-string name: {name!r}")
+        if name in seen:
+            raise SkeletonError(f"joint name {name!r} is used twice (joints {seen[name]} and {j})")
+        seen[name] = j
+    return names_t, seen
 
 
 def _checked(a: ArrayLike, shape: tuple[int, ...], what: str, names: tuple[str, ...]) -> NDArray[np.float64]:

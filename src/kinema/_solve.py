@@ -169,7 +169,8 @@ def check_pose_item(skeleton: Skeleton, pose: Any, what: str,
     joint count is told by comparing its three shapes at once; anything else goes through :func:`check_pose`
     (a batched pose is valid, and False comes back; a wrong one raises).
     """
-    if type(pose) is Pose and (pose.translations.shape, pose.rotations.shape, pose.scales.shape) == shapes:
+    # (Pose's private fields: its checked properties' getters cost a call each on the per-frame path.)
+    if type(pose) is Pose and (pose._translations.shape, pose._rotations.shape, pose._scales.shape) == shapes:
         return True
     check_pose(skeleton, pose, what)
     return False
@@ -341,7 +342,7 @@ def prepare_one(pose: Pose, extras: Sequence[tuple[FloatArray, tuple[int, ...]]]
     copies and the kernel gets ``(1, J, k)`` views of them; each extra is
     copied to ``(1, *trailing)``.
     """
-    pt, pr, ps = pose.translations, pose.rotations, pose.scales
+    pt, pr, ps = pose._translations, pose._rotations, pose._scales  # (checked: the per-frame path, see above)
     if pt.dtype is _F64 and pr.dtype is _F64 and ps.dtype is _F64:
         t2, r2, s2 = pt.copy(), pr.copy(), ps.copy()
     else:

@@ -15,7 +15,8 @@ from ._solve import (
     ABSENT_ROW3,
     SOLVERS,
     OneItemOutputs,
-    Solver,
+    Option,
+    PackedChain,
     ancestors_root_first,
     as_target,
     blend_limits,
@@ -128,7 +129,7 @@ def _max_step(max_step: Any, what: str = "max_step") -> float:
     return step
 
 
-class CCD(Solver):
+class CCD(PackedChain):
     """A prepared CCD solver for one chain: validate once, solve every frame.
 
     ``CCD(skeleton, chain, *, iterations=20, tolerance=1e-3, weights=None,
@@ -180,28 +181,6 @@ class CCD(Solver):
         self._pack_plan()
         self._pack_options()
 
-    def _refuse(self, name: str, what: str) -> None:
-        raise SolverInputError(f"{type(self).__name__}.{name} is read-only: {what} is packed when the solver is "
-                               "built; build a new solver")
-
-    @property
-    def skeleton(self) -> Skeleton:
-        """The skeleton the solver was built for (read-only)."""
-        return self._skeleton
-
-    @skeleton.setter
-    def skeleton(self, value: Skeleton) -> None:
-        self._refuse("skeleton", "the chain of the skeleton it was built for")
-
-    @property
-    def joints(self) -> IntArray:
-        """The chain's joints, root first, helpers included (a read-only array; read-only)."""
-        return self._joints
-
-    @joints.setter
-    def joints(self, value: IntArray) -> None:
-        self._refuse("joints", "the chain")
-
     # Every option is a property: its setter checks the value as the constructor does and packs again what the
     # kernel reads (``_index``, ``_values``, ``_options``), so a solver whose option was set solves exactly as
     # one built with it.
@@ -224,77 +203,21 @@ class CCD(Solver):
                                         self._tolerance, step, self._twist == "rest", budget], dtype=np.float64)
                               for has_pole in (False, True))
 
-    @property
-    def iterations(self) -> int:
-        """The most sweeps a solve runs."""
-        return self._iterations
-
-    @iterations.setter
-    def iterations(self, value: int) -> None:
-        self._iterations = check_iterations(value)
-        self._pack_options()
-
-    @property
-    def tolerance(self) -> float:
-        """A solve stops when the end is this close to the target (``reached`` is ``error <= tolerance``)."""
-        return self._tolerance
-
-    @tolerance.setter
-    def tolerance(self, value: float) -> None:
-        self._tolerance = check_nonnegative(value, "tolerance")
-        self._pack_options()
-
-    @property
-    def max_step(self) -> float | None:
-        """The cap on each joint's turn per sweep (radians), or None."""
-        return self._max_step
-
-    @max_step.setter
-    def max_step(self, value: float | None) -> None:
-        self._max_step = None if value is None else _max_step(value)
-        self._pack_options()
-
-    @property
-    def adaptive_step(self) -> bool:
-        """Whether the step cap shrinks as the end closes in (with a ``max_step``)."""
-        return self._adaptive_step
-
-    @adaptive_step.setter
-    def adaptive_step(self, value: bool) -> None:
-        self._adaptive_step = check_flag(value, "adaptive_step")
-        self._pack_options()
-
-    @property
-    def fixed_root(self) -> bool:
-        """False lets the chain's first joint slide toward a target out of reach.
-
-        (A :class:`~kinema.Rig` reads it when it is built, for the joints its steps claim: set it before.)"""
-        return self._fixed_root
-
-    @fixed_root.setter
-    def fixed_root(self, value: bool) -> None:
-        self._fixed_root = check_flag(value, "fixed_root")
-        self._pack_options()
-
-    @property
-    def twist(self) -> str:
-        """The twist policy, ``"input"`` or ``"rest"`` (see :func:`solve_ccd`)."""
-        return self._twist
-
-    @twist.setter
-    def twist(self, value: str) -> None:
-        self._twist = check_twist(value)
-        self._pack_options()
-
-    @property
-    def pole_max_twist(self) -> float | None:
-        """The cap on the pole's twist of each sub-chain in one solve (radians), or None."""
-        return self._pole_max_twist
-
-    @pole_max_twist.setter
-    def pole_max_twist(self, value: float | None) -> None:
-        self._pole_max_twist = None if value is None else _max_step(value, "pole_max_twist")
-        self._pack_options()
+    iterations = Option(check_iterations, "The most sweeps a solve runs.")
+    tolerance = Option(lambda v: check_nonnegative(v, "tolerance"),
+                       "A solve stops when the end is this close to the target (``reached`` is "
+                       "``error <= tolerance``).")
+    max_step = Option(lambda v: None if v is None else _max_step(v),
+                      "The cap on each joint's turn per sweep (radians), or None.")
+    adaptive_step = Option(lambda v: check_flag(v, "adaptive_step"),
+                           "Whether the step cap shrinks as the end closes in (with a ``max_step``).")
+    fixed_root = Option(lambda v: check_flag(v, "fixed_root"),
+                        "False lets the chain's first joint slide toward a target out of reach.  (A "
+                        ":class:`~kinema.Rig` reads it when it is built, for the joints its steps claim: set it "
+                        "before.)")
+    twist = Option(check_twist, 'The twist policy, ``"input"`` or ``"rest"`` (see :func:`solve_ccd`).')
+    pole_max_twist = Option(lambda v: None if v is None else _max_step(v, "pole_max_twist"),
+                            "The cap on the pole's twist of each sub-chain in one solve (radians), or None.")
 
     @property
     def weights(self) -> FloatArray:

@@ -21,7 +21,8 @@ from ._solve import (
     ABSENT_ROW3,
     SOLVERS,
     OneItemOutputs,
-    Solver,
+    Option,
+    PackedChain,
     as_target,
     blend_limits,
     blend_weight,
@@ -227,7 +228,7 @@ def _chain_items(chain: Any) -> Any:
     return chain
 
 
-class _FabrikSolver(Solver):
+class _FabrikSolver(PackedChain):
     """What :class:`FABRIK` and :class:`FABRIKTree` share: the packed plan, limits and options, and the run.
 
     The options (``iterations``, ``tolerance``, ``fixed_root``, ``twist``, :class:`FABRIK`'s ``pole_max_twist``)
@@ -269,28 +270,6 @@ class _FabrikSolver(Solver):
                                         self._twist == "rest", budget], dtype=np.float64)
                               for has_pole in (False, True))
 
-    def _refuse(self, name: str, what: str) -> None:
-        raise SolverInputError(f"{type(self).__name__}.{name} is read-only: {what} is packed when the solver is "
-                               "built; build a new solver")
-
-    @property
-    def skeleton(self) -> Skeleton:
-        """The skeleton the solver was built for (read-only)."""
-        return self._skeleton
-
-    @skeleton.setter
-    def skeleton(self, value: Skeleton) -> None:
-        self._refuse("skeleton", "the chain of the skeleton it was built for")
-
-    @property
-    def joints(self) -> IntArray:
-        """The joints the solver turns, root first (a read-only array; read-only)."""
-        return self._joints
-
-    @joints.setter
-    def joints(self, value: IntArray) -> None:
-        self._refuse("joints", "the chain")
-
     @property
     def limits(self) -> Mapping[Any, Any] | None:
         """The joint limits as given (a read-only mapping), or None (read-only)."""
@@ -300,47 +279,15 @@ class _FabrikSolver(Solver):
     def limits(self, value: Any) -> None:
         self._refuse("limits", "every limit")
 
-    @property
-    def iterations(self) -> int:
-        """The most backward-forward passes a solve runs."""
-        return self._iterations
-
-    @iterations.setter
-    def iterations(self, value: int) -> None:
-        self._iterations = check_iterations(value)
-        self._pack_options()
-
-    @property
-    def tolerance(self) -> float:
-        """A solve stops when every goal is this close to its target (``reached`` is ``error <= tolerance``)."""
-        return self._tolerance
-
-    @tolerance.setter
-    def tolerance(self, value: float) -> None:
-        self._tolerance = check_nonnegative(value, "tolerance")
-        self._pack_options()
-
-    @property
-    def fixed_root(self) -> bool:
-        """True keeps the first joint in place; False drags it along (its local translation is rewritten).
-
-        (A :class:`~kinema.Rig` reads it when it is built, for the joints its steps claim: set it before.)"""
-        return self._fixed_root
-
-    @fixed_root.setter
-    def fixed_root(self, value: bool) -> None:
-        self._fixed_root = check_flag(value, "fixed_root")
-        self._pack_options()
-
-    @property
-    def twist(self) -> str:
-        """The twist policy, ``"input"`` or ``"rest"`` (see :func:`solve_fabrik`)."""
-        return self._twist
-
-    @twist.setter
-    def twist(self, value: str) -> None:
-        self._twist = check_twist(value)
-        self._pack_options()
+    iterations = Option(check_iterations, "The most backward-forward passes a solve runs.")
+    tolerance = Option(lambda v: check_nonnegative(v, "tolerance"),
+                       "A solve stops when every goal is this close to its target (``reached`` is "
+                       "``error <= tolerance``).")
+    fixed_root = Option(lambda v: check_flag(v, "fixed_root"),
+                        "True keeps the first joint in place; False drags it along (its local translation is "
+                        "rewritten).  (A :class:`~kinema.Rig` reads it when it is built, for the joints its steps "
+                        "claim: set it before.)")
+    twist = Option(check_twist, 'The twist policy, ``"input"`` or ``"rest"`` (see :func:`solve_fabrik`).')
 
     @property
     def pole_max_twist(self) -> float | None:

@@ -670,6 +670,57 @@ class Solver:
         return pose
 
 
+class Option:
+    """A solver option as a property: read as stored, set through ``check`` (the constructor's check), after which
+    the solver packs again what its kernel reads (``_pack_options``), so a solver whose option was set solves
+    exactly as one built with it.  The value lives in ``_<name>``; the constructor sets that itself."""
+
+    def __init__(self, check: Callable[[Any], Any], doc: str) -> None:
+        self.check = check
+        self.__doc__ = doc
+        self.attr = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attr = f"_{name}"
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        return self if obj is None else getattr(obj, self.attr)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        setattr(obj, self.attr, self.check(value))
+        obj._pack_options()
+
+
+class PackedChain(Solver):
+    """A solver whose chain is packed into its kernel's plan: ``skeleton`` and ``joints`` are read-only (stored in
+    ``_skeleton`` and ``_joints``); assigning either raises :class:`SolverInputError` (build a new solver)."""
+
+    _skeleton: Skeleton
+    _joints: IntArray
+
+    def _refuse(self, name: str, what: str) -> None:
+        raise SolverInputError(f"{type(self).__name__}.{name} is read-only: {what} is packed when the solver is "
+                               "built; build a new solver")
+
+    @property  # type: ignore[override]
+    def skeleton(self) -> Skeleton:
+        """The skeleton the solver was built for (read-only)."""
+        return self._skeleton
+
+    @skeleton.setter
+    def skeleton(self, value: Skeleton) -> None:
+        self._refuse("skeleton", "the chain of the skeleton it was built for")
+
+    @property  # type: ignore[override]
+    def joints(self) -> IntArray:
+        """The joints the solver turns, root first (a read-only array; read-only)."""
+        return self._joints
+
+    @joints.setter
+    def joints(self, value: IntArray) -> None:
+        self._refuse("joints", "the chain")
+
+
 S = TypeVar("S", bound=Solver)
 
 #: Prepared solvers kept for the free functions.

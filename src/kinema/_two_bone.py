@@ -29,7 +29,7 @@ from ._solve import (
     ABSENT_ROW3,
     SOLVERS,
     OneItemOutputs,
-    Solver,
+    PackedChain,
     _rows,
     ancestors_root_first,
     as_target,
@@ -142,7 +142,7 @@ def _joint_items(joints: Any) -> list[Any]:
     return items
 
 
-class TwoBone(Solver):
+class TwoBone(PackedChain):
     """A prepared two-bone solver for one arm or leg: validate once, solve every frame.
 
     ``TwoBone(skeleton, joints, *, pole=None, soft=0.0, margin=None,
@@ -234,27 +234,6 @@ class TwoBone(Solver):
     #: Whether ``history=True`` turns ``continuity`` on (as :class:`TwoBone`'s constructor documents);
     #: :class:`TwoBoneIK`, always in history mode, takes ``continuity`` as given.
     _HISTORY_SETS_CONTINUITY = True
-
-    # What the solver was built for: packed into the kernel's plan, so never changed (build a new solver).
-    @property
-    def skeleton(self) -> Skeleton:
-        """The skeleton the solver was built for (read-only)."""
-        return self._skeleton
-
-    @skeleton.setter
-    def skeleton(self, value: Skeleton) -> None:
-        raise SolverInputError(f"{type(self).__name__}.skeleton is read-only: the chain is packed for the skeleton "
-                               "it was built with; build a new solver")
-
-    @property
-    def joints(self) -> IntArray:
-        """The chain's joint indices, upper ... lower ... end (read-only)."""
-        return self._joints
-
-    @joints.setter
-    def joints(self, value: IntArray) -> None:
-        raise SolverInputError(f"{type(self).__name__}.joints is read-only: the chain is packed when the solver is "
-                               "built; build a new solver for another chain")
 
     @property
     def limits(self) -> Mapping[Any, Limit] | None:

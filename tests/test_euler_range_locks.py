@@ -76,7 +76,7 @@ def _inputs(seq: str, lim: EulerRange, rng: np.random.Generator, n: int) -> tupl
     return any_q, R.from_euler(seq, box)
 
 
-def _check(lim: EulerRange, q: np.ndarray, inside: np.ndarray) -> None:
+def assert_clamp_properties(lim: EulerRange, q: np.ndarray, inside: np.ndarray) -> None:
     c, hit = lim.clamp_hit(q)
     assert np.all(np.isfinite(c))
     v = lim.violation(c)
@@ -150,7 +150,7 @@ def test_every_lock_from_either_side(seq: str) -> None:
                 outer = np.array([rng.uniform(-2, 2), rng.uniform(0.1, 1.5), rng.uniform(-2, 2), rng.uniform(0.1, 1.5)])
                 lim = _box(seq, lock, offset, side, rng.uniform(0.2, 1.5), outer)
                 q, inside = _inputs(seq, lim, rng, 120)
-                _check(lim, q, inside)
+                assert_clamp_properties(lim, q, inside)
 
 
 @given(seq=st.sampled_from(SEQUENCES), lock_pick=st.integers(0, 2), side=st.sampled_from([-1, 1]),
@@ -170,7 +170,7 @@ def test_clamp_properties_near_locks(seq: str, lock_pick: int, side: int, offset
     lock = locks[lock_pick % len(locks)]
     lim = _box(seq, lock, offset_sign * offset, side, width, np.array([centers[0], half_a, centers[1], half_c]))
     q, inside = _inputs(seq, lim, np.random.default_rng(seed), 60)
-    _check(lim, q, inside)
+    assert_clamp_properties(lim, q, inside)
 
 
 @pytest.mark.parametrize("seq", SEQUENCES)

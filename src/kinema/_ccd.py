@@ -31,6 +31,8 @@ from ._solve import (
     check_pose_item,
     check_twist,
     clamp_blended,
+    item_pose,
+    item_row,
     kernel_loader,
     pose_shapes,
     prepare,
@@ -252,14 +254,20 @@ class CCD(PackedChain):
 
     def _solve(self, pose: Pose, target: ArrayLike, pole: ArrayLike | None, weight: ArrayLike, out: Pose | None,
                values: FloatArray) -> SolveResult:
-        one = check_pose_item(self.skeleton, pose, self.what, self._pose_shapes) and out is None
+        one = check_pose_item(self._skeleton, pose, self.what, self._pose_shapes) and out is None
         tgt = as_float_array(target, "target", (3,))
-        extras: list[tuple[FloatArray, tuple[int, ...]]] = [(tgt, (3,))]
-        pol = None
-        if pole is not None:
-            pol = as_float_array(pole, "pole", (3,))
-            extras.append((pol, (3,)))
+        pol = None if pole is None else as_float_array(pole, "pole", (3,))
         w = blend_weight(weight)
+        if one and w is None and tgt.ndim == 1 and (pol is None or pol.ndim == 1):
+            # The per-frame call (one item, no blend): the kernel's rows made directly, not through prepare.
+            res, t, r, s = item_pose(pose)
+            err, counts = _ONE_ITEM.outputs  # read back as scalars below
+            self._run(1, (self._index, values, t, r, s, item_row(tgt), ABSENT_ROW3 if pol is None else item_row(pol),
+                          self._options[pol is not None], err, counts), True, pose, tgt, pol)
+            return result_one(res, err, self._tolerance, counts, {"joints": self._joints, "moved": counts[2, 0] != 0})
+        extras: list[tuple[FloatArray, tuple[int, ...]]] = [(tgt, (3,))]
+        if pol is not None:
+            extras.append((pol, (3,)))
         if w is not None:
             extras.append((w, ()))
         # the blend reads the input, which out=pose overwrites
@@ -273,11 +281,8 @@ class CCD(PackedChain):
             counts = np.empty((3, n), dtype=np.int64)  # sweeps, limit hits, changed
         else:
             err, counts = _ONE_ITEM.outputs  # read back as scalars below
-        status = run_driver(_kernels().DRIVERS, n,
-                            (self._index, values, prep.t, prep.r, prep.s, tgt_f, pol_f,
-                             self._options[pol is not None], err, counts), own=prep.own)
-        if status:
-            raise_status(status, self.what, self.skeleton, pose, self.scale_joints, {"target": tgt, "pole": pol})
+        self._run(n, (self._index, values, prep.t, prep.r, prep.s, tgt_f, pol_f, self._options[pol is not None], err,
+                      counts), prep.own, pose, tgt, pol)
         if w is None and not prep.batch:  # one item, no blend
             return result_one(prep.out, err, self._tolerance, counts,
                               {"joints": self.joints, "moved": counts[2, 0] != 0})
@@ -294,6 +299,15 @@ class CCD(PackedChain):
             changed = changed & (w_n > 0.0)
         return result(prep.out, prep.batch, err, err <= self._tolerance, counts[0], limits_hit,
                       {"joints": self.joints, "moved": changed.reshape(prep.batch) if prep.batch else changed[0]})
+
+
+    def _run(self, n: int, args: tuple[Any, ...], own: bool, pose: Pose, target: FloatArray,
+             pole: FloatArray | None) -> None:
+        """Run the kernel on ``n`` items of the packed ``args`` (:func:`~kinema._solve.run_driver`); a status
+        other than OK raises the error it means."""
+        status = run_driver(_kernels().DRIVERS, n, args, own=own)
+        if status:
+            raise_status(status, self.what, self.skeleton, pose, self.scale_joints, {"target": target, "pole": pole})
 
 
 A = TypeVar("A", bound=np.ndarray)

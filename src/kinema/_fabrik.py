@@ -32,6 +32,8 @@ from ._solve import (
     check_nonnegative,
     check_pose_item,
     check_twist,
+    item_pose,
+    item_row,
     kernel_loader,
     pose_shapes,
     prepare,
@@ -305,18 +307,29 @@ class _FabrikSolver(PackedChain):
              out: Pose | None) -> tuple[Pose, tuple[int, ...], FloatArray, IntArray, NDArray[np.bool_]]:
         """Solve; returns ``(pose, batch, goal errors (N, G), counts (2, N): iterations, limit hits, moved (N,))``."""
         one = check_pose_item(self._skeleton, pose, self.what, self._pose_shapes) and out is None
+        w = blend_weight(weight)
+        plan, packed = self._plan, self._packed
+        if one and w is None and plan.is_chain and targets[0].ndim == 1 and (pole is None or pole.ndim == 1):
+            # The per-frame call of a chain (one item, no blend): the kernel's rows made directly.
+            res, t, r, s = item_pose(pose)
+            gerr, counts, moved = _ONE_ITEM.outputs  # read back as scalars (FABRIK.solve)
+            status = run_driver(_kernels().DRIVERS, 1,
+                                (plan.index, plan.weights, self._options[pole is not None], packed.kinds,
+                                 packed.params, packed.rest, t, r, s, item_row(targets[0])[None],
+                                 ABSENT_ROW3 if pole is None else item_row(pole), gerr, counts, moved), own=True)
+            if status:
+                self._raise(status, pose, targets, pole)
+            return res, (), gerr, counts, moved
         g = len(targets)
         extras: list[tuple[FloatArray, tuple[int, ...]]] = [(tg, (3,)) for tg in targets]
         if pole is not None:
             extras.append((pole, (3,)))
-        w = blend_weight(weight)
         inputs = None
         if w is not None:
             extras.append((w, ()))
             inputs = (pose.rotations.copy(), pose.translations.copy())  # the blend's; out=pose overwrites them
         prep = prepare(self._skeleton, pose, extras, out, checked=True, unbatched=one or None)
         n = prep.n
-        plan, packed = self._plan, self._packed
         tg = prep.extras[0][:, None] if g == 1 else np.ascontiguousarray(np.stack(prep.extras[:g], axis=1))  # (N, G, 3)
         poles = prep.extras[g] if pole is not None else ABSENT_ROW3
         if prep.batch or not plan.is_chain:

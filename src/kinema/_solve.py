@@ -336,19 +336,31 @@ def prepare(
 
 
 def prepare_one(pose: Pose, extras: Sequence[tuple[FloatArray, tuple[int, ...]]]) -> Prepared:
-    """:func:`prepare` of one item: ``pose`` unbatched (checked), every extra without batch dimensions, no ``out``.
+    """:func:`prepare` of one item: ``pose`` unbatched (checked), every extra without batch dimensions, no ``out``
+    (:func:`item_pose` and :func:`item_row`)."""
+    out, t, r, s = item_pose(pose)
+    return Prepared((), 1, t, r, s, out, [item_row(a) for a, _ in extras], True)
 
-    One copy per array: the output pose's three ``(J, k)`` arrays are fresh
-    copies and the kernel gets ``(1, J, k)`` views of them; each extra is
-    copied to ``(1, *trailing)``.
+
+def item_pose(pose: Pose) -> tuple[Pose, FloatArray, FloatArray, FloatArray]:
+    """The per-frame call's output pose and the kernel's view of it: ``(out, t, r, s)``.
+
+    ``pose`` is one unbatched item (checked by :func:`check_pose_item`); ``out``'s three ``(J, k)`` arrays are
+    fresh C-contiguous float64 copies of its arrays and ``t, r, s`` are ``(1, J, k)`` views of them (the
+    drivers' flat pose arrays).  The kernel writes ``t, r, s``; the input is never written.
     """
-    pt, pr, ps = pose._translations, pose._rotations, pose._scales  # (checked: the per-frame path, see above)
+    pt, pr, ps = pose._translations, pose._rotations, pose._scales  # (Pose's fields: checked, see above)
     if pt.dtype is _F64 and pr.dtype is _F64 and ps.dtype is _F64:
         t2, r2, s2 = pt.copy(), pr.copy(), ps.copy()
     else:
         t2, r2, s2 = _own_copy(pt), _own_copy(pr), _own_copy(ps)
-    return Prepared((), 1, t2[None], r2[None], s2[None], Pose._trusted(t2, r2, s2),
-                    [a[None].copy() if a.dtype is _F64 else _own_row(a) for a, _ in extras], True)
+    return Pose._trusted(t2, r2, s2), t2[None], r2[None], s2[None]
+
+
+def item_row(a: FloatArray) -> FloatArray:
+    """One item's input ``a`` (no batch dimensions, float64 from :func:`~kinema._validate.as_float_array`) as
+    the kernels' rows ``(1, *a.shape)``: a fresh C-contiguous copy (never the caller's array)."""
+    return a[None].copy() if a.dtype is _F64 else _own_row(a)
 
 
 class OneItemOutputs(threading.local):

@@ -36,6 +36,8 @@ from ._solve import (
     check_flag,
     check_pose_item,
     check_twist,
+    item_pose,
+    item_row,
     kernel_loader,
     pose_batch,
     pose_shapes,
@@ -450,24 +452,35 @@ class TwoBone(PackedChain):
         tg, po, hi, er, w, so, m, option_batches = x
         flags = self._flags | (_HAS_POLE if po is not None else 0) | (_HAS_HINT if hi is not None else 0) \
             | (_HAS_END_ROTATION if er is not None else 0) | (_SMOOTH if params is not None else 0)
-        vectors: list[tuple[FloatArray, tuple[int, ...]]] = [(tg, (3,))]  # broadcast (and copied) by prepare
-        if po is not None:
-            vectors.append((po, (3,)))
-        if hi is not None:
-            vectors.append((hi, (3,)))
-        if er is not None:
-            vectors.append((er, (4,)))
-        batch: tuple[int, ...] = ()
-        # the call's own per-item options (the defaults are this module's or the solver's (1,) rows)
-        if option_batches:
-            # Options with batch dims of their own broadcast with the pose's and the vectors' like every
-            # solver's weight (a (1,) weight on one pose is a batch of one): the target is broadcast to the
-            # result, since it sets the batch of the output.
-            batch = broadcast_batch(pose.batch_shape, *[v.shape[:-1] for v, _ in vectors], *option_batches)
-            if batch and tg.shape[:-1] != batch:
-                vectors[0] = (np.broadcast_to(tg, batch + (3,)), (3,))
-        prep = prepare(self._skeleton, pose, vectors, out, rotations_only=True, checked=True, unbatched=one or None)
-        n, batch = prep.n, prep.batch
+        if one and not option_batches and tg.ndim == 1 and (po is None or po.ndim == 1) and \
+                (hi is None or hi.ndim == 1) and (er is None or er.ndim == 1):
+            # The per-frame call (one item, no option of its own per item): the kernel's rows made directly.
+            res, t, r, s = item_pose(pose)
+            n, batch, own = 1, (), True
+            tg_r = item_row(tg)
+            po_r = None if po is None else item_row(po)
+            hi_r = None if hi is None else item_row(hi)
+            er_r = None if er is None else item_row(er)
+        else:
+            vectors: list[tuple[FloatArray, tuple[int, ...]]] = [(tg, (3,))]  # broadcast (and copied) by prepare
+            for v, tail in ((po, (3,)), (hi, (3,)), (er, (4,))):
+                if v is not None:
+                    vectors.append((v, tail))
+            if option_batches:
+                # Options with batch dims of their own broadcast with the pose's and the vectors' like every
+                # solver's weight (a (1,) weight on one pose is a batch of one): the target is broadcast to the
+                # result, since it sets the batch of the output.
+                full = broadcast_batch(pose.batch_shape, *[v.shape[:-1] for v, _ in vectors], *option_batches)
+                if full and tg.shape[:-1] != full:
+                    vectors[0] = (np.broadcast_to(tg, full + (3,)), (3,))
+            prep = prepare(self._skeleton, pose, vectors, out, rotations_only=True, checked=True,
+                           unbatched=one or None)
+            n, batch, own, res, t, r, s = prep.n, prep.batch, prep.own, prep.out, prep.t, prep.r, prep.s
+            rows = iter(prep.extras)
+            tg_r = next(rows)
+            po_r = None if po is None else next(rows)
+            hi_r = None if hi is None else next(rows)
+            er_r = None if er is None else next(rows)
         if batch:
             err = np.empty(n)
             reached = np.empty(n, dtype=np.bool_)
@@ -476,15 +489,6 @@ class TwoBone(PackedChain):
         else:
             err, reached, status, hits = _ONE_ITEM.outputs  # read back as scalars below
         shared = one or (pose_batch(pose) == () and out is not pose)
-        ex = prep.extras
-        k = 1
-        po_r = hi_r = er_r = None
-        if po is not None:
-            po_r, k = ex[k], k + 1
-        if hi is not None:
-            hi_r, k = ex[k], k + 1
-        if er is not None:
-            er_r = ex[k]
         bend = np.empty((n, 3))
         hist_in = _NO_HIST if history is None or history.shape[0] != n else history
         hist_out = np.zeros((n, _HIST_SIZE)) if params is not None else _NO_HIST
@@ -498,12 +502,12 @@ class TwoBone(PackedChain):
             opts[_P_FLAGS] = flags
             opts[_P_SHARED] = shared
             opts[_P_SPREAD] = self._twist_spread
-        args = (self._plan, opts, prep.t, prep.r, prep.s, ex[0], ABSENT_ROW3 if po_r is None else po_r,
+        args = (self._plan, opts, t, r, s, tg_r, ABSENT_ROW3 if po_r is None else po_r,
                 ABSENT_ROW3 if hi_r is None else hi_r, _Z4_ROW if er_r is None else er_r, hist_in,
                 w if w is _ONES else _flat(w, batch, n), so if so is self._soft_row else _flat(so, batch, n),
                 m if m is self._margin_row else _flat(m, batch, n),
                 err, reached, bend, status, hits, hist_out)
-        code = run_driver(_kernels().drivers_for(flags), n, args, own=prep.own)
+        code = run_driver(_kernels().drivers_for(flags), n, args, own=own)
         if code:
             raise_status(code, self.what, self._skeleton, pose, self.scale_joints,
                          {"target": tg, "pole": po, "bend_hint": hi, "end_rotation": er, "weight": w, "soft": so,
@@ -515,9 +519,9 @@ class TwoBone(PackedChain):
         if batch:
             state: dict[str, Any] = {"bend_direction": bend.reshape(batch + (3,)),
                                      "moved": np.broadcast_to(w, batch) > 0.0}
-            return result(prep.out, batch, err, reached, np.ones(n, dtype=np.int64), hits, state)
+            return result(res, batch, err, reached, np.ones(n, dtype=np.int64), hits, state)
         state = {"bend_direction": bend[0], "moved": np.True_ if w is _ONES else w.reshape(-1)[0] > 0.0}
-        return SolveResult._trusted(prep.out, reached[0], err[0], _ONE, hits[0], state)
+        return SolveResult._trusted(res, reached[0], err[0], _ONE, hits[0], state)
 
     def _raise_item_status(self, status: IntArray, batch: tuple[int, ...]) -> None:
         k = _kernels()

@@ -456,7 +456,8 @@ class TwoBone(PackedChain):
                 (hi is None or hi.ndim == 1) and (er is None or er.ndim == 1):
             # The per-frame call (one item, no option of its own per item): the kernel's rows made directly.
             res, t, r, s = item_pose(pose)
-            n, batch, own = 1, (), True
+            n, own = 1, True
+            batch: tuple[int, ...] = ()
             tg_r = item_row(tg)
             po_r = None if po is None else item_row(po)
             hi_r = None if hi is None else item_row(hi)

@@ -164,3 +164,15 @@ def test_footlock_options_still_reach_detect_contacts() -> None:
     assert low.contacts.mask.sum() < default.contacts.mask.sum()
     with pytest.raises(SolverInputError, match="hysteresis"):
         mocap.footlock(SK, WALK, hysteresis=0.5)
+
+
+# ------------------------------------------------------------------------- contacts given with options
+def test_footlock_refuses_detection_options_beside_given_contacts() -> None:
+    """Given contacts are used as they are: a detection option beside them (which would change nothing) is
+    refused, naming it; the same contacts alone lock as the detection that made them."""
+    contacts = mocap.detect_contacts(SK, WALK, height=0.08)
+    with pytest.raises(SolverInputError, match="height"):
+        mocap.footlock(SK, WALK, contacts=contacts, height=0.2)
+    given = mocap.footlock(SK, WALK, contacts=contacts)
+    detected = mocap.footlock(SK, WALK, height=0.08)
+    assert np.array_equal(given.clip.pose.rotations, detected.clip.pose.rotations)

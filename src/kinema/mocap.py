@@ -1271,6 +1271,11 @@ def footlock(
     t_out, r_out, scales = _clip_arrays(skeleton, clip)
     if contacts is not None and not isinstance(contacts, Contacts):
         raise SolverInputError(f"contacts must be what detect_contacts returns, got a {type(contacts).__name__}")
+    if contacts is not None and detect_options:
+        # The given contacts are used as they are: detection options would be silently ignored.
+        raise SolverInputError(f"contacts were given, so nothing is detected: the detection options "
+                               f"{', '.join(sorted(detect_options))} would have no effect (pass them to "
+                               "detect_contacts instead)")
     idx = _resolve_feet(skeleton, feet if feet is not None else (contacts.feet if contacts is not None else None))
     ease = positive_number(ease, "ease (seconds)", allow_zero=True)
     k = len(idx)

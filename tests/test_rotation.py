@@ -469,3 +469,14 @@ def test_euler_round_trip_tolerance_at_and_near_gimbal_lock(seq: str, rng: np.ra
     far = (off == 0.0) | (off > 2 * EULER_GIMBAL_EPS)
     assert np.max(err[far]) <= 2e-15
     assert np.max(err) <= 2 * EULER_GIMBAL_EPS
+
+
+def test_identity_refuses_a_shape_beyond_memory_before_allocating(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``identity`` of more quaternions than kinema allocates is a ShapeError naming the shape argument (it
+    was numpy's bare MemoryError); a shape at the limit is still made."""
+    import kinema._validate as v
+
+    monkeypatch.setattr(v, "MAX_ALLOCATION_BYTES", 10 * 4 * 8)
+    assert kinema.rotation.identity(10).shape == (10, 4)
+    with pytest.raises(ShapeError, match="shape"):
+        kinema.rotation.identity(11)

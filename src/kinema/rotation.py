@@ -93,7 +93,7 @@ def _flat(items: list[tuple[FloatArray, tuple[int, ...]]]) -> tuple[tuple[int, .
 
 def identity(shape: tuple[int, ...] = ()) -> FloatArray:
     """Identity quaternions of batch ``shape``: ``(*shape, 4)``."""
-    q = np.zeros(batch_shape_arg(shape, "shape") + (4,))
+    q = np.zeros(batch_shape_arg(shape, "shape", item_bytes=4 * 8) + (4,))
     q[..., 3] = 1.0
     return q
 

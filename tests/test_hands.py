@@ -316,3 +316,25 @@ def test_malformed_hand_entries_are_skeleton_errors():
     for make, error, message in cases:
         with pytest.raises(error, match=message):
             make()
+
+
+@pytest.mark.parametrize("scale", [0.01, 100.0, 1000.0])
+def test_grip_is_the_same_in_any_units(scale: float) -> None:
+    """The humanoid and the cylinder in centimetres, millimetres or hundredths of a metre grip with the same
+    angles (to rounding) and the same ``touching`` as in metres (an absolute tolerance said a centimetre hand
+    touched with 1 finger of 5), and every gap scales with the rig."""
+    sk_m = SKELETON
+    meta = {"hands": {side: {**dict(entry), "palm_center": [c * scale for c in entry["palm_center"]]}
+                      for side, entry in sk_m.meta["hands"].items()}}
+    sk = kinema.Skeleton(sk_m.names, sk_m.parents, sk_m.translations * scale, sk_m.rotations, meta=meta)
+    hand_m, hand = RIGHT, hands.Hand.from_skeleton(sk, "right")
+    rng = np.random.default_rng(6)
+    pose_m = _arm_pose(rng)
+    point, axis = _cylinder_at_palm(pose_m, hand_m, 0.022, hand_m.palm_basis[:, 2])
+    pose = kinema.Pose(pose_m.translations * scale, pose_m.rotations, pose_m.scales)
+    res_m = hands.grip(pose_m, hand_m, point, axis, 0.022)
+    res = hands.grip(pose, hand, point * scale, axis, 0.022 * scale)
+    assert res_m.touching.all()
+    np.testing.assert_array_equal(res.touching, res_m.touching)
+    np.testing.assert_allclose(res.angles, res_m.angles, rtol=0.0, atol=1e-9)
+    np.testing.assert_allclose(res.gap, res_m.gap * scale, rtol=0.0, atol=1e-9 * scale)

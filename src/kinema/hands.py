@@ -76,8 +76,10 @@ PARALLEL_SINE_EPS = 1e-9
 CONTACT_SAMPLES = 64
 CONTACT_REFINE_SAMPLES = 32
 CONTACT_REFINE_ROUNDS = 2
-#: A finger counts as touching the cylinder when its closest bone is within this of the surface (length units).
-GRIP_TOLERANCE = 1e-4
+#: A finger counts as touching the cylinder when its closest bone is within this fraction of the finger's length
+#: (knuckle to tip, world) of the surface, in any units.  The contact search brackets a finger's curl within
+#: 1/65536 of its range: gaps of a few 1e-5 finger lengths.  (1e-3 is 0.1 mm on a 10 cm finger.)
+GRIP_TOLERANCE = 1e-3
 
 
 @dataclass(frozen=True)
@@ -383,8 +385,9 @@ class GripResult:
     * ``angles``: ``(F, 3)`` radians, each joint's flexion (within its hinge).
     * ``gap``: ``(F,)`` distance from the finger's closest bone to the
       cylinder's surface (negative inside), length units.
-    * ``touching``: ``(F,)`` bool, ``|gap| <= GRIP_TOLERANCE``; False when the
-      finger closed fully without reaching the cylinder.
+    * ``touching``: ``(F,)`` bool, ``|gap| <= GRIP_TOLERANCE`` times the finger's
+      length (knuckle to tip); False when the finger closed fully without
+      reaching the cylinder.
     """
 
     pose: Pose
@@ -426,6 +429,7 @@ def grip(pose: Pose, hand: Hand, axis_point_world: ArrayLike, axis_direction_wor
     n_f = len(hand.fingers)
     angles = np.zeros((n_f, 3))
     gaps = np.zeros(n_f)
+    lengths = np.zeros(n_f)  # each finger's, knuckle to tip (world)
     for i, finger in enumerate(hand.fingers):
         parent = int(hand.skeleton.parents[finger.joints[0]])
         frame = _FingerFrame(hand.skeleton, pose, finger, fk.positions[finger.joints[0]], fk.rotations[parent],
@@ -436,9 +440,10 @@ def grip(pose: Pose, hand: Hand, axis_point_world: ArrayLike, axis_direction_wor
 
         angles[i] = _close_finger(finger, bone_gaps)
         gaps[i] = float(bone_gaps(angles[i][None]).min())
+        lengths[i] = float(np.sum(unit_and_length(frame.offsets)[1]))
         idx = list(finger.joints)
         result.rotations[idx, :] = _finger_local(finger, hand.skeleton.rotations[idx], angles[i], np.zeros(()))
-    return GripResult(result, angles, gaps, np.abs(gaps) <= GRIP_TOLERANCE)
+    return GripResult(result, angles, gaps, np.abs(gaps) <= GRIP_TOLERANCE * lengths)
 
 
 class _FingerFrame:

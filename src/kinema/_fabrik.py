@@ -233,11 +233,11 @@ def _chain_items(chain: Any) -> Any:
 class _FabrikSolver(PackedChain):
     """What :class:`FABRIK` and :class:`FABRIKTree` share: the packed plan, limits and options, and the run.
 
-    The options (``iterations``, ``tolerance``, ``fixed_root``, ``twist``, :class:`FABRIK`'s ``pole_max_twist``)
-    are properties: a setter checks the value as the constructor does and packs again what the kernel reads, so
-    a solver whose option was set solves exactly as one built with it.  What the plan is packed from (the
-    skeleton, the chain or tree, the limits, a tree's goals, weights and root) is read-only: assigning it raises
-    :class:`~kinema.SolverInputError`; build a new solver instead."""
+    The options (``iterations``, ``tolerance``, ``fixed_root``, ``twist``, ``limits``, :class:`FABRIK`'s
+    ``pole_max_twist``) are properties: a setter checks the value as the constructor does and packs again what
+    the kernel reads, so a solver whose option was set solves exactly as one built with it.  What the plan is
+    packed from (the skeleton, the chain or tree, a tree's goals, weights and root) is read-only: assigning it
+    raises :class:`~kinema.SolverInputError`; build a new solver instead."""
 
     _plan: _Plan
     _packed: PackedLimits
@@ -257,13 +257,20 @@ class _FabrikSolver(PackedChain):
         self._plan = plan
         self._joints = _read_only(plan.joints.copy())
         self.scale_joints = plan.scale_joints
-        self._packed = plan.no_limits if not limits else pack_limits(skeleton, plan.joints[plan.node_j], limits)
+        self._set_limits(limits)
+        self._pack_options()
+
+    def _set_limits(self, limits: Any) -> None:
+        """Check and pack ``limits`` (as the constructor does): the kernel's packed limits, the limited joints a
+        blend clamps again and the kernel's mode (positions only for a chain without limits)."""
+        plan = self._plan
+        packed = plan.no_limits if not limits else pack_limits(self._skeleton, plan.joints[plan.node_j], limits)
+        self._packed = packed
         self._limits = dict(limits) if limits else None  # (a snapshot: the caller may change its mapping)
         #: The limited joints a blend (weight < 1) clamps again.
-        self._blend_limits = blend_limits(plan.joints[plan.node_j], self._packed, np.ones(plan.node_j.size, dtype=bool))
+        self._blend_limits = blend_limits(plan.joints[plan.node_j], packed, np.ones(plan.node_j.size, dtype=bool))
         k = _kernels()
-        self._mode = k.MODE_POSITIONS if plan.is_chain and self._packed.count == 0 else k.MODE_ROTATIONS
-        self._pack_options()
+        self._mode = k.MODE_POSITIONS if plan.is_chain and packed.count == 0 else k.MODE_ROTATIONS
 
     def _pack_options(self) -> None:
         """The kernel's options (slots ``O_*`` in :mod:`kinema._kernels.fabrik`) without and with a pole."""
@@ -274,12 +281,14 @@ class _FabrikSolver(PackedChain):
 
     @property
     def limits(self) -> Mapping[Any, Any] | None:
-        """The joint limits as given (a read-only mapping), or None (read-only)."""
+        """The joint limits as given (a read-only mapping), or None.  Settable: ``{joint: Limit}`` or None,
+        checked as the constructor checks it; the solver then solves exactly as one built with it."""
         return None if self._limits is None else MappingProxyType(self._limits)
 
     @limits.setter
     def limits(self, value: Any) -> None:
-        self._refuse("limits", "every limit")
+        self._set_limits(value)
+        self._pack_options()
 
     iterations = Option(check_iterations, "The most backward-forward passes a solve runs.")
     tolerance = Option(lambda v: check_nonnegative(v, "tolerance"),
@@ -380,8 +389,8 @@ class FABRIK(_FabrikSolver):
     the chain's joint indices, root first.
 
     The options may be set after construction (``ik.iterations = 5``): each is checked as the constructor
-    checks it and the solver then solves exactly as one built with it.  ``joints`` and ``limits`` (the mapping
-    given, or None) are read-only.
+    checks it and the solver then solves exactly as one built with it (``limits`` too: it reads back the
+    mapping given, or None).  ``joints`` is read-only.
     """
 
     what = "solve_fabrik"
@@ -424,8 +433,9 @@ class FABRIKTree(_FabrikSolver):
     ``goals`` is their names, in the order :meth:`solve` takes targets,
     ``goal_joints`` their indices.
 
-    The options may be set after construction, as :class:`FABRIK`'s; ``goals``, ``goal_joints``, ``root``
-    (the root joint's name), ``weights`` (``{goal name: weight}``), ``joints`` and ``limits`` are read-only.
+    The options may be set after construction, as :class:`FABRIK`'s (``limits`` too); ``goals``,
+    ``goal_joints``, ``root`` (the root joint's name), ``weights`` (``{goal name: weight}``) and ``joints`` are
+    read-only.
     """
 
     what = "solve_fabrik_tree"

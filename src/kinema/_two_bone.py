@@ -179,8 +179,8 @@ class TwoBone(PackedChain):
     checked as the constructor checks it and has the constructor's effect
     (``history=True`` turns ``continuity`` on; changing ``history`` or
     ``smooth`` forgets the recorded history, as a new solver has none).
-    ``skeleton``, ``joints`` and ``limits`` (the mapping given, or None) are
-    read-only: they are packed into the kernel's plan.
+    ``limits`` too (it reads back the mapping given, or None).  ``skeleton``
+    and ``joints`` are read-only: they are packed into the kernel's plan.
     """
 
     what = "solve_two_bone"
@@ -206,10 +206,12 @@ class TwoBone(PackedChain):
         self.scale_joints = np.concatenate([anc, self._joints]).astype(np.int64)
         #: ``[kl, n_anc, anc..., joints...]``: the kernel's packed plan.
         self._plan = np.concatenate([[kl, anc.size], anc, self._joints]).astype(np.int64)
-        #: ``[axis, min, max, rest rotation]`` of a hinge on the lower joint, or None.
-        self._hinge = _hinge_row(skeleton, self._joints, kl, limits)
-        self._limits = dict(limits) if limits else None  # (a snapshot: the caller may change its mapping)
-        self._flags = _HAS_HINGE if self._hinge is not None else 0
+        #: The kernel's packed float options (``_P_*``); the bend step is set per solve (smooth mode).
+        self._params = np.zeros(_P_SIZE)
+        self._params[_P_REST_UPPER:_P_REST_UPPER + 4] = skeleton.rotations[self._joints[0]]
+        self._params[_P_REST_LOWER:_P_REST_LOWER + 4] = skeleton.rotations[self._joints[kl]]
+        self._flags = 0
+        self._set_limits(limits)
         self.twist = twist
         self.pole = pole
         self.soft = soft
@@ -226,12 +228,6 @@ class TwoBone(PackedChain):
         self.smooth = smooth
         self._set_continuity()
         self.bend_speed = bend_speed
-        #: The kernel's packed float options (``_P_*``); the bend step is set per solve (smooth mode).
-        self._params = np.zeros(_P_SIZE)
-        if self._hinge is not None:
-            self._params[_P_HINGE:_P_REST_UPPER] = self._hinge
-        self._params[_P_REST_UPPER:_P_REST_UPPER + 4] = skeleton.rotations[self._joints[0]]
-        self._params[_P_REST_LOWER:_P_REST_LOWER + 4] = skeleton.rotations[self._joints[kl]]
 
     #: Whether ``history=True`` turns ``continuity`` on (as :class:`TwoBone`'s constructor documents);
     #: :class:`TwoBoneIK`, always in history mode, takes ``continuity`` as given.
@@ -239,13 +235,25 @@ class TwoBone(PackedChain):
 
     @property
     def limits(self) -> Mapping[Any, Limit] | None:
-        """The limits the solver was built with, as given (a read-only mapping), or None (read-only)."""
+        """The limits, as given (a read-only mapping), or None.  Settable: ``{joint: Limit}`` or None, checked as
+        the constructor checks it; the solver then solves exactly as one built with it."""
         return None if self._limits is None else MappingProxyType(self._limits)
 
     @limits.setter
     def limits(self, value: Any) -> None:
-        raise SolverInputError(f"{type(self).__name__}.limits is read-only: the hinge is packed when the solver is "
-                               "built; build a new solver for other limits")
+        self._set_limits(value)
+
+    def _set_limits(self, limits: Any) -> None:
+        """Check and pack ``limits``: the hinge row of the kernel's options and its flag bit."""
+        #: ``[axis, min, max, rest rotation]`` of a hinge on the lower joint, or None.
+        hinge = _hinge_row(self._skeleton, self._joints, int(self._plan[0]), limits)
+        self._hinge = hinge
+        self._limits = dict(limits) if limits else None  # (a snapshot: the caller may change its mapping)
+        self._flags = (self._flags & ~_HAS_HINGE) | (_HAS_HINGE if hinge is not None else 0)
+        self._params[_P_HINGE:_P_REST_UPPER] = 0.0 if hinge is None else hinge
+        #: ``self._params`` with a call's option bits, ``shared`` and the twist spread set, by
+        #: ``flags | _SHARED_KEY`` (made once per combination; cleared when the params change).
+        self._options: dict[int, FloatArray] = {}
 
     # The options every solve reads are packed when set: the kernel's flag bits (``_flags``) and (1,) rows
     # for soft and margin, so a solve converts nothing of its own.
@@ -357,9 +365,7 @@ class TwoBone(PackedChain):
     @twist_spread.setter
     def twist_spread(self, value: float) -> None:
         self._twist_spread = _scalar_option(value, "twist_spread", 0.0, 1.0)
-        #: ``self._params`` with a call's option bits, ``shared`` and the twist spread set, by
-        #: ``flags | _SHARED_KEY`` (made once per combination; cleared when the spread changes).
-        self._options: dict[int, FloatArray] = {}
+        self._options = {}  # (made again with the new spread)
 
     def reset(self) -> None:
         """Forget the last bend direction (history mode)."""

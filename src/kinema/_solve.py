@@ -509,7 +509,8 @@ def raise_status(status: int, what: str, skeleton: Skeleton, pose: Pose, scale_j
         check_uniform_scale(skeleton, pose, scale_joints, what)
     if status == NONFINITE_RESULT:
         raise SolverInputError(f"{what}: the solve overflowed float64: the pose's or the targets' values are "
-                               "too large (coordinates or scales near 1e150 or beyond)")
+                               "too large (coordinates or scales near 1e150 or beyond) or too small (a chain "
+                               "near 1e-75 units long or shorter, whose squared lengths underflow)")
     raise SolverInputError(f"{what}: invalid input (kernel status {status})")
 
 

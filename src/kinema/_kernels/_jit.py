@@ -88,6 +88,11 @@ def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False,
     either: nothing would release it); it may slice its arguments and lend
     the views to other kernels.
 
+    ``error_model="numpy"``: a float division by zero gives inf or NaN, as NumPy's float64 (and so as the
+    same code without the JIT, on NumPy scalars) does, and the drivers' output checks turn that into the
+    status it means; numba's default would raise a bare ``ZeroDivisionError`` out of the kernel (a chain in
+    units of 1e-100, whose squared lengths underflow to zero, did).
+
     ``helper=True`` is for a function only other kernels call: numba compiles
     it without the wrappers that let Python call it (the CPython and the C
     callback wrapper), which roughly halves a small function's first
@@ -104,7 +109,7 @@ def njit(func: F | None = None, *, parallel: bool = False, inline: bool = False,
         try:
             # ``_nrt`` is always set: numba lets a kernel that leaves it unset inherit its caller's, and a
             # borrowing caller would then compile an allocating callee without reference counting (refused).
-            options: dict[str, Any] = {"parallel": parallel, "nogil": True,
+            options: dict[str, Any] = {"parallel": parallel, "nogil": True, "error_model": "numpy",
                                        "inline": "always" if inline else "never", "_nrt": not borrows}
             if helper and not _config.DISABLE_JIT:
                 return cast(F, _helper_dispatcher(f, options))

@@ -46,6 +46,7 @@ from .quat import (
     qrotate,
     vcross,
     vdot,
+    vmagnitude,
 )
 
 #: A joint whose alignment turn is below this (radians) is left alone, and a
@@ -132,11 +133,8 @@ def _align(a, b, nab2):  # type: ignore[no-untyped-def]
 
 @njit(helper=True)
 def _dist(a, b):  # type: ignore[no-untyped-def]
-    """``|a - b|`` of two points (tuples)."""
-    dx = a[0] - b[0]
-    dy = a[1] - b[1]
-    dz = a[2] - b[2]
-    return math.sqrt(dx * dx + dy * dy + dz * dz)
+    """``|a - b|`` of two points (tuples), at any size (:func:`~.quat.vmagnitude`)."""
+    return vmagnitude(a[0] - b[0], a[1] - b[1], a[2] - b[2])
 
 
 @njit(helper=True)

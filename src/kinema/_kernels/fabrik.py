@@ -64,6 +64,7 @@ from .quat import (
     row4,
     vcross,
     vdot,
+    vmagnitude,
     vnorm,
 )
 
@@ -491,10 +492,7 @@ def chain_positions(P, Pb, D, U0, tgt, p_root, fixed_root, iterations, tol, has_
             P[n, 1] = pp[1]
             P[n, 2] = pp[2]
         n_it += 1
-        ex = pp[0] - tgt[0]
-        ey = pp[1] - tgt[1]
-        ez = pp[2] - tgt[2]
-        if math.sqrt(ex * ex + ey * ey + ez * ez) <= tol:
+        if vmagnitude(pp[0] - tgt[0], pp[1] - tgt[1], pp[2] - tgt[2]) <= tol:
             break
     return n_it
 
@@ -911,7 +909,7 @@ def _errors(targets, i, goal_node, P, gerr):  # type: ignore[no-untyped-def]
         dx = P[n, 0] - targets[i, g, 0]
         dy = P[n, 1] - targets[i, g, 1]
         dz = P[n, 2] - targets[i, g, 2]
-        e = math.sqrt(dx * dx + dy * dy + dz * dz)
+        e = vmagnitude(dx, dy, dz)  # (the true distance in any units)
         gerr[i, g] = e
         if e > worst:
             worst = e

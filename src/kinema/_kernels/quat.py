@@ -95,6 +95,23 @@ def vlength(x: float, y: float, z: float) -> float:
     return math.hypot(math.hypot(x, y), z)
 
 
+#: A sum of three squares at least this large (and finite) has lost nothing to underflow: its largest square is
+#: above 3e-291, and a component whose square underflows (below 1.5e-154) is then under 1e-8 of the largest, its
+#: square below rounding.
+SQUARES_SAFE_MIN = 1e-290
+
+
+@njit(helper=True)
+def vmagnitude(x: float, y: float, z: float) -> float:
+    """``|(x, y, z)|``: the root of the squares (the fast form, and its exact digits) when their sum is in
+    ``[SQUARES_SAFE_MIN, inf)``, else :func:`vlength` (a length whose squares underflow to zero or overflow to
+    inf is still measured: a solver's reported error stays the true distance in any units)."""
+    m2 = x * x + y * y + z * z
+    if SQUARES_SAFE_MIN <= m2 < math.inf:
+        return math.sqrt(m2)
+    return vlength(x, y, z)
+
+
 @njit(helper=True)
 def vnormalized(a: tuple) -> tuple:  # type: ignore[type-arg]
     """Unit vector along ``a``; the zero vector when ``|a| <= VEC_NORM_EPS``."""

@@ -51,6 +51,7 @@ from .quat import (
     twist_angle,
     vcross,
     vdot,
+    vmagnitude,
     vnorm,
     vnormalized,
 )
@@ -748,10 +749,7 @@ def _solve_item(i, chain, pose, item, params, flags, scratch, start):  # type: i
             r[i, j, 3] = q[3]
         chain_world(k_upper, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
 
-    ex = pos[ke, 0] - tgt[0]
-    ey = pos[ke, 1] - tgt[1]
-    ez = pos[ke, 2] - tgt[2]
-    err = math.sqrt(ex * ex + ey * ey + ez * ez)
+    err = vmagnitude(pos[ke, 0] - tgt[0], pos[ke, 1] - tgt[1], pos[ke, 2] - tgt[2])  # (the true distance in any units)
     return OK, err, err <= REACH_RTOL * length, v, hit, hrow
 
 

@@ -59,7 +59,11 @@ sys.addaudithook(_audit)  # hooks cannot be removed: this one only records while
 
 def _code_folders() -> tuple[str, ...]:
     """Folders whose files a load may open besides the asset's: Python's, numba's cache, kinema's code."""
-    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(kinema.__file__)}
+    from kinema._kernels import _jit
+
+    # numba's cache: kinema's own folder (NUMBA_CACHE_DIR or ~/.cache/kinema/numba, keyed by the kernels'
+    # sources), where a kernel compiled for the first time during a load is written.
+    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(kinema.__file__), _jit._CACHE_DIR}
     if os.environ.get("NUMBA_CACHE_DIR"):
         folders.add(os.environ["NUMBA_CACHE_DIR"])
     return tuple(os.path.realpath(f) for f in folders)

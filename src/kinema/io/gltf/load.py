@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 import os
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -42,6 +43,17 @@ _MIN_DET = 1e-290
 #: Deepest JSON nesting of a material (its ``extras`` included) that is read; deeper fails.
 MAX_MATERIAL_DEPTH = 64
 
+#: With ``fps=None``, an animation with a STEP or CUBICSPLINE channel is resampled at this rate (frames per
+#: second) or at its densest channel's mean key rate when that is higher: kinema clips interpolate linearly
+#: between frames, so its key times alone would turn steps into ramps and curves into straight lines.
+NONLINEAR_KEYS_FPS = 60.0
+
+#: The key rate followed is capped here (keys an exporter put microseconds apart do not set the rate).
+NONLINEAR_KEYS_MAX_FPS = 1000.0
+
+#: Interpolations that linear interpolation between key times does not reproduce.
+_NONLINEAR = ("STEP", "CUBICSPLINE")
+
 
 @dataclass(frozen=True)
 class GltfAsset:
@@ -64,7 +76,9 @@ class GltfAsset:
     * ``nodes``: glTF node index of each skeleton joint.
     * ``skin``: index of the skin read (None: all nodes).
     * ``notes``: what was read but not represented (channels on nodes outside
-      the skeleton, morph weights, point/line primitives), with JSON paths.
+      the skeleton, morph weights, point/line primitives and primitives
+      without a triangle), and STEP / CUBICSPLINE animations resampled at a
+      fixed rate (``fps=None``), with JSON paths.
     * ``document``: the parsed glTF JSON (for anything else in the file).
     """
 
@@ -121,15 +135,24 @@ def load_gltf(path: str | os.PathLike[str], *, skin: int | str | None = 0, fps: 
               external: ExternalFiles | None = None) -> GltfAsset:
     """Read a glTF 2.0 ``.gltf`` or ``.glb`` file: skeleton of a skin, its mesh, and all animations.
 
-    * ``skin``: index or name of the skin to read (default the first); None
-      makes every node a joint, and so does the default on a file without
-      a skin (e.g. a rigid rig; ``notes`` says so).
+    * ``skin``: index (an int or numpy integer, not a bool) or name (a str)
+      of the skin to read (default the first); None makes every node a joint,
+      and so does the default on a file without a skin (e.g. a rigid rig;
+      ``notes`` says so).
     * ``fps``: None keeps the key times: each clip's frames are the union of
       its channels' key times (``clip.times``, seconds) and ``clip.fps`` is
       the mean key rate ``(frames - 1) / (times[-1] - times[0])`` (1.0 for a
       single key).  A number resamples every clip at ``k / fps`` for
       ``k = 0 .. ceil(t_end * fps)`` (``clip.times`` is None): frame 0 is at
       the animation's t = 0 and the last frame covers the last key.
+      Exception to None: kinema clips interpolate linearly between frames,
+      so an animation with any STEP or CUBICSPLINE channel is resampled as a
+      number would, at :data:`NONLINEAR_KEYS_FPS` (60) or, when higher, the
+      mean key rate ``(K - 1) / (t[K-1] - t[0])`` of its densest channel
+      (capped at :data:`NONLINEAR_KEYS_MAX_FPS`; back to 60 when that would
+      not fit the decoding budget), and ``notes`` names the animation and
+      the rate.  Its key times alone would make steps ramps and curves
+      straight lines (also in a file saved from the clip).
 
     Skeleton: the skin's joints (plus any non-joint node between them whose
     transform is not a similarity) in depth-first order; the rest pose is
@@ -158,11 +181,17 @@ def load_gltf(path: str | os.PathLike[str], *, skin: int | str | None = 0, fps: 
     Raises :class:`kinema.FileFormatError` (file and JSON path) for anything
     malformed or refused (a FIFO or device given as the file is refused too),
     :class:`FileNotFoundError` for a missing file and
-    :class:`kinema.SolverInputError` for a bad ``fps``.
+    :class:`kinema.SolverInputError` for a bad ``fps`` or ``skin`` (of
+    another type than those above).
     """
     if fps is not None and (isinstance(fps, bool) or not isinstance(fps, numbers.Real)
                             or not (math.isfinite(fps) and fps > 0)):
         raise SolverInputError(f"load_gltf: fps must be a positive finite number or None, got {fps!r}")
+    if isinstance(skin, numbers.Integral) and not isinstance(skin, bool):
+        skin = operator.index(skin)  # a numpy integer: the plain int it holds
+    elif skin is not None and not isinstance(skin, str):
+        raise SolverInputError(f"load_gltf: skin must be a skin index (int), a skin name (str) or None, got "
+                               f"{short_repr(skin)} ({type(skin).__name__})")
     spath = os.fspath(path)
     data = read_regular(spath)
     doc, glb_bin = parse_container(spath, data)
@@ -405,6 +434,12 @@ def _read_mesh(r: CheckedDoc, skin_index: int, n_skin_joints: int, new_of_old: I
             else:  # TRIANGLE_FAN
                 i = np.arange(1, idx.size - 1)
                 tris = np.stack([np.full(i.size, idx[0]), idx[i], idx[i + 1]], axis=1)
+            if tris.shape[0] == 0:
+                # A strip or fan of fewer than 3 indices: nothing to draw, and a mesh without triangles
+                # cannot be saved; its vertices go with it.
+                notes.append(f"{w}: mode {mode} with {idx.size} {'index' if idx.size == 1 else 'indices'} makes "
+                             "no triangle; skipped")
+                continue
             for k, wt in enumerate(ws):  # the spec's MUST; SkinnedMesh refuses them too
                 if wt.min() < 0.0:
                     v, c = (int(i) for i in np.argwhere(wt < 0.0)[0])
@@ -525,20 +560,31 @@ def _read_animations(r: CheckedDoc, members: list[int], order: IntArray,
                 notes.append(f"{wa} ({name!r}): no channel animates the skeleton; no clip")
             continue
         t_end = max(float(t[-1]) for t, _, _ in tracks.values())
-        if fps is None:
+        # Local, folded and reordered poses: three copies of frames x joints x 10 float64.
+        frame_bytes = nm * 10 * 8 * _CLIP_COPIES
+        rate = fps
+        nonlinear = sorted({interp for _, _, interp in tracks.values() if interp in _NONLINEAR})
+        if rate is None and nonlinear:
+            rate = _nonlinear_rate(tracks, t_end, frame_bytes, r.budget_left)
+        if rate is None:
             query = np.unique(np.concatenate([t for t, _, _ in tracks.values()]))
             n_frames = int(query.size)
             what = f"{n_frames} key times for {nm} joints"
         else:
-            span = t_end * fps
+            span = t_end * rate
             if not math.isfinite(span):
-                r.fail(wa, f"resampling {t_end:g} s at {fps:g} fps gives too many frames")
+                r.fail(wa, f"resampling {t_end:g} s at {rate:g} fps gives too many frames")
             n_frames = resampled_frame_count(span)
-            what = f"resampling {t_end:g} s at {fps:g} fps ({n_frames:.3g} frames, {nm} joints)"
-        # Local, folded and reordered poses: three copies of frames x joints x 10 float64.
-        r.charge(n_frames * nm * 10 * 8 * _CLIP_COPIES, wa, what)
-        if fps is not None:
-            query = np.arange(n_frames) / float(fps)
+            what = f"resampling {t_end:g} s at {rate:g} fps ({n_frames:.3g} frames, {nm} joints)"
+            if fps is None:
+                what += f" for its {' and '.join(nonlinear)} keys (pass fps= for another rate)"
+        r.charge(n_frames * frame_bytes, wa, what)
+        if rate is not None:
+            query = np.arange(n_frames) / float(rate)
+            if fps is None:
+                notes.append(f"{wa} ({name!r}): {' and '.join(nonlinear)} keys resampled at {rate:g} fps "
+                             f"({n_frames} frame{'' if n_frames == 1 else 's'} from t = 0): kinema clips interpolate "
+                             "linearly between frames")
         nf = query.size
         lt = np.broadcast_to(rest[0], (nf, nm, 3)).copy()
         lq = np.broadcast_to(rest[1], (nf, nm, 4)).copy()
@@ -554,12 +600,28 @@ def _read_animations(r: CheckedDoc, members: list[int], order: IntArray,
                 ls[:, m] = np.maximum(out, ZERO_QUAT_EPS)
         ft, fq, fs = fold(*prefix, lt, lq, ls)
         pose = Pose(ft[:, order], fq[:, order], fs[:, order])
-        if fps is None:
+        if rate is None:
             span = float(query[-1] - query[0])
             mean_fps = (nf - 1) / span if nf > 1 else 1.0
             clips[name] = Clip(pose, mean_fps, times=query)
         else:
-            clips[name] = Clip(pose, float(fps))
+            clips[name] = Clip(pose, float(rate))
     return clips
 
 
+def _nonlinear_rate(tracks: dict[tuple[int, str], tuple[FloatArray, FloatArray, str]], t_end: float,
+                    frame_bytes: int, budget_left: int) -> float:
+    """The rate (frames per second) an animation with STEP or CUBICSPLINE channels is resampled at for ``fps=None``.
+
+    :data:`NONLINEAR_KEYS_FPS`, or the mean key rate ``(K - 1) / (t[K-1] - t[0])`` of the densest channel
+    (``tracks``: key times ``(K,)`` seconds, values, interpolation) when higher, capped at
+    :data:`NONLINEAR_KEYS_MAX_FPS`.  ``t_end``: the last key time (seconds); ``frame_bytes``: what one frame
+    costs the decoding budget, of which ``budget_left`` bytes are left: a rate above the base one whose
+    frames would not fit falls back to the base rate (charged by the caller, which fails if even that does
+    not fit).
+    """
+    key_rate = max(((t.size - 1) / float(t[-1] - t[0]) for t, _, _ in tracks.values() if t.size > 1), default=0.0)
+    rate = max(NONLINEAR_KEYS_FPS, min(key_rate, NONLINEAR_KEYS_MAX_FPS))
+    if rate > NONLINEAR_KEYS_FPS and resampled_frame_count(t_end * rate) * frame_bytes > budget_left:
+        rate = NONLINEAR_KEYS_FPS
+    return rate

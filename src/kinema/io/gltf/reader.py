@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import decimal
 import json
 import math
 import os
@@ -76,6 +77,19 @@ DECODE_BUDGET_FLOOR = 64 << 20
 DECODE_BUDGET_FACTOR = 64
 
 
+#: Byte counts below this are printed in full in a budget failure; larger ones as ``1.23e+45``.
+_EXACT_BYTES_BELOW = 10**15
+
+
+def _three_digits(n: int) -> str:
+    """An int of any size as ``1.23e+45`` (three significant digits).
+
+    An absurd count (a huge resampling rate) would print hundreds of digits, and ``float(n)`` overflows past
+    ~1.8e308 (``OverflowError``): :class:`decimal.Decimal` holds the int exactly and rounds it.
+    """
+    return format(decimal.Decimal(n), ".2e")
+
+
 def ceil4(n: int) -> int:
     """``n`` rounded up to a multiple of 4 (GLB chunks and matrix columns are 4-byte aligned)."""
     return (n + 3) & ~3
@@ -124,8 +138,7 @@ class CheckedDoc:
     def charge(self, nbytes: int, where: str, what: str) -> None:
         """Take ``nbytes`` from the decoding budget, or fail at ``where`` before anything is allocated."""
         if nbytes > self.budget_left:
-            # an absurd count (a huge resampling rate) would print hundreds of digits: three are enough
-            need = f"{nbytes:,}" if nbytes < 10**15 else f"{float(nbytes):.3g}"
+            need = f"{nbytes:,}" if nbytes < _EXACT_BYTES_BELOW else _three_digits(nbytes)
             self.fail(where, f"{what} needs {need} bytes, more than this file may decode "
                              f"({self.budget_left:,} bytes left of its budget: {DECODE_BUDGET_FLOOR:,} plus "
                              f"{DECODE_BUDGET_FACTOR} per byte of file data)")

@@ -31,7 +31,10 @@ methods below to treat ``rotation_local`` as already rest-relative.
   ``swing = s1`` (circular cone) or ``swing = (s1, s2)`` (elliptical: ``s1``
   bounds turning about ``e1``, ``s2`` about ``e2``).  A swing outside is
   scaled down along its own direction onto the cone (radial clamp); the
-  twist angle is clamped to ``[twist_min, twist_max]``.
+  twist angle is clamped to ``[twist_min, twist_max]``.  A swing of a half
+  turn has no defined twist (it reads as 0): with a twist range narrower
+  than the full circle a clamped swing is kept at most ``pi - 1e-2``, where
+  the twist the clamp sets is the one the result reads.
 * ``EulerRange``: Euler angles (sequence ``order`` as in
   :mod:`kinema.rotation`: upper case intrinsic, lower case extrinsic;
   three.js's ``'XYZ'`` is ``"XYZ"`` here) clamped per axis to
@@ -145,6 +148,25 @@ def _unit(v: ArrayLike, what: str) -> tuple[float, float, float]:
     return (float(u[0]), float(u[1]), float(u[2]))
 
 
+def _flag(x: Any, what: str) -> bool:
+    """A boolean option (``degrees``): True or False (a Python bool or a numpy bool scalar); SolverInputError
+    naming ``what`` otherwise.  The check of ``kinema._solve.check_flag``, written again here: ``_solve`` imports
+    this module, so importing it back would be an import cycle."""
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    raise SolverInputError(f"{what} must be True or False, got {x!r}")
+
+
+def _rotations(q: FloatArray, what: str) -> FloatArray:
+    """``q (..., 4)`` as unit quaternions; SolverInputError when one holds NaN or inf or is a zero quaternion
+    (no rotation: the kernels would read it as the identity)."""
+    require_finite(q, what, SolverInputError)
+    u, length = unit_and_length(q)  # of any finite size
+    if np.any(length <= AXIS_EPS):
+        raise SolverInputError(f"{what} contains a zero quaternion, which is no rotation")
+    return u
+
+
 def _angle(x: Any, what: str, degrees: bool, lo: float = -math.pi, hi: float = math.pi) -> float:
     v = as_float_scalar(x, what)  # a real number (not a bool, a numeric string or an array)
     if degrees:
@@ -181,11 +203,8 @@ class Limit(ABC):
         q = as_float_array(rotation_local, "rotation_local", (4,))
         r = np.array([0.0, 0.0, 0.0, 1.0]) if rest_rotation is None else as_float_array(
             rest_rotation, "rest_rotation", (4,))
-        require_finite(q, "rotation_local", SolverInputError)
-        require_finite(r, "rest_rotation", SolverInputError)
-        r, length = unit_and_length(r)  # of any finite size (rotation_local: the kernels take any size)
-        if np.any(length <= AXIS_EPS):  # a zero quaternion has no rotation to be relative to
-            raise SolverInputError("rest_rotation contains a zero quaternion")
+        _rotations(q, "rotation_local")  # checked only: the kernels take any size, and return inside ones as given
+        r = _rotations(r, "rest_rotation")
         batch = broadcast_batch(q.shape[:-1], r.shape[:-1])
         n = int(np.prod(batch)) if batch else 1
         qf = np.ascontiguousarray(np.broadcast_to(q, batch + (4,))).reshape(n, 4)
@@ -198,7 +217,8 @@ class Limit(ABC):
 
         ``rest_rotation (..., 4)`` is the joint's rest local rotation (None:
         ``rotation_local`` is already rest-relative).  Inside rotations come
-        back unchanged.
+        back unchanged.  A zero quaternion (or NaN or inf) in either raises
+        :class:`~kinema.SolverInputError` (here and in every method below).
         """
         return self.clamp_hit(rotation_local, rest_rotation)[0]
 
@@ -254,9 +274,10 @@ class Hinge(Limit):
     kind: ClassVar[int] = LIMIT_HINGE
 
     def __post_init__(self) -> None:
+        degrees = _flag(self.degrees, "Hinge degrees")
         object.__setattr__(self, "axis", _unit(self.axis, "Hinge axis"))
-        lo = _angle(self.min_angle, "Hinge min_angle", self.degrees)
-        hi = _angle(self.max_angle, "Hinge max_angle", self.degrees)
+        lo = _angle(self.min_angle, "Hinge min_angle", degrees)
+        hi = _angle(self.max_angle, "Hinge max_angle", degrees)
         if lo > hi:
             raise SolverInputError(f"Hinge min_angle {lo!r} is greater than max_angle {hi!r}")
         object.__setattr__(self, "min_angle", lo)
@@ -279,33 +300,37 @@ class SwingTwist(Limit):
     * ``swing``: the cone's half-angle in [0, pi], or a pair ``(s1, s2)`` for an
       elliptical cone: ``s1`` bounds swinging about ``reference``, ``s2``
       about ``axis x reference``.
-    * ``twist_min, twist_max``: the twist range in [-pi, pi] (default: free).
+    * ``twist_min, twist_max``: the twist range in [-pi, pi].  Either left out
+      (None) is free: ``-pi`` and ``pi`` in radians, whatever ``degrees``
+      says (it converts only the angles given); both read back as floats.
     * ``reference``: a direction perpendicular to ``axis`` (made so if it is
       not); default a stable perpendicular.  Only matters for an ellipse.
     """
 
     axis: tuple[float, float, float]
     swing: float | tuple[float, float]
-    twist_min: float = -math.pi
-    twist_max: float = math.pi
+    twist_min: float | None = None  # None: free (-pi); a float after construction
+    twist_max: float | None = None  # None: free (pi)
     reference: tuple[float, float, float] | None = None
     degrees: bool = False
 
     kind: ClassVar[int] = LIMIT_SWING_TWIST
 
     def __post_init__(self) -> None:
+        degrees = _flag(self.degrees, "SwingTwist degrees")
         axis = _unit(self.axis, "SwingTwist axis")
         object.__setattr__(self, "axis", axis)
         if isinstance(self.swing, (tuple, list, np.ndarray)):
             if len(self.swing) != 2:
                 raise SolverInputError(f"SwingTwist swing is one angle or a pair, got {self.swing!r}")
-            s1 = _angle(self.swing[0], "SwingTwist swing[0]", self.degrees, 0.0, math.pi)
-            s2 = _angle(self.swing[1], "SwingTwist swing[1]", self.degrees, 0.0, math.pi)
+            s1 = _angle(self.swing[0], "SwingTwist swing[0]", degrees, 0.0, math.pi)
+            s2 = _angle(self.swing[1], "SwingTwist swing[1]", degrees, 0.0, math.pi)
             object.__setattr__(self, "swing", (s1, s2))
         else:
-            object.__setattr__(self, "swing", _angle(self.swing, "SwingTwist swing", self.degrees, 0.0, math.pi))
-        lo = _angle(self.twist_min, "SwingTwist twist_min", self.degrees)
-        hi = _angle(self.twist_max, "SwingTwist twist_max", self.degrees)
+            object.__setattr__(self, "swing", _angle(self.swing, "SwingTwist swing", degrees, 0.0, math.pi))
+        # a bound left out is free in radians: converting the default pi as degrees made it 0.0548 rad
+        lo = -math.pi if self.twist_min is None else _angle(self.twist_min, "SwingTwist twist_min", degrees)
+        hi = math.pi if self.twist_max is None else _angle(self.twist_max, "SwingTwist twist_max", degrees)
         if lo > hi:
             raise SolverInputError(f"SwingTwist twist_min {lo!r} is greater than twist_max {hi!r}")
         object.__setattr__(self, "twist_min", lo)
@@ -335,6 +360,7 @@ class SwingTwist(Limit):
         assert self.reference is not None
         p[3:6] = self.reference
         p[6], p[7] = self.swing_limits
+        assert self.twist_min is not None and self.twist_max is not None  # floats after __post_init__
         p[8] = self.twist_min
         p[9] = self.twist_max
         return p
@@ -360,6 +386,7 @@ class EulerRange(Limit):
     def __post_init__(self) -> None:
         from .rotation import _parse_seq
 
+        degrees = _flag(self.degrees, "EulerRange degrees")
         try:
             _parse_seq(self.order)
         except ValueError as exc:
@@ -368,8 +395,8 @@ class EulerRange(Limit):
             v = getattr(self, name)
             if isinstance(v, (str, bytes)) or not isinstance(v, Sequence | np.ndarray) or len(v) != 3:
                 raise SolverInputError(f"EulerRange {name} needs three angles, got {v!r}")
-        lo = tuple(_angle(x, f"EulerRange mins[{a}]", self.degrees) for a, x in enumerate(self.mins))
-        hi = tuple(_angle(x, f"EulerRange maxs[{a}]", self.degrees) for a, x in enumerate(self.maxs))
+        lo = tuple(_angle(x, f"EulerRange mins[{a}]", degrees) for a, x in enumerate(self.mins))
+        hi = tuple(_angle(x, f"EulerRange maxs[{a}]", degrees) for a, x in enumerate(self.maxs))
         for a in range(3):
             if lo[a] > hi[a]:
                 raise SolverInputError(f"EulerRange mins[{a}] = {lo[a]!r} is greater than maxs[{a}] = {hi[a]!r}")

@@ -81,6 +81,16 @@ SWING_DIR_EPS = 1e-15
 
 _TWO_PI = 2.0 * math.pi
 
+#: A swing-twist clamp with a twist range narrower than the full circle leaves its swing at most ``pi`` minus
+#: this (radians).  At a half-turn swing the split ``q = swing * twist`` is undefined (``qswing_twist`` reads the
+#: twist of a 180-degree turn about an axis perpendicular to ``axis`` as zero, whatever twist built it), and
+#: within ``delta`` of it the twist read back from a rotation is off by up to about ``8 eps / delta`` (measured,
+#: random rest rotations included): a clamp onto a twist bound there read as far outside as it had moved the twist
+#: at ``delta = 0``, and up to 2e-7 rad outside at ``delta = 1e-9``, and a second clamp moved it again.  At this
+#: margin the reading error is below 2e-13 rad, a fifth of ``LIMIT_SLACK``: the clamp lands inside and a second
+#: clamp leaves it alone.
+SWING_HALF_TURN_MARGIN = 1e-2
+
 
 @njit(helper=True)
 def wrap_near(a: float, center: float) -> float:
@@ -135,13 +145,9 @@ def _swing_bound(params, n1: float, n2: float) -> float:  # type: ignore[no-unty
 def _swing_parts(params, swing):  # type: ignore[no-untyped-def]
     """``(angle, n1, n2)`` of a swing quaternion: its angle and unit direction in the (e1, e2) plane."""
     ang = qangle(swing)
-    sx = swing[0]
-    sy = swing[1]
-    sz = swing[2]
-    if swing[3] < 0.0:
-        sx = -sx
-        sy = -sy
-        sz = -sz
+    # the sign with w >= 0; at w == 0 (a half-turn swing: s and -s are one rotation) the tie-break of qcanonical,
+    # so that q and -q give the same direction
+    sx, sy, sz, _ = qcanonical(swing)
     e1 = (params[3], params[4], params[5])
     e2 = vcross((params[0], params[1], params[2]), e1)
     c1 = sx * e1[0] + sy * e1[1] + sz * e1[2]
@@ -313,6 +319,9 @@ def apply_limit(kind: int, params, q_rel):  # type: ignore[no-untyped-def]
       split, keep the twist) and the twist angle is clamped to the range;
     * swing-twist: ``q = swing * twist``; the swing angle is scaled down
       radially onto the (elliptical) cone, the twist clamped to its range;
+      with a twist range narrower than the full circle the swing of the
+      result is at most ``pi - SWING_HALF_TURN_MARGIN`` (near a half-turn
+      swing the twist is undefined or cannot be read back precisely);
     * Euler: see :func:`_clamp_euler`.
 
     The result has the sign of the input (``dot >= 0``), so a clamped
@@ -343,11 +352,19 @@ def apply_limit(kind: int, params, q_rel):  # type: ignore[no-untyped-def]
         twist_out = _angle_excess(tang, lo, hi) > LIMIT_SLACK
         if not swing_out and not twist_out:
             return q_rel, False
-        if swing_out:
+        swing_ang = bound if swing_out else ang
+        rebuild = swing_out
+        if hi - lo < _TWO_PI and swing_ang > math.pi - SWING_HALF_TURN_MARGIN:
+            # degenerate: a swing (nearly) a half turn, whose twist is undefined (or read back too imprecisely to
+            # be held to a bound, see SWING_HALF_TURN_MARGIN): pull the swing back along its own direction so
+            # that the twist clamped below is the one the result reads (a free twist needs none of this)
+            swing_ang = math.pi - SWING_HALF_TURN_MARGIN
+            rebuild = True
+        if rebuild:
             e1 = (params[3], params[4], params[5])
             e2 = vcross(axis, e1)
             d = (n1 * e1[0] + n2 * e2[0], n1 * e1[1] + n2 * e2[1], n1 * e1[2] + n2 * e2[2])
-            sw = qfrom_axis_angle(d, bound)
+            sw = qfrom_axis_angle(d, swing_ang)
         if twist_out:
             tw = qfrom_axis_angle(axis, clamp_angle(tang, lo, hi))
         out = qmul(sw, tw)

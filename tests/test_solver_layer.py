@@ -389,8 +389,7 @@ def test_two_bone_checks_the_rows_it_solves_serial_and_parallel(n: int) -> None:
     with pytest.raises(kinema.SolverInputError, match=r"rotations \(first at index \(" + str(n - 1)):
         kinema.solve_two_bone(sk, per_item, ARM, tg)
     big = tg.copy()
-    big[n - 2] = [1.7e308, -1.7e308, 0.0]  # the distance to it is beyond float64 (a target at 1e155, whose
-    # square overflowed, now solves: the error is measured without squares when they overflow)
+    big[n - 2] = [1e155, 0.0, 0.0]  # the error |end - target| overflows: 1e155 squared
     for pose in (sk.rest_pose(), kinema.Pose(*(np.nan_to_num(a, nan=1.0) for a in
                                                (per_item.translations, per_item.rotations, per_item.scales)))):
         with pytest.raises(kinema.SolverInputError, match="overflowed float64"):

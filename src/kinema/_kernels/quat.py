@@ -103,11 +103,13 @@ SQUARES_SAFE_MIN = 1e-290
 
 @njit(helper=True)
 def vmagnitude(x: float, y: float, z: float) -> float:
-    """``|(x, y, z)|``: the root of the squares (the fast form, and its exact digits) when their sum is in
-    ``[SQUARES_SAFE_MIN, inf)``, else :func:`vlength` (a length whose squares underflow to zero or overflow to
-    inf is still measured: a solver's reported error stays the true distance in any units)."""
+    """``|(x, y, z)|``: the root of the squares (the fast form, and its exact digits) when their sum is at least
+    ``SQUARES_SAFE_MIN``, else :func:`vlength`: a length whose squares underflow to zero is still measured (a
+    solver's reported error stays the true distance in tiny units).  Squares that overflow give inf, as the
+    fast form does: the drivers' output checks then refuse the solve (coordinates near 1e154 and beyond, the
+    documented limit, where a clip's millimetres are far below float64's spacing anyway)."""
     m2 = x * x + y * y + z * z
-    if SQUARES_SAFE_MIN <= m2 < math.inf:
+    if m2 >= SQUARES_SAFE_MIN:
         return math.sqrt(m2)
     return vlength(x, y, z)
 

@@ -438,6 +438,18 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
         limited = limited or kinds[k] != LIMIT_NONE
     best = err  # with limits: the smallest error after a sweep, whose pose aux keeps (A_BEST)
     kept = False
+    # A start inside every limit it is held to (a warm start from the previous frame's solve) is a candidate too:
+    # an unfinished solve none of whose sweeps comes nearer than it returns the input as it was, not a pose the
+    # clamps threw further off (a target just outside a swing cone made the sweeps thrash, 0.07 -> 0.48 m).
+    from_start = limited and err > tol
+    for k in range(n_k - 1):
+        if from_start and kinds[k] != LIMIT_NONE and weights[k] > 0.0:
+            j = joints[k]
+            from_start = not apply_limit_local(kinds[k], params[k], (rest[k, 0], rest[k, 1], rest[k, 2], rest[k, 3]),
+                                               (r[i, j, 0], r[i, j, 1], r[i, j, 2], r[i, j, 3]))[1]
+    if from_start:
+        kept = True
+        _keep_best(n_k, joints, i, r, t, rot, aux, base_rot)
     it0 = i % t.shape[0]
     j0 = joints[0]
     # A pole with a budget still has work when the end is already there (a warm start on a reached target):
@@ -562,6 +574,7 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             # sweep to the next: keep the best sweep's pose, to end on it if the solve does not finish.
             best = err
             kept = True
+            from_start = False
             _keep_best(n_k, joints, i, r, t, rot, aux, base_rot)
         if not moved:
             if folded or err <= tol:
@@ -595,8 +608,9 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
     _write_locals(n_k, joints, i, r, rot, aux, base_rot)
     if kept and hits > 0 and err > best:
-        # An unfinished solve whose limits acted ends on its best sweep, not on wherever the last one left it.
-        # (Without a clamp CCD's error does not grow, up to rounding: a limit that never acts changes nothing.)
+        # An unfinished solve whose limits acted ends on its best sweep (or its start, see above), not on wherever
+        # the last one left it.  (Without a clamp CCD's error does not grow, up to rounding: a limit that never
+        # acts changes nothing.)
         for k in range(n_k - 1):
             for c in range(4):
                 r[i, joints[k], c] = aux[k, A_BEST + c]
@@ -604,6 +618,10 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             t[it0, j0, c] = aux[0, A_BEST_T + c]
         chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
         err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
+        if from_start:
+            # the input, bit for bit: nothing turned, and the clamps of the sweeps thrown away changed nothing
+            changed = False
+            hits = 0
     if twist_rest and changed:
         hits += _rest_twist_pass(i, joints, t, r, s, rot, weights, kinds, params, rest, base_rot)
         chain_world(0, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)

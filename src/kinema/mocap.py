@@ -1487,10 +1487,11 @@ def reach(
       the animated motion is kept, shifted by a fading offset.  Frames
       outside ``[A - blend, B + blend]`` are untouched.
     * ``chain``: ``None`` for two-bone IK on (grandparent, parent, effector)
-      with the pole at the animated elbow carried round the shoulder by the
-      turn from the animated effector to its target (see
-      :func:`_carried_poles`: the bend plane turns with the arm, so the elbow
-      moves as continuously as the target does); or the first joint of a longer
+      after the animated arm is carried round the shoulder by the turn from
+      the animated effector to its target (see :func:`_carry_turns`: the
+      turn is carried frame to frame, so the bend plane, the elbow and the
+      upper arm's twist move as continuously as the body and the target do,
+      even for a goal across the shoulder from the animated arm); or the first joint of a longer
       chain (e.g. a spine joint): CCD from there down to the effector, then
       an exact two-bone finish on the arm (see :func:`_reach_chain`).
     * ``keep_orientation``: the effector keeps its animated world orientation
@@ -1536,8 +1537,18 @@ def reach(
         shoulder = int(skeleton.parents[elbow]) if elbow >= 0 else -1
         if elbow < 0 or shoulder < 0:
             raise SkeletonError(f"effector {skeleton.names[eff]!r} needs a parent and a grandparent for two-bone IK")
-        res = solve_two_bone(skeleton, sub, (shoulder, elbow, eff), goal, _carried_poles(fk.positions, shoulder,
-                             elbow, eff, goal), end_rotation=end_rot)
+        # The arm is first turned about the shoulder by the carry (its animated shape and twist taken along), so
+        # the two-bone step from there turns the upper arm only by the small change of the elbow's angle: the
+        # minimal turn from the animated arm itself is ill defined for a goal across the shoulder from it.
+        carry = _carry_turns(fk.positions, shoulder, eff, goal)
+        up = int(skeleton.parents[shoulder])
+        turned = rot.multiply(carry, fk.rotations[:, shoulder])
+        r_sub = sub.rotations.copy()
+        r_sub[:, shoulder] = turned if up < 0 else rot.multiply(rot.inverse(fk.rotations[:, up]), turned)
+        sub = Pose(sub.translations, r_sub, sub.scales)
+        s_pos = fk.positions[:, shoulder]
+        pole = s_pos + rot.rotate(carry, fk.positions[:, elbow] - s_pos)
+        res = solve_two_bone(skeleton, sub, (shoulder, elbow, eff), goal, pole, end_rotation=end_rot)
         changed = [shoulder, elbow, eff]
         solved = res.pose
     else:
@@ -1566,22 +1577,45 @@ def reach(
     return ReachResult(clip=out, weights=w, error=err, metrics=metrics)
 
 
-def _carried_poles(pos: FloatArray, shoulder: int, elbow: int, eff: int, goal: FloatArray) -> FloatArray:
-    """Elbow poles ``(F, 3)`` for :func:`reach`: the animated elbow carried round the shoulder with the reach.
+def _carry_turns(pos: FloatArray, shoulder: int, eff: int, goal: FloatArray) -> FloatArray:
+    """World turns ``(F, 4)`` about the shoulder that carry each frame's animated arm onto its goal for :func:`reach`.
 
-    Each frame's animated arm (shoulder ``s``, elbow ``e``, effector ``p``) is
-    turned about the shoulder by the minimal rotation taking ``p - s`` to
-    ``goal - s``; the pole is where that takes the elbow.  Its bend plane is
-    the animated one turned with the arm, so it changes as smoothly as the
-    animation and the goal do (the turn is the identity where the goal is the
-    animated effector: a zero blend weight gives back the animated elbow).
-    The animated elbow itself as the pole is not: its side of the
-    shoulder-to-goal axis flips wherever that axis passes near it (a goal
-    across the body from it), and the elbow with it, in one frame.
+    Frame ``f``'s turn takes the animated shoulder-to-effector direction
+    ``a_f = p_f - s_f`` to the shoulder-to-goal one ``g_f = goal_f - s_f``;
+    the elbow carried by it is the reach's pole, and the arm's bend plane and
+    twist turn with it.  The minimal turn from ``a_f`` to ``g_f`` alone is
+    ill defined near 180 degrees (an arm hanging down reaching overhead): its
+    axis, ``a_f x g_f``, swings round with the body's slightest motion, and
+    the elbow with it.  So the turn is carried along the frames instead: each
+    frame's is the previous one followed by the small minimal turn still
+    needed, which changes as smoothly as the animation and the goal.  Carried
+    forward from the first frame and backward from the last, the two differ
+    only by a twist about ``a_f``; that twist is faded from the forward carry
+    at the first frame to the backward one at the last, so the turn is close
+    to the identity at both ends (where the goal is the animated effector) and
+    a one-frame reach gets the minimal turn.
     """
-    s = pos[:, shoulder]
-    turn = rot.from_two_vectors(pos[:, eff] - s, goal - s)
-    return np.asarray(s + rot.rotate(turn, pos[:, elbow] - s), dtype=np.float64)
+    a = pos[:, eff] - pos[:, shoulder]
+    g = goal - pos[:, shoulder]
+    n = a.shape[0]
+
+    def carried(order: range) -> FloatArray:
+        out = np.empty((n, 4))
+        c = rot.identity()
+        for f in order:
+            c = rot.multiply(rot.from_two_vectors(rot.rotate(c, a[f]), g[f]), c)
+            out[f] = c
+        return out
+
+    fwd, bwd = carried(range(n)), carried(range(n - 1, -1, -1))
+    length = np.linalg.norm(a, axis=-1, keepdims=True)
+    axis = np.divide(a, length, out=np.zeros_like(a), where=length > 0.0)
+    gap = rot.multiply(rot.inverse(bwd), fwd)  # a turn about a_f (both carries take a_f to g_f)
+    twist = np.unwrap(2.0 * np.arctan2(np.sum(gap[:, :3] * axis, axis=-1), gap[:, 3]))
+    twist -= 2.0 * np.pi * np.round(twist[0] / (2.0 * np.pi))  # the short way round (a quaternion's sign is free)
+    fade = np.linspace(1.0, 0.0, n) if n > 1 else np.full(1, 0.5)
+    safe = np.where(length > 0.0, axis, np.array([1.0, 0.0, 0.0]))
+    return np.asarray(rot.multiply(bwd, rot.from_axis_angle(safe, fade * twist)), dtype=np.float64)
 
 
 def _reach_chain(skeleton: Skeleton, pose: Pose, start: int, eff: int, goal: FloatArray, end_rot: FloatArray | None,

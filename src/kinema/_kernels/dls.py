@@ -49,6 +49,11 @@ error and grows (the step undone) after one that does not.
 (:func:`kinema._kernels.limits.apply_limit_local`); the direction a clamp
 cut off is remembered, and the next step removes that direction from the
 joint's Jacobian columns when the step would push further into the limit.
+
+**Straight chains.**  A straight chain aimed along its position goal's target line has no Jacobian column that
+moves the end along the line: the step is zero.  When no step lowers the error any more, such a chain (its
+target within reach, unreached) is bent once (:func:`_fold_straight`, as CCD and FABRIK do) and the solve goes
+on; a solve that never stalls there is unchanged.
 """
 
 from __future__ import annotations
@@ -58,7 +63,7 @@ import math
 import numpy as np
 
 from ._jit import njit
-from .chain import joint_world, read_q, write_q
+from .chain import FOLD_REACH_RTOL, FOLD_STRAIGHT_RTOL, fold_direction, fold_point, joint_world, read_q, write_q
 from .constants import OK
 from .drivers import make_drivers
 from .limits import LIMIT_NONE, LIMIT_PARAMS, apply_limit_local
@@ -152,6 +157,10 @@ AT_LIMIT_ANGLE = 1e-6
 LOOK_AT_MIN_DISTANCE = 1e-12
 #: Below this ``|a_w x d|`` the look-at axis is along the direction (or exactly away): no rotation axis.
 LOOK_AT_MIN_SIN = 1e-300
+#: The bend (radians) given once to a straight chain aimed along its position goal's target line, within reach
+#: (:func:`_fold_straight`): there no column of the Jacobian moves the end along the line, so the damped step is
+#: zero; the seed gives the chain a side to fold to (as CCD's ``POLE_SEED_ANGLE``, and the same size).
+FOLD_SEED_ANGLE = 0.1
 
 
 @njit
@@ -203,7 +212,7 @@ def diag_size(plan_i):  # type: ignore[no-untyped-def]
 @njit
 def make_scratch(plan_i, plan_f, opts):  # type: ignore[no-untyped-def]
     """Work arrays for one thread: ``(pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y,
-    delta, e_pose, world_axis, block_n, block_new, gerr, t_io, lvl, mask, unit, block_try, probe)``."""
+    delta, e_pose, world_axis, block_n, block_new, gerr, t_io, lvl, mask, unit, block_try, probe, chain)``."""
     nf = plan_i[P_N_FK]
     k = plan_i[P_N_MOVING]
     g = plan_i[P_N_GOALS]
@@ -232,8 +241,9 @@ def make_scratch(plan_i, plan_f, opts):  # type: ignore[no-untyped-def]
     unit = np.ones(2)  # the item's length unit L and 1 / L (see dls_item)
     block_try = np.zeros((max(k, 1), 4))  # one step's limit directions (block_n and what the clamping loop adds)
     probe = np.zeros(3)  # one joint's probing turn
+    chain = np.zeros((k + 1, 3))  # a goal's moving ancestors and its joint, world positions (_fold_straight)
     return (pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, world_axis,
-            block_n, block_new, gerr, t_io, lvl, mask, unit, block_try, probe)
+            block_n, block_new, gerr, t_io, lvl, mask, unit, block_try, probe, chain)
 
 
 @njit
@@ -812,7 +822,7 @@ def _take_step(i, plan_i, plan_f, lay, t, r, s, goals, scratch, lam, n_levels, u
     Returns ``(clamps that hit, largest DOF change, weighted squared error, pose error)``.
     """
     (pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, world_axis,
-     block_n, block_new, gerr, t_io, lvl, mask, unit, block_try, probe) = scratch
+     block_n, block_new, gerr, t_io, lvl, mask, unit, block_try, probe, chain) = scratch
     nk = plan_i[P_N_MOVING]
     o_dof0 = lay[3]
     o_ndof = lay[4]
@@ -913,13 +923,115 @@ def _on_limit(plan_i, plan_f, lay, k, q):  # type: ignore[no-untyped-def]
     return False
 
 
+@njit(helper=True)
+def _goal_chain(plan_i, lay, g, pos, chain):  # type: ignore[no-untyped-def]
+    """Position goal ``g``'s chain into ``chain``: the world positions of the moving joints that move it (its
+    moving ancestors, parents first) and then of its joint.  Returns ``(rows, reach)``, ``reach`` the sum of the
+    distances between consecutive rows (what the joints between two moving ones hold rigid)."""
+    nk = plan_i[P_N_MOVING]
+    ng = plan_i[P_N_GOALS]
+    n = 0
+    for k in range(nk):
+        if plan_i[lay[9] + k * ng + g] == AFFECTS_ANCESTOR:
+            f = plan_i[lay[2] + k]
+            for a in range(3):
+                chain[n, a] = pos[f, a]
+            n += 1
+    fg = plan_i[lay[7] + g]
+    for a in range(3):
+        chain[n, a] = pos[fg, a]
+    n += 1
+    reach = 0.0
+    for c in range(1, n):
+        reach += vlength(chain[c, 0] - chain[c - 1, 0], chain[c, 1] - chain[c - 1, 1], chain[c, 2] - chain[c - 1, 2])
+    return n, reach
+
+
+@njit(helper=True)
+def _fold_straight(i, plan_i, plan_f, lay, t, r, s, goals, scratch, tol):  # type: ignore[no-untyped-def]
+    """Bend each straight chain aimed along its unreached position goal's target line, the target within reach
+    (as CCD and FABRIK do, :func:`kinema._kernels.chain.fold_point`): there every joint's rotation moves the end
+    across the line, none along it, so the damped step is zero and the solve is stuck.  The moving joint nearest
+    the chain's middle (``fold_point``) turns by ``FOLD_SEED_ANGLE`` so that it sticks out toward
+    ``fold_direction`` (a hinge about its axis, the sign that does that), else the other way; the turn is
+    clamped into the joint's limit, and a clamp that leaves the chain straight leaves the joint as it was.
+
+    Reads the current FK and goal errors; on a fold writes ``r`` and the FK (the caller evaluates).  Returns
+    ``(chains bent, clamps that hit)``; with none bent nothing is changed."""
+    (pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, world_axis,
+     block_n, block_new, gerr, t_io, lvl, mask, unit, block_try, probe, chain) = scratch
+    nk = plan_i[P_N_MOVING]
+    ng = plan_i[P_N_GOALS]
+    bent = 0
+    hits = 0
+    for g in range(ng):
+        if plan_i[lay[6] + g] != GOAL_POSITION or gerr[g] <= tol:
+            continue
+        n, reach = _goal_chain(plan_i, lay, g, pos, chain)
+        kb = fold_point(chain[:n], reach, 1)
+        if kb < 0:
+            continue
+        # the target within reach, on the chain's line (the first joint to the end)
+        tg = (goals[i, g, 0], goals[i, g, 1], goals[i, g, 2])
+        x = (tg[0] - chain[0, 0], tg[1] - chain[0, 1], tg[2] - chain[0, 2])
+        if vlength(x[0], x[1], x[2]) >= reach * (1.0 - FOLD_REACH_RTOL):
+            continue
+        e = (chain[n - 1, 0] - chain[0, 0], chain[n - 1, 1] - chain[0, 1], chain[n - 1, 2] - chain[0, 2])
+        el2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2]
+        c = (x[0] * e[0] + x[1] * e[1] + x[2] * e[2]) / el2
+        if vlength(x[0] - c * e[0], x[1] - c * e[1], x[2] - c * e[2]) > FOLD_STRAIGHT_RTOL * reach:
+            continue
+        # the moving joint at chain row kb
+        kf = -1
+        row = 0
+        for k in range(nk):
+            if plan_i[lay[9] + k * ng + g] == AFFECTS_ANCESTOR:
+                if row == kb:
+                    kf = k
+                row += 1
+        f = plan_i[lay[2] + kf]
+        j = plan_i[lay[0] + f]
+        qw = (rot[f, 0], rot[f, 1], rot[f, 2], rot[f, 3])
+        p_k = (chain[kb, 0], chain[kb, 1], chain[kb, 2])
+        p_next = (chain[kb + 1, 0], chain[kb + 1, 1], chain[kb + 1, 2])
+        dirn = fold_direction(qw, (chain[kb - 1, 0], chain[kb - 1, 1], chain[kb - 1, 2]), p_k, p_next)
+        u = (p_next[0] - p_k[0], p_next[1] - p_k[1], p_next[2] - p_k[2])
+        ul = vlength(u[0], u[1], u[2])
+        if ul <= 0.0:
+            continue
+        # turning about w = dirn x u moves the bone after the joint toward -dirn: the joint sticks out toward dirn
+        w = ((dirn[1] * u[2] - dirn[2] * u[1]) / ul, (dirn[2] * u[0] - dirn[0] * u[2]) / ul,
+             (dirn[0] * u[1] - dirn[1] * u[0]) / ul)
+        nd = plan_i[lay[4] + kf]
+        if nd == 1:
+            axis = _dof_unit(plan_f, lay, kf, 1, 0)
+            h = qrotate(qw, axis)
+            angle = FOLD_SEED_ANGLE if h[0] * w[0] + h[1] * w[1] + h[2] * w[2] >= 0.0 else -FOLD_SEED_ANGLE
+        else:
+            axis = qrotate(qconj(qw), w)
+            angle = FOLD_SEED_ANGLE
+        q0 = read_q(r, i, j)
+        for sign in (1.0, -1.0):
+            qc, hit = _joint_limit(plan_i, plan_f, lay, kf, qnormalize(qmul(q0, qfrom_axis_angle(axis, sign * angle))))
+            write_q(r, i, j, qc)
+            _fk(plan_i, lay, i, t, r, s, pos, rot, scl)
+            n, _ = _goal_chain(plan_i, lay, g, pos, chain)
+            if fold_point(chain[:n], reach, 1) < 0:  # bent
+                bent += 1
+                hits += 1 if hit else 0
+                break
+            write_q(r, i, j, q0)
+            _fk(plan_i, lay, i, t, r, s, pos, rot, scl)
+    return bent, hits
+
+
 @njit(borrows=True, helper=True)
 def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  # type: ignore[no-untyped-def]
     """Solve item ``i`` (see the module docs); writes ``r[i]`` (and the root translation) and ``diag[i]``.
 
     ``weights (1|N,)``: each item's blend of the solved pose with the input pose (1: solved)."""
     (pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, world_axis,
-     block_n, block_new, gerr, t_io, lvl, mask, unit, block_try, probe) = scratch
+     block_n, block_new, gerr, t_io, lvl, mask, unit, block_try, probe, chain) = scratch
     lay = layout(plan_i)
     o_mfk = lay[2]
     nk = plan_i[P_N_MOVING]
@@ -988,6 +1100,7 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
     last_step = math.inf
     iters = 0
     has_pose = plan_i[P_HAS_POSE] != 0
+    folded = False  # a straight chain was bent (_fold_straight: once per solve)
     while iters < max_iter and not frozen:
         reached = True
         for g in range(ng):
@@ -1039,12 +1152,21 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
             _fk(plan_i, lay, i, t, r, s, pos, rot, scl)
             cost, pose_err = _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr,
                                        e_pose, lvl[0], unit)
-        if stop:
-            break
         if not accepted:
             lam *= DAMPING_UP
-            if lam > DAMPING_MAX:
+        if stop or (not accepted and lam > DAMPING_MAX):
+            # No step lowers the error any more.  A straight chain aimed along its unreached target's line is
+            # bent once, and the solve goes on from there (when iterations are left); else this is the closest pose.
+            if folded or iters >= max_iter:
                 break
+            folded = True
+            n_bent, fold_hits = _fold_straight(i, plan_i, plan_f, lay, t, r, s, goals, scratch, tol)
+            if n_bent == 0:
+                break
+            hits += fold_hits
+            cost, pose_err = _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr,
+                                       e_pose, lvl[0], unit)
+            lam = lam_min
     if weight != 1.0 and not frozen:
         for k in range(nk):
             j = plan_i[lay[0] + plan_i[o_mfk + k]]

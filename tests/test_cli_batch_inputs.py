@@ -316,3 +316,21 @@ def test_a_batch_removes_the_work_folders_of_batches_killed_outright(capsys: pyt
     assert (work / f"kinema-batch-{dead.pid}-link").is_symlink()
     assert sorted(p.name for p in work.iterdir()) == sorted(
         [alive.name, dead_file.name, f"kinema-batch-{dead.pid}-link", other.name])  # this batch's own is gone too
+
+
+@linux_only
+def test_dask_local_starts_no_more_workers_than_files(tmp_path: Path) -> None:
+    """``--dask local --workers 64`` for two files starts two workers, as the local pool would (it started 64
+    processes, 35 s on two cores for nine tiny files; 100000 ran out of file descriptors and hung)."""
+    pytest.importorskip("distributed")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("a.bvh", "b.bvh"):
+        save_bvh(folder / name, kinema.samples.humanoid(), kinema.samples.clip("walk"))
+    work = tmp_path / "work"
+    work.mkdir()
+    res = _batch(["convert", folder, "-o", tmp_path / "out", "--to", "glb", "--dask", "local", "--workers", "64"],
+                 work, 300)
+    assert res.returncode == 0, res.stderr
+    assert "dask LocalCluster, 2 workers" in res.stdout
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.glb", "b.glb"]

@@ -281,7 +281,7 @@ class _Dask(_Interruptible):
 
     ships_bytes = True  # a remote worker may not see this file system
 
-    def __init__(self, address: str, workers: int | None, timeout: float) -> None:
+    def __init__(self, address: str, workers: int | None, timeout: float, n_jobs: int | None = None) -> None:
         super().__init__()
         try:
             import dask
@@ -296,7 +296,9 @@ class _Dask(_Interruptible):
         self._catch(signal.SIGTERM)
         try:
             if address == "local":
-                n = workers or DASK_LOCAL_WORKERS
+                # No more workers than files, as the local pool (--workers 64 for 9 files started 64 processes
+                # for 35 s; 100000 exhausted the file descriptors)
+                n = min(workers or DASK_LOCAL_WORKERS, n_jobs or DASK_LOCAL_WORKERS)
                 self.work_root = make_work_root()
                 self._catch(signal.SIGINT, handler=signal.SIG_IGN)  # inherited by the workers
                 with dask.config.set({"temporary-directory": self.work_root}):  # the scheduler's scratch too
@@ -306,8 +308,11 @@ class _Dask(_Interruptible):
                     # No dashboard (no one opens it).  The scheduler serves its few HTTP routes anyway, and with
                     # no address it takes port 8787 or, that in use (another cluster, any server), warns
                     # "Port 8787 is already in use" on stderr even under -q: an OS-chosen localhost port instead.
+                    # Dask's own logs: critical only (a worker's heartbeat ERROR and its traceback, logged as the
+                    # batch is interrupted, broke the one-line "interrupted"; a failing task reaches this process
+                    # as its exception and is reported per file).
                     self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                                 dashboard_address=None, silence_logs=logging.ERROR,
+                                                 dashboard_address=None, silence_logs=logging.CRITICAL,
                                                  scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                                                  env=WORKER_ENV)
                 self._client = Client(self._cluster)
@@ -513,7 +518,7 @@ def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
     created: list[str] = []
     try:
         if todo:
-            dask = _Dask(args.dask, args.workers, float(args.dask_timeout)) if args.dask else None
+            dask = _Dask(args.dask, args.workers, float(args.dask_timeout), len(todo)) if args.dask else None
             try:
                 created = make_folders(out_dir)
             except BaseException:

@@ -377,3 +377,14 @@ def test_write_errors_name_the_destination_not_the_temporary_file(tmp_path: Path
         with pytest.raises(OSError) as info:  # the temporary file cannot be created
             save_bvh("/proc/out.bvh", sk, clip)
         assert info.value.filename == "/proc/out.bvh"
+
+
+@pytest.mark.parametrize("frame_time", ["0.00833333333333333333333333", "0.0333333", "0.04", "0.016666666666666666"])
+def test_bvh_frame_time_survives_a_round_trip(tmp_path: Path, frame_time: str) -> None:
+    """The Frame Time is written with the digits that read back as the same number: a clip read, saved and read
+    again has the same fps bit for bit (9 significant digits turned 120 fps into 120.000000048)."""
+    src = tmp_path / "a.bvh"
+    src.write_text(GOOD_BVH.replace("Frame Time: 0.04", f"Frame Time: {frame_time}"))
+    sk, clip = load_bvh(src)[:2]
+    save_bvh(tmp_path / "b.bvh", sk, clip)
+    assert load_bvh(tmp_path / "b.bvh")[1].fps == clip.fps == 1.0 / float(frame_time)

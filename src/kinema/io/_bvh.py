@@ -749,7 +749,9 @@ def save_bvh(
     values = np.stack(columns, axis=1) if columns else np.zeros((n_frames, 0))
 
     header = _hierarchy_text(skeleton, order, channels, ends, offsets, precision)
-    header += f"MOTION\nFrames: {n_frames}\nFrame Time: {_frame_time(clip):.9g}\n"
+    # The shortest digits that read back as the same float64 (9 significant digits gave a clip read from
+    # "Frame Time: 0.00833333333333333" 120.000000048 fps after a save)
+    header += f"MOTION\nFrames: {n_frames}\nFrame Time: {_frame_time(clip)!r}\n"
     motion = _motion_bytes(values, precision)
     with atomic_write(path, mode="wb", overwrite=overwrite, inputs=source_files(skeleton.meta)) as f:
         f.write(header.encode("utf-8"))

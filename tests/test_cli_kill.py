@@ -351,3 +351,37 @@ def test_bench_batch_separates_the_pool_start_up(capsys) -> None:  # type: ignor
     # the printed times are rounded to 0.01 s: the throughput agrees with them to that rounding
     lo, hi = 160_000 / (two - startup + 0.01), 160_000 / max(two - startup - 0.01, 1e-9)
     assert past is not None and lo <= int(past.group(1).replace(",", "")) <= hi
+
+
+def test_an_engine_error_after_a_signal_is_reported_as_the_signal(tmp_path: Path) -> None:
+    """A SIGTERM to the whole group stops the Dask workers too, and their end could reach the batch first as the
+    engine's own error ("Futures cancelled", a closed connection: status 1 with Dask's message, 3 runs of 6):
+    after a signal the batch ends as interrupted (an ``Interrupted`` for exit status 143), whatever the engine
+    raised; without a signal the engine's error is what it is."""
+    from kinema.cli import _batch
+    from kinema.cli._files import Interrupted
+    from kinema.cli._ui import UI
+
+    class Failing(_batch._Interruptible):
+        name, n_workers, work_root, ships_bytes = "failing engine", 1, None, False
+
+        def __init__(self, signalled: bool) -> None:
+            super().__init__()
+            self.signalled = signalled
+
+        def submit(self, fn: Callable[..., object], *args: object) -> object:
+            if self.signalled:
+                self._on_signal(signal.SIGTERM, None)  # the handler ran as the workers died
+            raise RuntimeError("2 Futures cancelled")
+
+        def close(self, cancel: bool) -> None:
+            pass
+
+    src = tmp_path / "a.bvh"
+    save_bvh(src, kinema.samples.humanoid(), kinema.samples.clip("walk"))
+    job = _batch.Job("a.bvh", str(src), str(tmp_path / "out" / "a.bvh"))
+    for signalled, expected in ((True, Interrupted), (False, RuntimeError)):
+        with pytest.raises(expected) as info:
+            _batch._run_jobs("convert", [], [job], Failing(signalled), None, {}, UI(quiet=True))  # type: ignore[arg-type]
+        if signalled:
+            assert info.value.args == Interrupted(signal.SIGTERM).args

@@ -615,6 +615,11 @@ def _run_jobs(command: str, extra: list[str], todo: list[Job], dask: _Dask | Non
     except BaseException:
         if engine is not None:
             engine.close(cancel=True)  # finished-but-not-installed outputs go with work_root below
+            if isinstance(engine, _Interruptible):
+                # A signal to the whole process group stops the workers too, and their end can surface here
+                # first as the engine's own error (Dask: "Futures cancelled", a closed connection): the signal
+                # is what happened (exit 128 + signum, not a Dask message with status 1).
+                engine._raise_if_interrupted()
         raise
     finally:
         if own_root and work_root is not None:

@@ -1032,6 +1032,7 @@ def _load_or_format_error(path: Path) -> None:
     # It loaded: what came out is usable (finite rest pose, unit rotations, FK runs).
     sk = asset.skeleton
     assert np.all(np.isfinite(sk.translations)) and np.all(np.isfinite(sk.rotations))
+    assert np.all(np.isfinite(forward_kinematics(sk, sk.rest_pose()).positions))
     for clip in asset.clips.values():
         assert np.all(np.isfinite(clip.pose.rotations))
 

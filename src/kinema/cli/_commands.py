@@ -588,7 +588,7 @@ def _run_file_command(command: str, args: argparse.Namespace, ui: UI) -> int:
         st.describe(f"writing {out}")
         inputs += source_files(m.skeleton.meta)  # a glTF's external buffers are inputs too
         save_motion(out, sk, clip, name=m.clip_name, mesh=getattr(args, "mesh", None), inputs=inputs,
-                    force=args.force, loaded_mesh=mesh)
+                    force=args.force, loaded_mesh=mesh, scale=float(getattr(args, "scale", 1.0)))
     if getattr(args, "json", False):
         figures["output"] = out
         figures["input"] = m.source

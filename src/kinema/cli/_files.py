@@ -16,6 +16,7 @@ Safety rules, shared by every command and the batch engine:
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from dataclasses import dataclass, field, replace
@@ -228,9 +229,25 @@ def remove_empty_folders(created: list[str]) -> None:
             return
 
 
+#: Decimals of the BVH files the commands write at their own size (``save_bvh``'s default).
+BVH_DECIMALS = 6
+
+
+def bvh_precision(scale: float) -> int:
+    """Decimals for a BVH written at ``scale`` times its input's size: the input's resolution at
+    :data:`BVH_DECIMALS` decimals, kept (``--scale 0.01``, centimetres to metres, writes 8), at most 17."""
+    if not 0.0 < scale < 1.0:
+        return BVH_DECIMALS
+    return min(17, BVH_DECIMALS + math.ceil(-math.log10(scale) - 1e-9))
+
+
 def save_motion(out: str, skeleton: Skeleton, clip: Clip, *, name: str = "clip", mesh: str | None = None,
-                inputs: list[str] | None = None, force: bool = True, loaded_mesh: Any = None) -> None:
+                inputs: list[str] | None = None, force: bool = True, loaded_mesh: Any = None,
+                scale: float = 1.0) -> None:
     """Write ``clip`` as BVH or glTF/GLB (by extension), atomically.
+
+    ``scale``: the factor the motion was scaled by (``convert --scale``): a BVH keeps the input's resolution
+    (:func:`bvh_precision`).
 
     ``mesh`` (glTF only): ``"keep"`` the mesh the input was loaded with
     (``loaded_mesh``, :attr:`Motion.mesh`, handed to ``save_gltf``),
@@ -245,7 +262,7 @@ def save_motion(out: str, skeleton: Skeleton, clip: Clip, *, name: str = "clip",
             from ..io import save_bvh
 
             skeleton, clip = unit_scales(skeleton, clip)
-            save_bvh(out, skeleton, clip)
+            save_bvh(out, skeleton, clip, precision=bvh_precision(scale))
             return
         try:
             from ..io import save_gltf

@@ -177,7 +177,7 @@ def process_file(command: str, argv: list[str], name: str, data: bytes | None, o
                         external=external)
         sk, clip, mesh, metrics = transform(command, m, args)
         save_motion(out, sk, clip, name=m.clip_name, mesh=getattr(args, "mesh", None), inputs=[src],
-                    loaded_mesh=mesh)
+                    loaded_mesh=mesh, scale=float(getattr(args, "scale", 1.0)))
         res: dict[str, Any] = {"ok": True, "metrics": metrics, "seconds": time.perf_counter() - t0,
                                "sources": list(m.skeleton.meta.get("source_files", ()))}
         if data is None:

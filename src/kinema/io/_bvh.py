@@ -95,6 +95,10 @@ EVEN_FRAMES_RTOL = 1e-6
 #: Scales within this of 1 count as "no scale" (BVH has no scale channels).
 UNIT_SCALE_TOL = 1e-9
 
+#: ``save_bvh`` refuses a ``precision`` whose rounding (half a unit of the last decimal) is more than this
+#: fraction of the skeleton's median bone length: the file would not hold the skeleton's shape.
+RESOLUTION_RTOL = 1e-2
+
 #: Motion values the fast scanner could not convert exactly and leaves to
 #: ``float()``; the first call reserves this many slots, a retry the exact count.
 _SLOW_TOKEN_SLOTS = 256
@@ -630,7 +634,9 @@ def save_bvh(
       restores it from the file, see :mod:`kinema.io.gltf.bvh_layout`).
     * ``scale`` divides lengths (the inverse of :func:`load_bvh`'s), ``up="z"``
       writes a Z-up file.
-    * Values are written with ``precision`` decimals (degrees, file units).
+    * Values are written with ``precision`` decimals (degrees, file units).  A precision whose rounding is
+      more than :data:`RESOLUTION_RTOL` of the skeleton's median bone (a skeleton in units of 1e-7 at 6
+      decimals) raises :class:`kinema.SolverInputError` naming the decimals that hold it.
     * The Frame Time is the mean step of ``clip.times`` when the clip has
       them (they must be evenly spaced, see :func:`evenly_spaced`), else
       ``1 / clip.fps``.
@@ -699,6 +705,7 @@ def save_bvh(
         t = t / scale
         offsets = offsets / scale
 
+    _check_bones_kept(skeleton, offsets, precision)
     channels, ends = _layout(skeleton, rotation_order)
     n_frames = t.shape[0]
     columns: list[FloatArray] = []
@@ -845,6 +852,27 @@ def _refit_kept(angles: FloatArray, q: FloatArray, seq: str, n_kept: int, tol: f
     angles = angles.copy()
     angles[off[ok]] = best[ok]
     return angles
+
+
+def _check_bones_kept(skeleton: Skeleton, offsets: FloatArray, precision: int) -> None:
+    """:class:`kinema.SolverInputError` when ``precision`` decimals are coarser than :data:`RESOLUTION_RTOL` of
+    the skeleton's median bone (``offsets (J, 3)``, file units): the file would lose its shape (``--scale 1e-7``
+    wrote a centimetre skeleton's hip OFFSET ``1e-8 1.9e-7 1.05e-6`` as ``0.000000 0.000000 0.000001``).  The
+    message says how many decimals keep it.  The median, not the shortest bone: a bone of float32 noise length
+    (a joint on its parent) may round to nothing."""
+    lengths = np.linalg.norm(offsets, axis=1)
+    lengths = lengths[lengths > 0.0]
+    if lengths.size == 0:
+        return
+    typical = float(np.median(lengths))
+    resolution = 0.5 * 10.0**-precision  # the largest rounding of a written value
+    if resolution <= RESOLUTION_RTOL * typical:
+        return
+    needed = min(17, math.ceil(-math.log10(2.0 * RESOLUTION_RTOL * typical)))
+    raise SolverInputError(
+        f"precision={precision} writes lengths to within {resolution:.1g}, too coarse for this skeleton, whose "
+        f"median bone is {typical:.3g} long: write {needed} decimals (precision={needed}) or in larger units "
+        "(scale=)")
 
 
 def _hierarchy_text(skeleton: Skeleton, order: list[int], channels: list[list[str]], ends: list[bool],

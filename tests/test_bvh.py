@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -592,6 +593,11 @@ def test_writer_matches_printf_formatting(rng: np.random.Generator) -> None:
             assert g == w_clean
     big = np.array([[1e300, -2.5]])  # beyond exact integers: Python's formatting takes over
     assert _motion_bytes(big, 2).decode() == f"{1e300:.2f} {-2.5:.2f}\n"
+    # a product beyond float64 (1e308 * 10**6) takes the same path, without numpy's overflow warning
+    huge = np.array([[1e308, -2.5]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _motion_bytes(huge, 6).decode() == f"{1e308:.6f} {-2.5:.6f}\n"
 
 
 def test_kinema_io_import_is_light() -> None:

@@ -918,7 +918,8 @@ def _motion_bytes(values: FloatArray, precision: int) -> bytes:
     n_frames, n_ch = values.shape
     if n_ch == 0:
         return b"\n" * n_frames
-    scaled = np.rint(np.abs(values) * 10.0**precision)
+    with np.errstate(over="ignore"):  # a product beyond float64 is inf, which takes the exact path below
+        scaled = np.rint(np.abs(values) * 10.0**precision)
     biggest = float(scaled.max()) if scaled.size else 0.0
     if biggest >= MAX_EXACT_DIGITS:
         row = " ".join([f"%.{precision}f"] * n_ch) + "\n"

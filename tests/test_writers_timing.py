@@ -42,7 +42,8 @@ def moving_clip(n: int, fps: float = 30.0, times: np.ndarray | None = None) -> C
 # ------------------------------------------------------------ library
 def test_a_clip_loaded_from_glb_saves_as_bvh(tmp_path: Path) -> None:
     sk = chain()
-    save_gltf(tmp_path / "a.glb", sk, moving_clip(100))
+    # frames at given times (as another tool writes them): the glTF keeps only their float32 key times
+    save_gltf(tmp_path / "a.glb", sk, moving_clip(100, times=np.arange(100) / 30.0))
     asset = load_gltf(tmp_path / "a.glb")
     clip = asset.clips["clip"]
     assert clip.times is not None and not np.array_equal(clip.times, np.arange(100) / 30.0)  # float32-rounded

@@ -8,22 +8,32 @@ place for either, so :func:`kinema.io.save_gltf` writes them into each joint's n
 ``extras`` and other tools ignore it; an absent ``"channels"`` means none, as pygltflib leaves empty arrays
 out of the JSON).  :func:`kinema.io.load_gltf` restores ``meta`` from them when every joint of the skeleton
 carries one; a file from another tool has none and loads as it always did.
+
+A BVH's Frame Time is a clip's ``fps`` (``times`` None: evenly spaced frames); glTF holds only float32 key
+times, from which 30.0003 fps comes back as 30.00030019.  ``save_gltf`` writes the rate of such a clip into its
+animation as ``"extras": {"kinema_clip": {"fps": ...}}`` (:func:`clip_extras`) and ``load_gltf`` gives the clip
+back evenly spaced at that rate when the key times are exactly the ones it wrote (:func:`read_clip_fps`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..._types import FloatArray
 from ...skeleton import Skeleton
 from .reader import CheckedDoc, short_repr
 
-__all__ = ["EXTRAS_KEY", "layout_extras", "read_layout"]
+__all__ = ["CLIP_EXTRAS_KEY", "EXTRAS_KEY", "clip_extras", "layout_extras", "read_clip_fps", "read_layout"]
 
 #: The key of a node's ``extras`` object that holds its joint's BVH layout.
 EXTRAS_KEY = "kinema_bvh"
+
+#: The key of an animation's ``extras`` object that holds its clip's frame rate.
+CLIP_EXTRAS_KEY = "kinema_clip"
 
 
 def _channel_problem(names: Sequence[str]) -> str | None:
@@ -94,3 +104,33 @@ def read_layout(r: CheckedDoc, nodes: Sequence[int], notes: list[str]
                      f"{len(nodes)} joints have one; the BVH layout is not restored")
         return None
     return tuple(found[n][0] for n in nodes), tuple(found[n][1] for n in nodes)
+
+
+def clip_extras(fps: float, times: FloatArray | None) -> dict[str, Any]:
+    """The ``extras`` of the animation of a clip at ``fps`` with frame ``times`` (None: evenly spaced at ``fps``,
+    the only kind whose rate is kept)."""
+    return {CLIP_EXTRAS_KEY: {"fps": float(fps)}} if times is None else {}
+
+
+def read_clip_fps(r: CheckedDoc, anim: Mapping[str, Any], where: str, times: FloatArray,
+                  notes: list[str]) -> float | None:
+    """The frame rate kept in the animation ``anim`` (at JSON path ``where``) by :func:`clip_extras`, when its
+    key times ``times`` (float64 from float32, the union of its channels') are exactly ``float32(k / fps)``,
+    the ones ``save_gltf`` writes; else None (``notes`` says why when a rate is there but the times are not
+    its own: a tool changed the keys).  A ``kinema_clip`` value that is not ``{"fps": positive number}`` raises
+    :class:`kinema.FileFormatError` at its JSON path."""
+    extras = anim.get("extras")
+    if not isinstance(extras, Mapping) or CLIP_EXTRAS_KEY not in extras:
+        return None
+    at = f"{where}.extras.{CLIP_EXTRAS_KEY}"
+    value = extras[CLIP_EXTRAS_KEY]
+    if not isinstance(value, Mapping):
+        r.fail(at, f"must be an object {{'fps': ...}}, got {short_repr(value)}")
+    fps = value.get("fps")
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not (math.isfinite(fps) and fps > 0):
+        r.fail(f"{at}.fps", f"must be a positive finite number, got {short_repr(fps)}")
+    own = (np.arange(times.size) / float(fps)).astype(np.float32).astype(np.float64)
+    if not np.array_equal(own, times):
+        notes.append(f"{at}: the key times are not k / {float(fps):g} s; the clip keeps its key times")
+        return None
+    return float(fps)

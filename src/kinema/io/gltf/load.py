@@ -24,7 +24,7 @@ from ...mesh import WEIGHT_SUM_TOL, SkinnedMesh, row_sums
 from ...pose import TIME_EPS, Clip, Pose, key_brackets, resampled_frame_count
 from ...skeleton import ZERO_QUAT_EPS, Skeleton
 from .._read import read_regular
-from .bvh_layout import read_layout
+from .bvh_layout import read_clip_fps, read_layout
 from .reader import FLOAT, UBYTE, UINT, USHORT, CheckedDoc, ExternalFiles, parse_container, short_repr
 from .scene import fold, fold_hierarchy, node_parents, unique_names
 
@@ -142,7 +142,9 @@ def load_gltf(path: str | os.PathLike[str], *, skin: int | str | None = 0, fps: 
     * ``fps``: None keeps the key times: each clip's frames are the union of
       its channels' key times (``clip.times``, seconds) and ``clip.fps`` is
       the mean key rate ``(frames - 1) / (times[-1] - times[0])`` (1.0 for a
-      single key).  A number resamples every clip at ``k / fps`` for
+      single key); a clip kinema wrote evenly spaced (its animation's
+      ``extras.kinema_clip.fps``, key times exactly ``float32(k / fps)``)
+      comes back at that rate with ``clip.times`` None.  A number resamples every clip at ``k / fps`` for
       ``k = 0 .. ceil(t_end * fps)`` (``clip.times`` is None): frame 0 is at
       the animation's t = 0 and the last frame covers the last key.
       Exception to None: kinema clips interpolate linearly between frames,
@@ -600,7 +602,10 @@ def _read_animations(r: CheckedDoc, members: list[int], order: IntArray,
                 ls[:, m] = np.maximum(out, ZERO_QUAT_EPS)
         ft, fq, fs = fold(*prefix, lt, lq, ls)
         pose = Pose(ft[:, order], fq[:, order], fs[:, order])
-        if rate is None:
+        kept = read_clip_fps(r, anim, wa, query, notes) if rate is None else None
+        if kept is not None:  # a clip kinema wrote evenly spaced: back at its own rate, exactly
+            clips[name] = Clip(pose, kept)
+        elif rate is None:
             span = float(query[-1] - query[0])
             mean_fps = (nf - 1) / span if nf > 1 else 1.0
             clips[name] = Clip(pose, mean_fps, times=query)

@@ -19,7 +19,7 @@ from ...errors import FileFormatError, ShapeError, SolverInputError
 from ...mesh import SkinnedMesh, bone_mesh
 from ...pose import Clip
 from ...skeleton import ZERO_QUAT_EPS, Skeleton
-from .bvh_layout import layout_extras
+from .bvh_layout import clip_extras, layout_extras
 from .reader import ARRAY_BUFFER, COMPONENTS, ELEMENT_ARRAY_BUFFER, FLOAT, UBYTE, UINT, USHORT, ceil4, short_repr
 
 __all__ = ["save_gltf"]
@@ -115,6 +115,9 @@ def save_gltf(
       False writes no mesh; None (default) writes the mesh the skeleton was
       loaded with, if any (``skeleton.meta["gltf_mesh"]``, read for backwards
       compatibility: pass ``mesh=`` instead).
+
+    A clip without ``times`` (evenly spaced at ``clip.fps``, as BVH gives) keeps its rate in its animation's
+    ``extras.kinema_clip.fps``, so that :func:`load_gltf` gives it back evenly spaced at that rate exactly.
 
     A skeleton read from BVH keeps its file layout (``meta["bvh_channels"]``,
     ``meta["bvh_end_site"]``) in each joint node's ``extras.kinema_bvh``, so
@@ -307,7 +310,9 @@ def save_gltf(
             samplers.append(g.AnimationSampler(input=inp, output=out, interpolation="LINEAR"))
             channels.append(g.AnimationChannel(sampler=0, target=g.AnimationChannelTarget(node=roots[0],
                                                                                           path="rotation")))
-        animations.append(g.Animation(name=name, samplers=samplers, channels=channels))
+        # A clip of evenly spaced frames keeps its rate exactly: load_gltf restores it (bvh_layout).
+        animations.append(g.Animation(name=name, samplers=samplers, channels=channels,
+                                      extras=clip_extras(clip.fps, clip.times)))
 
     doc = g.GLTF2(
         asset=g.Asset(version="2.0", generator="kinema"),

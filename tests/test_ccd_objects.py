@@ -210,7 +210,7 @@ def test_numpy_bool_flags_mean_what_they_say(humanoid: tuple[kinema.Skeleton, ki
     assert not np.array_equal(slid.pose.translations, pose.translations)
     ik = kinema.CCD(sk, SPINE_ARM, fixed_root=np.True_, adaptive_step=np.False_)
     assert ik.fixed_root is True and ik.adaptive_step is False
-    from kinema._solve import check_flag  # the shared helper for every solver's flags
+    from kinema._validate import check_flag  # the shared helper for every solver's flags
 
     assert check_flag(np.True_, "x") is True and check_flag(False, "x") is False
 

@@ -24,7 +24,6 @@ from ._solve import (
     blend_translations,
     blend_weight,
     blend_with_input,
-    check_flag,
     check_iterations,
     check_nonnegative,
     check_pose,
@@ -43,7 +42,7 @@ from ._solve import (
     run_driver,
 )
 from ._types import FloatArray, IntArray
-from ._validate import as_float_array, as_float_scalar, broadcast_batch, is_sequence, resolve_joint
+from ._validate import as_float_array, as_float_scalar, broadcast_batch, check_flag, is_sequence, resolve_joint
 from .errors import ShapeError, SolverInputError
 from .limits import Limit, pack_limits
 from .pose import Pose

@@ -27,7 +27,6 @@ from ._solve import (
     blend_limits,
     blend_weight,
     blend_with_input,
-    check_flag,
     check_iterations,
     check_nonnegative,
     check_pose_item,
@@ -44,7 +43,7 @@ from ._solve import (
     run_driver,
 )
 from ._types import FloatArray, IntArray
-from ._validate import as_float_array, as_float_scalar, is_sequence, resolve_joint
+from ._validate import as_float_array, as_float_scalar, check_flag, is_sequence, resolve_joint
 from .errors import SolverInputError
 from .limits import PackedLimits, pack_limits
 from .pose import Pose

@@ -402,16 +402,6 @@ def check_twist(twist: Any) -> str:
     return twist
 
 
-def check_flag(x: Any, what: str) -> bool:
-    """A boolean option (``fixed_root``, ``adaptive_step`` ...): True or False (a Python bool or a numpy bool
-    scalar); :class:`SolverInputError` naming ``what`` otherwise (``"False"``, 0, an array, None).
-
-    ``bool(x)`` would read the string ``"False"`` as True and raise numpy's bare ValueError for an array."""
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    raise SolverInputError(f"{what} must be True or False, got {x!r}")
-
-
 def check_nonnegative(x: Any, what: str) -> float:
     """A finite number ``>= 0`` (a tolerance, a distance); :class:`SolverInputError` otherwise."""
     return positive_number(x, what, allow_zero=True)

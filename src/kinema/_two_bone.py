@@ -33,7 +33,6 @@ from ._solve import (
     _rows,
     ancestors_root_first,
     as_target,
-    check_flag,
     check_pose_item,
     check_twist,
     item_pose,
@@ -51,6 +50,7 @@ from ._types import FloatArray, IntArray
 from ._validate import (
     as_float_array,
     broadcast_batch,
+    check_flag,
     is_sequence,
     positive_number,
     require_finite,

@@ -241,6 +241,16 @@ def is_sequence(x: Any) -> bool:
     return isinstance(x, Iterable) and not isinstance(x, (str, bytes, Mapping))
 
 
+def check_flag(x: Any, what: str) -> bool:
+    """A boolean option (``fixed_root``, ``adaptive_step`` ...): True or False (a Python bool or a numpy bool
+    scalar); :class:`SolverInputError` naming ``what`` otherwise (``"False"``, 0, an array, None).
+
+    ``bool(x)`` would read the string ``"False"`` as True and raise numpy's bare ValueError for an array."""
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    raise SolverInputError(f"{what} must be True or False, got {x!r}")
+
+
 def positive_number(x: Any, what: str, allow_zero: bool = False) -> float:
     """``x`` as a finite float ``> 0`` (``>= 0`` with ``allow_zero``): a tolerance, a damping, a time step.
 

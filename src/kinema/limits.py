@@ -95,6 +95,7 @@ from ._validate import (
     as_float_array,
     as_float_scalar,
     broadcast_batch,
+    check_flag,
     positive_number,
     require_finite,
     unit_and_length,
@@ -146,15 +147,6 @@ def _unit(v: ArrayLike, what: str) -> tuple[float, float, float]:
     if float(n[0]) <= AXIS_EPS:
         raise SolverInputError(f"{what} is a zero vector; a limit axis needs a direction")
     return (float(u[0]), float(u[1]), float(u[2]))
-
-
-def _flag(x: Any, what: str) -> bool:
-    """A boolean option (``degrees``): True or False (a Python bool or a numpy bool scalar); SolverInputError
-    naming ``what`` otherwise.  The check of ``kinema._solve.check_flag``, written again here: ``_solve`` imports
-    this module, so importing it back would be an import cycle."""
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    raise SolverInputError(f"{what} must be True or False, got {x!r}")
 
 
 def _rotations(q: FloatArray, what: str) -> FloatArray:
@@ -274,7 +266,7 @@ class Hinge(Limit):
     kind: ClassVar[int] = LIMIT_HINGE
 
     def __post_init__(self) -> None:
-        degrees = _flag(self.degrees, "Hinge degrees")
+        degrees = check_flag(self.degrees, "Hinge degrees")
         object.__setattr__(self, "axis", _unit(self.axis, "Hinge axis"))
         lo = _angle(self.min_angle, "Hinge min_angle", degrees)
         hi = _angle(self.max_angle, "Hinge max_angle", degrees)
@@ -317,7 +309,7 @@ class SwingTwist(Limit):
     kind: ClassVar[int] = LIMIT_SWING_TWIST
 
     def __post_init__(self) -> None:
-        degrees = _flag(self.degrees, "SwingTwist degrees")
+        degrees = check_flag(self.degrees, "SwingTwist degrees")
         axis = _unit(self.axis, "SwingTwist axis")
         object.__setattr__(self, "axis", axis)
         if isinstance(self.swing, (tuple, list, np.ndarray)):
@@ -386,7 +378,7 @@ class EulerRange(Limit):
     def __post_init__(self) -> None:
         from .rotation import _parse_seq
 
-        degrees = _flag(self.degrees, "EulerRange degrees")
+        degrees = check_flag(self.degrees, "EulerRange degrees")
         try:
             _parse_seq(self.order)
         except ValueError as exc:

@@ -10,11 +10,29 @@ half-open frame ranges ``[start, end)``.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ._jit import njit
+
+#: A stance joined across gaps (:func:`clean_runs`, :func:`merge_still_gaps`) ends where the foot comes down
+#: more than this many ``step`` lengths from where the stance began: each gap alone may be a shuffle within
+#: ``step``, but a lock held across many of them would hold the foot where it stood long before (a capture
+#: repeated end to end, its planted foot moved 3.7 cm at each seam, was one contact over 1.9 m of travel, and
+#: the foot lock missed its target by 42 cm).
+STANCE_DRIFT_STEPS = 2.0
+
+
+@njit(helper=True)
+def _joins(ground_xy, k, before, after, anchor, step):  # type: ignore[no-untyped-def]
+    """Whether a gap of foot ``k`` between frames ``before`` (the last in contact) and ``after`` (the first in
+    contact again) joins its two contacts into one stance: the foot comes down within ``step`` of where it
+    left and within ``STANCE_DRIFT_STEPS * step`` of where the stance began (frame ``anchor``), horizontally."""
+    dx = ground_xy[after, k, 0] - ground_xy[before, k, 0]
+    dy = ground_xy[after, k, 1] - ground_xy[before, k, 1]
+    ax = ground_xy[after, k, 0] - ground_xy[anchor, k, 0]
+    ay = ground_xy[after, k, 1] - ground_xy[anchor, k, 1]
+    drift = STANCE_DRIFT_STEPS * step
+    return dx * dx + dy * dy <= step * step and ax * ax + ay * ay <= drift * drift
 
 
 @njit(helper=True)
@@ -95,28 +113,32 @@ def merge_still_gaps(mask, height, h_off, ground_xy, step, max_gap):  # type: ig
     at or below ``h_off`` all through it (the contact was broken by speed
     alone: mocap noise, a heel roll) and came down within ``step`` of where
     it left (horizontal distance from the first contact's last frame to the
-    second's first): one stance, not two.  Contacts split this way would
+    second's first) and within ``STANCE_DRIFT_STEPS * step`` of where the
+    stance began (:func:`_joins`): one stance, not two.  Contacts split this way would
     each get their own lock, and the foot would shift between the locks.
     """
     n_frames, n_feet = mask.shape
     for k in range(n_feet):
         last_end = -1
+        anchor = 0  # first frame of the stance the current contact belongs to
         f = 0
         while f < n_frames:
             if not mask[f, k]:
                 f += 1
                 continue
+            joined = False
             if last_end >= 0 and f - last_end <= max_gap:
                 low = True
                 for g in range(last_end, f):
                     if height[g, k] > h_off[k]:
                         low = False
                         break
-                dx = ground_xy[f, k, 0] - ground_xy[last_end - 1, k, 0]
-                dy = ground_xy[f, k, 1] - ground_xy[last_end - 1, k, 1]
-                if low and dx * dx + dy * dy <= step[k] * step[k]:
+                if low and _joins(ground_xy, k, last_end - 1, f, anchor, step[k]):
+                    joined = True
                     for g in range(last_end, f):
                         mask[g, k] = True
+            if not joined:
+                anchor = f
             while f < n_frames and mask[f, k]:
                 f += 1
             last_end = f
@@ -130,7 +152,8 @@ def clean_runs(mask, max_gap, min_len, ground_xy, step):  # type: ignore[no-unty
     filled (a one-frame dropout inside a stance is noise, not a step) when the
     foot came back within ``step (K,)`` of where it left (horizontal distance,
     ``ground_xy (F, K, 2)``, from the first contact's last frame to the second's
-    first): a foot that travelled farther in the gap stepped (a pivot on the
+    first) and within ``STANCE_DRIFT_STEPS * step`` of where the stance began
+    (:func:`_joins`): a foot that travelled farther in the gap stepped (a pivot on the
     toe moves the ankle 14 cm in three frames), and one lock across both
     contacts would hold it off the animation.  Gaps at the clip's ends are left
     alone.  Then every contact shorter than ``min_len`` frames is removed (a
@@ -139,15 +162,16 @@ def clean_runs(mask, max_gap, min_len, ground_xy, step):  # type: ignore[no-unty
     n_frames, n_feet = mask.shape
     for k in range(n_feet):
         last_end = -1  # end (exclusive) of the previous contact, -1 before the first one
+        anchor = 0  # first frame of the stance the current contact belongs to
         f = 0
         while f < n_frames:
             if mask[f, k]:
-                if last_end >= 0 and f - last_end <= max_gap:
-                    dx = ground_xy[f, k, 0] - ground_xy[last_end - 1, k, 0]
-                    dy = ground_xy[f, k, 1] - ground_xy[last_end - 1, k, 1]
-                    if math.hypot(dx, dy) <= step[k]:
-                        for g in range(last_end, f):
-                            mask[g, k] = True
+                if last_end >= 0 and f - last_end <= max_gap and _joins(ground_xy, k, last_end - 1, f, anchor,
+                                                                         step[k]):
+                    for g in range(last_end, f):
+                        mask[g, k] = True
+                else:
+                    anchor = f
                 while f < n_frames and mask[f, k]:
                     f += 1
                 last_end = f

@@ -401,7 +401,7 @@ def test_every_function_refuses_nan_and_inf_naming_the_argument() -> None:
         "inverse": (lambda a: R.inverse(a), (q,), ("q",)),
         "normalize": (lambda a: R.normalize(a), (q,), ("q",)),
         "canonical": (lambda a: R.canonical(a), (q,), ("q",)),
-        "equal": (lambda a, b: R.equal(a, b), (q, q), ("q", "q")),
+        "equal": (lambda a, b: R.equal(a, b), (q, q), ("a", "b")),
         "rotate": (lambda a, b: R.rotate(a, b), (q, v), ("q", "v")),
         "as_matrix": (lambda a: R.as_matrix(a), (q,), ("q",)),
         "as_axis_angle": (lambda a: R.as_axis_angle(a), (q,), ("q",)),

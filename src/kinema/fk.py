@@ -128,12 +128,14 @@ def forward_kinematics(skeleton: Skeleton, pose: Pose, *, matrices: bool = False
     :class:`FKResult`).  Single pose in, single result out.
 
     :class:`~kinema.SolverInputError` for a pose holding NaN or inf (naming the
-    array and the index) and for finite values whose world transforms overflow
-    float64; :class:`~kinema.ShapeError` for a batch whose results would pass
+    array and the index), for finite values whose world transforms overflow
+    float64 and for ``matrices`` other than True or False;
+    :class:`~kinema.ShapeError` for a batch whose results would pass
     :data:`~kinema._validate.MAX_ALLOCATION_BYTES`.
     """
     from ._kernels import fk as kfk
 
+    matrices = _validate.check_flag(matrices, "matrices")
     _check_pose(skeleton, pose)
     batch = pose.batch_shape
     n = math.prod(batch)  # (a Python int: a broadcast batch of views may count past int64)

@@ -43,7 +43,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._solve import check_pose, check_pose_finite, check_weight
-from ._validate import as_float_scalar, is_sequence, resolve_joint
+from ._validate import as_float_scalar, check_flag, is_sequence, resolve_joint
 from .errors import KinemaError, SolverInputError
 from .pose import Pose
 from .result import SolveResult
@@ -69,7 +69,7 @@ class Step:
       every joint a :class:`~kinema.DLS` may turn).  The step's claim adds,
       whatever ``joints`` says, a joint its solver translates and an end
       joint whose rotation its ``options`` set (see the module docstring).
-    * ``layer``: it may move joints claimed by earlier steps (it layers on top).
+    * ``layer``: True or False; True: it may move joints claimed by earlier steps (it layers on top).
     * ``options``: extra keyword arguments for every ``solve`` call of this
       step (``{"pole": ...}``, ``{"end_rotation": ...}``): keywords its
       ``solve`` takes, other than ``weight`` and ``out`` (the rig's own);
@@ -164,7 +164,7 @@ class Rig:
             if end is not None:
                 extra.setdefault(end, "sets its rotation (end_rotation)")
             moved = turned + tuple(j for j in extra if j not in turned)
-            if not step.layer:
+            if not step.layer:  # (True or False: _check_step checked it)
                 fix = f"order them differently or give {step.name!r} layer=True"
                 for j in moved:
                     name = skeleton.names[j]
@@ -279,10 +279,12 @@ def _end_rotation_joint(step: Step) -> int | None:
 
 
 def _check_step(step: Step) -> None:
-    """What :class:`Rig` can tell of ``step`` before any solve: a string name, a solver with a ``solve``
-    method, and ``options`` that are keywords of that method (other than the rig's own)."""
+    """What :class:`Rig` can tell of ``step`` before any solve: a string name, ``layer`` True or False, a solver
+    with a ``solve`` method, and ``options`` that are keywords of that method (other than the rig's own)."""
     if not isinstance(step.name, str):
         raise SolverInputError(f"a step's name must be a string, got {step.name!r}")
+    # (truthiness would read layer="False" as True and switch the ownership check off)
+    check_flag(step.layer, f"step {step.name!r}: layer")
     solve = getattr(step.solver, "solve", None)
     if not callable(solve):
         raise SolverInputError(f"step {step.name!r}: its solver ({type(step.solver).__name__}) has no solve method")

@@ -7,7 +7,8 @@ Conventions, everywhere in kinema:
   finite size (a quaternion or a vector with components of 1e300 is the
   rotation or direction it holds; one shorter than 1e-12 counts as zero).
 * Rotations are active; ``multiply(a, b)`` applies ``b`` first, then ``a``.
-* Angles are radians unless ``degrees=True``.
+* Angles are radians unless ``degrees=True`` (True or False: anything else
+  raises :class:`~kinema.SolverInputError`).
 * NaN or inf in any input raises :class:`~kinema.SolverInputError` naming the
   argument (none of these functions returns NaN).
 * Single in, single out: a ``(4,)`` quaternion gives a ``(4,)`` result;
@@ -30,6 +31,7 @@ from ._validate import (
     as_float_array,
     batch_shape_arg,
     broadcast_batch,
+    check_flag,
     positive_number,
     require_finite,
     unit_and_length,
@@ -75,17 +77,31 @@ def _kern() -> Any:
     return rotation
 
 
-def _flat(items: list[tuple[FloatArray, tuple[int, ...]]]) -> tuple[tuple[int, ...], int, list[FloatArray]]:
-    """The inputs broadcast to one batch, each as ``n`` writeable C-contiguous rows ``(n, *tail)``.
+def _batch(items: list[tuple[FloatArray, tuple[int, ...], str]]) -> tuple[int, ...]:
+    """The broadcast batch shape of the inputs ``(array, tail, argument name)``; :class:`ShapeError` naming the
+    arguments and their batch shapes when they do not broadcast."""
+    shapes = [a.shape[: a.ndim - len(t)] for a, t, _ in items]
+    try:
+        return broadcast_batch(*shapes)
+    except ShapeError:
+        names = [name for _, _, name in items]
+        got = " vs ".join(f"{name} {shape}" for name, shape in zip(names, shapes, strict=True))
+        raise ShapeError(f"batch dimensions of {', '.join(names[:-1])} and {names[-1]}", "broadcastable batch shapes",
+                         got) from None
+
+
+def _flat(items: list[tuple[FloatArray, tuple[int, ...], str]]) -> tuple[tuple[int, ...], int, list[FloatArray]]:
+    """The inputs ``(array, tail, argument name)`` broadcast to one batch (:func:`_batch`), each as ``n``
+    writeable C-contiguous rows ``(n, *tail)``.
 
     Writeable always: numba types a read-only array apart from a writeable one, so a broadcast view
     (read-only) here and a copy there would compile each kernel twice.  An input that already has the
     batch shape is used as it is when it is C-contiguous and writeable (no copy).
     """
-    batch = broadcast_batch(*[a.shape[: a.ndim - len(t)] for a, t in items])
+    batch = _batch(items)
     n = int(np.prod(batch)) if batch else 1
     flat = []
-    for a, t in items:
+    for a, t, _ in items:
         rows = np.ascontiguousarray(a if a.shape == batch + t else np.broadcast_to(a, batch + t)).reshape((n,) + t)
         flat.append(rows if rows.flags.writeable else rows.copy())
     return batch, n, flat
@@ -102,7 +118,7 @@ def multiply(a: ArrayLike, b: ArrayLike) -> FloatArray:
     """Hamilton product ``a * b`` (apply ``b``, then ``a``)."""
     qa = _finite_numbers(a, "a", (4,))
     qb = _finite_numbers(b, "b", (4,))
-    batch, n, (fa, fb) = _flat([(qa, (4,)), (qb, (4,))])
+    batch, n, (fa, fb) = _flat([(qa, (4,), "a"), (qb, (4,), "b")])
     out = np.empty((n, 4))
     _kern().mul(fa, fb, out)
     return out.reshape(batch + (4,))
@@ -122,8 +138,12 @@ def inverse(q: ArrayLike) -> FloatArray:
 
 def normalize(q: ArrayLike) -> FloatArray:
     """Unit quaternions; a (near) zero quaternion becomes the identity."""
-    a = _finite_numbers(q, "q", (4,))
-    batch, n, (f,) = _flat([(a, (4,))])
+    return _normalized(_finite_numbers(q, "q", (4,)), "q")
+
+
+def _normalized(a: FloatArray, what: str) -> FloatArray:
+    """:func:`normalize` of ``a``, already checked (:func:`_finite_numbers`) as the argument ``what``."""
+    batch, n, (f,) = _flat([(a, (4,), what)])
     out = np.empty((n, 4))
     _kern().normalize(f, out)
     return out.reshape(batch + (4,))
@@ -132,7 +152,7 @@ def normalize(q: ArrayLike) -> FloatArray:
 def canonical(q: ArrayLike) -> FloatArray:
     """``q`` or ``-q`` (same rotation), whichever has ``w >= 0``."""
     a = _finite_numbers(q, "q", (4,))
-    batch, n, (f,) = _flat([(a, (4,))])
+    batch, n, (f,) = _flat([(a, (4,), "q")])
     out = np.empty((n, 4))
     _kern().canonical(f, out)
     return out.reshape(batch + (4,))
@@ -142,8 +162,11 @@ def equal(a: ArrayLike, b: ArrayLike, atol: float = 1e-9) -> NDArray[np.bool_] |
     """Whether ``a`` and ``b`` are the same rotation (``q`` and ``-q`` are equal), to ``atol``
     on the quaternion components.  Returns a bool for single inputs."""
     atol = positive_number(atol, "atol", allow_zero=True)
-    qa = normalize(a)
-    qb = normalize(b)
+    qa = _finite_numbers(a, "a", (4,))
+    qb = _finite_numbers(b, "b", (4,))
+    _batch([(qa, (4,), "a"), (qb, (4,), "b")])  # a ShapeError naming a and b, as multiply's, before any work
+    qa = _normalized(qa, "a")
+    qb = _normalized(qb, "b")
     same = np.all(np.abs(qa - qb) <= atol, axis=-1) | np.all(np.abs(qa + qb) <= atol, axis=-1)
     return bool(same) if np.ndim(same) == 0 else same
 
@@ -152,7 +175,7 @@ def rotate(q: ArrayLike, v: ArrayLike) -> FloatArray:
     """Rotate vectors ``v (..., 3)`` by ``q (..., 4)``."""
     qa = _finite_numbers(q, "q", (4,))
     va = _finite_numbers(v, "v", (3,))
-    batch, n, (fq, fv) = _flat([(qa, (4,)), (va, (3,))])
+    batch, n, (fq, fv) = _flat([(qa, (4,), "q"), (va, (3,), "v")])
     out = np.empty((n, 3))
     _kern().rotate(fq, fv, out)
     return out.reshape(batch + (3,))
@@ -161,7 +184,7 @@ def rotate(q: ArrayLike, v: ArrayLike) -> FloatArray:
 def as_matrix(q: ArrayLike) -> FloatArray:
     """3x3 rotation matrices ``(..., 3, 3)`` (acting on column vectors)."""
     a = _finite_numbers(q, "q", (4,))
-    batch, n, (f,) = _flat([(a, (4,))])
+    batch, n, (f,) = _flat([(a, (4,), "q")])
     out = np.empty((n, 3, 3))
     _kern().to_matrix(f, out)
     return out.reshape(batch + (3, 3))
@@ -182,7 +205,7 @@ def from_matrix(m: ArrayLike) -> FloatArray:
     rotation in it: a determinant of zero (singular) or below (a mirror).
     """
     a = _finite_numbers(m, "m", (3, 3))
-    batch, n, (f,) = _flat([(a, (3, 3))])
+    batch, n, (f,) = _flat([(a, (3, 3), "m")])
     # slogdet's sign: the determinant's sign without overflowing (a matrix of 1e300 entries has a finite one).
     sign = np.linalg.slogdet(f)[0]
     if not np.all(sign > 0.0):
@@ -206,11 +229,12 @@ def from_axis_angle(axis: ArrayLike, angle: ArrayLike, degrees: bool = False) ->
     """Rotation by ``angle (...)`` about ``axis (..., 3)`` (normalised; zero axis gives identity).
 
     ``angle`` must be finite (:class:`~kinema.SolverInputError`)."""
+    degrees = check_flag(degrees, "degrees")
     ax = _finite_numbers(axis, "axis", (3,))
     an = _finite_numbers(angle, "angle")
     if degrees:
         an = np.deg2rad(an)
-    batch, n, (fa, fn) = _flat([(ax, (3,)), (an, ())])
+    batch, n, (fa, fn) = _flat([(ax, (3,), "axis"), (an, (), "angle")])
     out = np.empty((n, 4))
     _kern().from_axis_angle(fa, fn, out)
     return out.reshape(batch + (4,))
@@ -218,6 +242,7 @@ def from_axis_angle(axis: ArrayLike, angle: ArrayLike, degrees: bool = False) ->
 
 def as_axis_angle(q: ArrayLike, degrees: bool = False) -> tuple[FloatArray, FloatArray]:
     """``(axis (..., 3), angle (...))`` with angle in [0, pi]; axis +x for the identity."""
+    degrees = check_flag(degrees, "degrees")
     rv = as_rotvec(q)
     angle = np.linalg.norm(rv, axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -229,10 +254,11 @@ def as_axis_angle(q: ArrayLike, degrees: bool = False) -> tuple[FloatArray, Floa
 def from_rotvec(r: ArrayLike, degrees: bool = False) -> FloatArray:
     """Quaternions of rotation vectors (axis times angle) ``(..., 3)``; finite, and no longer than the largest
     float (:class:`~kinema.SolverInputError`)."""
+    degrees = check_flag(degrees, "degrees")
     a: FloatArray = _finite_numbers(r, "rotvec", (3,))
     if degrees:
         a = np.asarray(np.deg2rad(a), dtype=np.float64)
-    batch, n, (f,) = _flat([(a, (3,))])
+    batch, n, (f,) = _flat([(a, (3,), "rotvec")])
     out = np.empty((n, 4))
     _kern().from_rotvec(f, out)
     if np.isnan(out).any():  # the kernel's mark for a length beyond the largest float
@@ -243,8 +269,9 @@ def from_rotvec(r: ArrayLike, degrees: bool = False) -> FloatArray:
 
 def as_rotvec(q: ArrayLike, degrees: bool = False) -> FloatArray:
     """Rotation vectors ``(..., 3)``, angle in [0, pi]."""
+    degrees = check_flag(degrees, "degrees")
     a = _finite_numbers(q, "q", (4,))
-    batch, n, (f,) = _flat([(a, (4,))])
+    batch, n, (f,) = _flat([(a, (4,), "q")])
     out = np.empty((n, 3))
     _kern().to_rotvec(f, out)
     res: FloatArray = out.reshape(batch + (3,))
@@ -254,7 +281,11 @@ def as_rotvec(q: ArrayLike, degrees: bool = False) -> FloatArray:
 def _finite_numbers(x: ArrayLike, what: str, trailing: tuple[int, ...] = ()) -> FloatArray:
     """The one conversion of this module's inputs (quaternions, vectors, matrices, angles, interpolation
     parameters): real numbers (``ShapeError`` otherwise), finite (``SolverInputError``: NaN is no rotation,
-    and a sine of inf has no value)."""
+    and a sine of inf has no value), as a plain ndarray."""
+    if isinstance(x, np.ndarray) and type(x) is not np.ndarray:
+        # An ndarray subclass passes as_float_array as it is and came back as itself: conjugate returned an
+        # np.matrix, whose * is a matrix product (its sign flip made 0.0 of -0.0).  Its data as a plain array.
+        x = np.asarray(x)
     a = as_float_array(x, what, trailing)
     require_finite(a, what)
     return a
@@ -281,10 +312,11 @@ def _parse_seq(seq: str) -> tuple[int, int, int, bool]:
 def from_euler(seq: str, angles: ArrayLike, degrees: bool = False) -> FloatArray:
     """Quaternions of Euler ``angles (..., 3)`` (finite) for sequence ``seq`` (see module docs)."""
     i, j, k, ext = _parse_seq(seq)
+    degrees = check_flag(degrees, "degrees")
     a: FloatArray = _finite_numbers(angles, "angles", (3,))
     if degrees:
         a = np.asarray(np.deg2rad(a), dtype=np.float64)
-    batch, n, (f,) = _flat([(a, (3,))])
+    batch, n, (f,) = _flat([(a, (3,), "angles")])
     out = np.empty((n, 4))
     _kern().from_euler(f, i, j, k, ext, out)
     return out.reshape(batch + (4,))
@@ -297,8 +329,9 @@ def as_euler(q: ArrayLike, seq: str, degrees: bool = False) -> FloatArray:
     angle is zero and the first carries the rotation, as in scipy.
     """
     i, j, k, ext = _parse_seq(seq)
+    degrees = check_flag(degrees, "degrees")
     a = _finite_numbers(q, "q", (4,))
-    batch, n, (f,) = _flat([(a, (4,))])
+    batch, n, (f,) = _flat([(a, (4,), "q")])
     out = np.empty((n, 3))
     _kern().to_euler(f, i, j, k, ext, out)
     res: FloatArray = out.reshape(batch + (3,))
@@ -310,7 +343,7 @@ def slerp(a: ArrayLike, b: ArrayLike, t: ArrayLike) -> FloatArray:
     qa = _finite_numbers(a, "a", (4,))
     qb = _finite_numbers(b, "b", (4,))
     tt = _finite_numbers(t, "t")
-    batch, n, (fa, fb, ft) = _flat([(qa, (4,)), (qb, (4,)), (tt, ())])
+    batch, n, (fa, fb, ft) = _flat([(qa, (4,), "a"), (qb, (4,), "b"), (tt, (), "t")])
     out = np.empty((n, 4))
     _kern().slerp(fa, fb, ft, out)
     return out.reshape(batch + (4,))
@@ -321,7 +354,7 @@ def nlerp(a: ArrayLike, b: ArrayLike, t: ArrayLike) -> FloatArray:
     qa = _finite_numbers(a, "a", (4,))
     qb = _finite_numbers(b, "b", (4,))
     tt = _finite_numbers(t, "t")
-    batch, n, (fa, fb, ft) = _flat([(qa, (4,)), (qb, (4,)), (tt, ())])
+    batch, n, (fa, fb, ft) = _flat([(qa, (4,), "a"), (qb, (4,), "b"), (tt, (), "t")])
     out = np.empty((n, 4))
     _kern().nlerp(fa, fb, ft, out)
     return out.reshape(batch + (4,))
@@ -331,7 +364,7 @@ def angle_between(a: ArrayLike, b: ArrayLike) -> FloatArray:
     """Angle in [0, pi] of the rotation taking ``a`` to ``b``: ``2 atan2(|v|, |w|)`` of ``a^-1 b``."""
     qa = _finite_numbers(a, "a", (4,))
     qb = _finite_numbers(b, "b", (4,))
-    batch, n, (fa, fb) = _flat([(qa, (4,)), (qb, (4,))])
+    batch, n, (fa, fb) = _flat([(qa, (4,), "a"), (qb, (4,), "b")])
     out = np.empty(n)
     _kern().angle_between(fa, fb, out)
     return out.reshape(batch)
@@ -348,7 +381,7 @@ def from_two_vectors(a: ArrayLike, b: ArrayLike) -> FloatArray:
     """
     va = _finite_numbers(a, "a", (3,))
     vb = _finite_numbers(b, "b", (3,))
-    batch, n, (fa, fb) = _flat([(va, (3,)), (vb, (3,))])
+    batch, n, (fa, fb) = _flat([(va, (3,), "a"), (vb, (3,), "b")])
     out = np.empty((n, 4))
     _kern().from_two_vectors(fa, fb, out)
     return out.reshape(batch + (4,))
@@ -365,7 +398,7 @@ def swing_twist(q: ArrayLike, axis: ArrayLike) -> tuple[FloatArray, FloatArray]:
     ax = _finite_numbers(axis, "axis", (3,))
     if np.any(unit_and_length(ax)[1] <= _VEC_NORM_EPS):  # the kernel's "no direction" (any size above is exact)
         raise ShapeError("axis", "non-zero vectors", "a zero vector")
-    batch, n, (fq, fa) = _flat([(qa, (4,)), (ax, (3,))])
+    batch, n, (fq, fa) = _flat([(qa, (4,), "q"), (ax, (3,), "axis")])
     sw = np.empty((n, 4))
     tw = np.empty((n, 4))
     _kern().swing_twist(fq, fa, sw, tw)

@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import rotation as rot
+from ._validate import check_flag
 from .errors import FileFormatError, SolverInputError
 from .pose import Clip, Pose
 from .skeleton import Skeleton
@@ -256,8 +257,9 @@ def humanoid(hands: bool = False) -> Skeleton:
     palm's skin), and per finger its ``joints``, ``tip``, ``hinge_axis`` (joint
     rest frame; positive angles curl towards the palm), ``flexion_deg`` (each
     joint's range), curl ``weights``, ``spread_axis`` and ``spread_deg``.
+    ``hands`` other than True or False raises :class:`~kinema.SolverInputError`.
     """
-    return _humanoid_with_hands() if hands else _urdf()[0]
+    return _humanoid_with_hands() if check_flag(hands, "hands") else _urdf()[0]
 
 def clip(name: str = "walk") -> Clip:
     """A DeepMimic motion on :func:`humanoid` (same joint order): ``"walk"`` (39 frames) or ``"run"``.
@@ -312,7 +314,11 @@ def save_sample_bvh(path: str | os.PathLike[str], name: str = "walk") -> None:
     The file has the roots' 6 channels and ``Zrotation Xrotation Yrotation``
     elsewhere (the fixed wrists included: they stay at zero); it loads back
     with :func:`kinema.io.load_bvh` to the same poses (to the text precision).
+    :class:`~kinema.SolverInputError` for a ``path`` that is not a ``str`` or ``os.PathLike`` (or holds a NUL
+    character).
     """
     from .io import save_bvh
+    from .io._read import check_path
 
+    path = check_path(path)  # before the clip is built
     save_bvh(path, humanoid(), clip(name))

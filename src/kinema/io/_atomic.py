@@ -35,6 +35,9 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
+from .._validate import check_flag
+from ._read import check_path, file_kind
+
 __all__ = ["atomic_write", "same_file", "remove_stale_temps", "is_temp_name", "source_files"]
 
 
@@ -222,25 +225,27 @@ def atomic_write(
     device, a FIFO, a socket, behind a symlink or not) raises
     :class:`FileExistsError`: it is never replaced.  An existing destination keeps its permission
     bits; a new one gets ``0o666`` minus the umask, like :func:`open`.
-    A missing destination folder raises :class:`FileNotFoundError`.
+    A missing destination folder raises :class:`FileNotFoundError`.  A ``path`` that is no path (None, an int,
+    bytes, a NUL character: :func:`kinema.io._read.check_path`) and an ``overwrite`` that is not True or False
+    raise :class:`kinema.SolverInputError`.
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write mode must be 'w' or 'wb', got {mode!r}")
-    dest = os.path.realpath(os.fspath(path))
+    spath = check_path(path)
+    overwrite = check_flag(overwrite, "overwrite")  # (truthiness would read "False" as True and overwrite)
+    dest = os.path.realpath(spath)
     for src in inputs:
         if same_file(dest, src):
-            raise FileExistsError(errno.EEXIST, "refusing to overwrite an input file", os.fspath(path))
+            raise FileExistsError(errno.EEXIST, "refusing to overwrite an input file", spath)
     exists = os.path.exists(dest)
     if exists and not overwrite:
-        raise FileExistsError(errno.EEXIST, "file exists (overwrite=False)", os.fspath(path))
+        raise FileExistsError(errno.EEXIST, "file exists (overwrite=False)", spath)
     if os.path.isdir(dest):
-        raise IsADirectoryError(errno.EISDIR, "destination is a folder", os.fspath(path))
+        raise IsADirectoryError(errno.EISDIR, "destination is a folder", spath)
     if exists and not stat.S_ISREG(os.stat(dest).st_mode):
         # A device or a FIFO (perhaps behind a symlink: out.bvh -> /dev/null) is never replaced by a file.
-        from ._read import file_kind
-
         raise FileExistsError(errno.EEXIST, f"destination is {file_kind(os.stat(dest).st_mode)}, not a regular file",
-                              os.fspath(path))
+                              spath)
     folder, name = os.path.split(dest)
     remove_stale_temps(folder)
     claimed: list[str] = []  # the temporary name, known before the file exists
@@ -273,7 +278,7 @@ def atomic_write(
         if isinstance(exc, OSError) and exc.errno is not None and (exc.filename is None or exc.filename in claimed):
             # A write or fsync error (a full disk) names no file, and one from creating or renaming the
             # temporary file names that internal file: name the destination instead.
-            raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from exc
+            raise OSError(exc.errno, exc.strerror or str(exc), spath) from exc
         raise
     _fsync_dir(folder)
 

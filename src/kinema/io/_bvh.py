@@ -51,11 +51,12 @@ from numpy.typing import NDArray
 
 from .. import rotation as rot
 from .._types import FloatArray
+from .._validate import as_float_scalar, check_flag
 from ..errors import FileFormatError, ShapeError, SkeletonError, SolverInputError
 from ..pose import Clip, Pose
 from ..skeleton import Skeleton
 from ._atomic import atomic_write, source_files
-from ._read import read_regular, short_repr
+from ._read import check_path, read_regular, short_repr
 from .gltf.reader import DECODE_BUDGET_FACTOR, DECODE_BUDGET_FLOOR
 
 __all__ = ["load_bvh", "save_bvh"]
@@ -443,12 +444,14 @@ def _check_up(up: str) -> str:
 
 
 def _check_scale(scale: float) -> float:
+    """``scale`` as a positive finite float: a real number (NumPy's, and a 0-d array of one, as the number it
+    holds); :class:`kinema.SolverInputError` otherwise (``float()`` would also read ``"2"`` and ``True``)."""
     try:
-        s = float(scale)
-    except (TypeError, ValueError):
-        raise SolverInputError(f"scale must be a positive finite number, got {scale!r}") from None
+        s = as_float_scalar(scale, "scale")
+    except SolverInputError:
+        raise SolverInputError(f"scale must be a positive finite number, got {short_repr(scale)}") from None
     if not (math.isfinite(s) and s > 0):
-        raise SolverInputError(f"scale must be positive and finite, got {scale!r}")
+        raise SolverInputError(f"scale must be positive and finite, got {short_repr(scale)}")
     return s
 
 
@@ -468,12 +471,13 @@ def load_bvh(path: PathLike, *, scale: float = 1.0, up: str = "y") -> tuple[Skel
     Raises :class:`kinema.FileFormatError` (file and line) for any malformed
     file or one that is not a regular file (a FIFO, a device);
     ``OSError`` when the file cannot be read; :class:`kinema.SolverInputError`
-    for a bad ``scale`` or ``up``.
+    for a bad ``path`` (not a ``str`` or ``os.PathLike``, or holding a NUL character), ``scale`` or ``up``.
     """
+    spath = check_path(path)
     scale = _check_scale(scale)
     up = _check_up(up)
-    data = read_regular(os.fspath(path))
-    return _parse(data, path, scale, up)
+    data = read_regular(spath)
+    return _parse(data, spath, scale, up)
 
 
 def _parse(data: bytes, path: PathLike | None, scale: float, up: str) -> tuple[Skeleton, Clip]:
@@ -649,8 +653,11 @@ def save_bvh(
     breaks, braces, leading or trailing spaces, lone surrogates) raises
     :class:`kinema.SkeletonError`.  ``overwrite=False`` refuses an existing
     file, and the file the skeleton was read from (``skeleton.meta["source"]``)
-    is always refused (:class:`FileExistsError`).
+    is always refused (:class:`FileExistsError`).  A ``path`` that is not a ``str`` or ``os.PathLike`` (or holds a
+    NUL character), and options of the wrong type (``overwrite`` other than True or False, a ``scale`` that is not
+    a number) raise :class:`kinema.SolverInputError`.
     """
+    spath = check_path(path)
     if not isinstance(skeleton, Skeleton):
         raise SolverInputError(f"save_bvh: skeleton must be a kinema.Skeleton, got a {type(skeleton).__name__}")
     if not isinstance(clip, Clip):
@@ -658,13 +665,16 @@ def save_bvh(
                                + (" (wrap it: Clip(pose, fps))" if isinstance(clip, Pose) else ""))
     scale = _check_scale(scale)
     up = _check_up(up)
-    if rotation_order not in ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"):
+    overwrite = check_flag(overwrite, "overwrite")  # before any work (atomic_write checks it again)
+    if not isinstance(rotation_order, str) or rotation_order not in ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"):
         raise SolverInputError("rotation_order must be an intrinsic Tait-Bryan sequence such as 'ZXY', "
-                         f"got {rotation_order!r}")
+                               f"got {short_repr(rotation_order)}")
+    if isinstance(precision, np.ndarray) and precision.ndim == 0:
+        precision = precision[()]  # a 0-d array: the number it holds
     # Any integer (numpy's too), but not a bool.
-    if (not isinstance(precision, (int, np.integer)) or isinstance(precision, bool)
+    if (not isinstance(precision, (int, np.integer)) or isinstance(precision, (bool, np.bool_))
             or not 0 <= precision <= 17):
-        raise SolverInputError(f"precision must be an int in [0, 17], got {precision!r}")
+        raise SolverInputError(f"precision must be an int in [0, 17], got {short_repr(precision)}")
     precision = int(precision)
     n = skeleton.n_joints
     pose = clip.pose
@@ -760,7 +770,7 @@ def save_bvh(
     # "Frame Time: 0.00833333333333333" 120.000000048 fps after a save)
     header += f"MOTION\nFrames: {n_frames}\nFrame Time: {_frame_time(clip)!r}\n"
     motion = _motion_bytes(values, precision)
-    with atomic_write(path, mode="wb", overwrite=overwrite, inputs=source_files(skeleton.meta)) as f:
+    with atomic_write(spath, mode="wb", overwrite=overwrite, inputs=source_files(skeleton.meta)) as f:
         f.write(header.encode("utf-8"))
         f.write(motion)
 

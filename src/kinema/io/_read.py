@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import Any
 
-from ..errors import FileFormatError
+from ..errors import FileFormatError, SolverInputError
 
-__all__ = ["read_regular", "file_kind", "short_repr", "fewer_bytes", "SHOWN_CHARS", "PATH_CHARS"]
+__all__ = ["read_regular", "check_path", "file_kind", "short_repr", "fewer_bytes", "SHOWN_CHARS", "PATH_CHARS"]
 
 #: Longest quotation of a value (its ``repr``) in an error message; a longer one is cut here.
 SHOWN_CHARS = 60
@@ -45,6 +46,28 @@ def short_repr(value: object, limit: int = SHOWN_CHARS) -> str:
     else:
         size = f"{len(value) if isinstance(value, str) else len(text):,} characters"
     return f"{text[:limit]}... ({size})"
+
+
+def check_path(path: Any, what: str = "path") -> str:
+    """``path`` (a ``str`` or an :class:`os.PathLike` giving one) as a ``str``: the one check of every file path a
+    reader or writer is given.
+
+    :class:`kinema.SolverInputError` naming ``what`` for anything else (None, an int, a list, bytes: ``os`` would
+    raise a bare ``TypeError``) and for a path holding a NUL character (no file system takes one; ``os`` would
+    raise a bare ``ValueError``).  Whether the file exists is left to the caller (``OSError``, as documented).
+    """
+    p = path
+    if isinstance(path, os.PathLike):
+        try:
+            p = os.fspath(path)
+        except TypeError:  # its __fspath__ gives neither str nor bytes
+            raise SolverInputError(f"{what} must be a str or os.PathLike, got a {type(path).__name__} whose "
+                                   "__fspath__ gives no path") from None
+    if not isinstance(p, str):  # not a path at all, or an os.PathLike of bytes
+        raise SolverInputError(f"{what} must be a str or os.PathLike, got {type(p).__name__}")
+    if "\0" in p:
+        raise SolverInputError(f"{what} {short_repr(p, PATH_CHARS)} holds a NUL character, which no file path can")
+    return p
 
 
 def fewer_bytes(path: str, have: int, need: int) -> str:

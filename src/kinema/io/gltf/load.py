@@ -19,11 +19,12 @@ from numpy.typing import NDArray
 
 from ... import rotation
 from ..._types import FloatArray, IntArray
+from ..._validate import as_float_scalar
 from ...errors import SkeletonError, SolverInputError
 from ...mesh import WEIGHT_SUM_TOL, SkinnedMesh, row_sums
 from ...pose import TIME_EPS, Clip, Pose, key_brackets, resampled_frame_count
 from ...skeleton import ZERO_QUAT_EPS, Skeleton
-from .._read import read_regular
+from .._read import check_path, read_regular
 from .bvh_layout import read_clip_fps, read_layout
 from .reader import FLOAT, UBYTE, UINT, USHORT, CheckedDoc, ExternalFiles, parse_container, short_repr
 from .scene import fold, fold_hierarchy, node_parents, unique_names
@@ -183,18 +184,24 @@ def load_gltf(path: str | os.PathLike[str], *, skin: int | str | None = 0, fps: 
     Raises :class:`kinema.FileFormatError` (file and JSON path) for anything
     malformed or refused (a FIFO or device given as the file is refused too),
     :class:`FileNotFoundError` for a missing file and
-    :class:`kinema.SolverInputError` for a bad ``fps`` or ``skin`` (of
-    another type than those above).
+    :class:`kinema.SolverInputError` for a bad ``path`` (not a ``str`` or
+    ``os.PathLike``, or holding a NUL character), ``fps``, ``external`` or
+    ``skin`` (of another type than those above; a number may be NumPy's, or a
+    0-d array of one).
     """
-    if fps is not None and (isinstance(fps, bool) or not isinstance(fps, numbers.Real)
-                            or not (math.isfinite(fps) and fps > 0)):
-        raise SolverInputError(f"load_gltf: fps must be a positive finite number or None, got {fps!r}")
+    spath = check_path(path)
+    if fps is not None:
+        fps = _check_fps(fps)
+    if external is not None and not isinstance(external, ExternalFiles):
+        raise SolverInputError(f"load_gltf: external must be the ExternalFiles of read_external or None, got "
+                               f"{short_repr(external)} ({type(external).__name__})")
+    if isinstance(skin, np.ndarray) and skin.ndim == 0:
+        skin = skin[()]  # a 0-d array: the index or name it holds
     if isinstance(skin, numbers.Integral) and not isinstance(skin, bool):
         skin = operator.index(skin)  # a numpy integer: the plain int it holds
     elif skin is not None and not isinstance(skin, str):
         raise SolverInputError(f"load_gltf: skin must be a skin index (int), a skin name (str) or None, got "
                                f"{short_repr(skin)} ({type(skin).__name__})")
-    spath = os.fspath(path)
     data = read_regular(spath)
     doc, glb_bin = parse_container(spath, data)
     r = CheckedDoc(spath, doc, glb_bin, os.path.dirname(os.path.abspath(spath)), doc_bytes=len(data),
@@ -202,6 +209,18 @@ def load_gltf(path: str | os.PathLike[str], *, skin: int | str | None = 0, fps: 
     # Extreme values (1e308) may overflow on the way; every result is checked for finiteness instead.
     with np.errstate(all="ignore"):
         return _load(r, skin, fps)
+
+
+def _check_fps(fps: Any) -> float:
+    """``fps`` as a positive finite float: a real number (NumPy's, and a 0-d array of one, as the number it
+    holds); :class:`kinema.SolverInputError` otherwise (a bool, a string, NaN, inf, zero or less)."""
+    try:
+        v = as_float_scalar(fps, "fps")
+    except SolverInputError:
+        v = math.nan  # not a number: refused below, with the message every bad fps gets
+    if not (math.isfinite(v) and v > 0):
+        raise SolverInputError(f"load_gltf: fps must be a positive finite number or None, got {short_repr(fps)}")
+    return v
 
 
 def _load(r: CheckedDoc, skin: int | str | None, fps: float | None) -> GltfAsset:

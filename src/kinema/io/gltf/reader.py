@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 
 from ..._types import FloatArray
 from ...errors import FileFormatError
-from .._read import PATH_CHARS, fewer_bytes, read_regular, short_repr
+from .._read import PATH_CHARS, check_path, fewer_bytes, read_regular, short_repr
 
 __all__ = [
     "CheckedDoc", "ExternalFiles", "read_external", "parse_container", "short_repr", "ceil4", "COMPONENTS",
@@ -544,7 +544,7 @@ def parse_container(path: str, data: bytes) -> tuple[dict[str, Any], bytes | Non
     return doc, glb_bin
 
 
-def read_external(path: str, data: bytes) -> ExternalFiles:
+def read_external(path: str | os.PathLike[str], data: bytes) -> ExternalFiles:
     """The external buffer files of the glTF file ``path`` (``data``: its bytes), read as the loader reads them.
 
     Each buffer's ``uri`` is resolved and confined to the file's folder
@@ -555,8 +555,10 @@ def read_external(path: str, data: bytes) -> ExternalFiles:
     loader in the folder does).  A file that does not parse, and buffers
     whose ``byteLength`` is invalid, give nothing to read: the loader reports
     them.  Pass the result to :func:`kinema.io.load_gltf` (``external=``)
-    wherever the file's bytes are loaded.
+    wherever the file's bytes are loaded.  A ``path`` that is not a ``str`` or ``os.PathLike`` (or holds a NUL
+    character) raises :class:`kinema.SolverInputError`.
     """
+    path = check_path(path)
     try:
         doc, glb_bin = parse_container(path, data)
     except FileFormatError:

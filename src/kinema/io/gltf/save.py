@@ -19,6 +19,7 @@ from ...errors import FileFormatError, ShapeError, SolverInputError
 from ...mesh import SkinnedMesh, bone_mesh
 from ...pose import Clip
 from ...skeleton import ZERO_QUAT_EPS, Skeleton
+from .._read import check_path
 from .bvh_layout import clip_extras, layout_extras
 from .reader import ARRAY_BUFFER, COMPONENTS, ELEMENT_ARRAY_BUFFER, FLOAT, UBYTE, UINT, USHORT, ceil4, short_repr
 
@@ -131,12 +132,12 @@ def save_gltf(
 
     Raises :class:`kinema.ShapeError` for a clip whose pose is not
     ``(frames, J, k)`` (one time dimension), and :class:`kinema.SolverInputError`
-    for arguments of the wrong type and for clip or mesh names that are not
-    strings (load_gltf could not read them back).
+    for arguments of the wrong type (a ``path`` that is not a ``str`` or ``os.PathLike``, or holds a NUL
+    character) and for clip or mesh names that are not strings (load_gltf could not read them back).
     """
+    spath = check_path(path)
     import pygltflib as g
 
-    spath = os.fspath(path)
     ext = os.path.splitext(spath)[1].lower()
     if ext not in (".gltf", ".glb"):
         raise SolverInputError(f"save_gltf writes .gltf or .glb, got {spath!r}")
@@ -170,6 +171,8 @@ def save_gltf(
     for what, rest in (("translations", skeleton.translations), ("scales", skeleton.scales)):
         _check_f32(rest, f"skeleton rest {what}", skeleton.names)
     the_mesh: SkinnedMesh | None
+    if isinstance(mesh, np.bool_):
+        mesh = bool(mesh)  # NumPy's True and False: the options they hold
     if mesh is None or mesh is True:
         src = skeleton.meta.get("gltf_mesh")
         the_mesh = src if isinstance(src, SkinnedMesh) else None

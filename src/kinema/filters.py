@@ -91,9 +91,13 @@ class CriticallyDampedSpring:
     def reset(self, value: ArrayLike, velocity: ArrayLike | None = None) -> None:
         """Set the state: at ``value`` (also the last target), moving at ``velocity`` (default 0)."""
         v = _value(value, "value", None)
+        self._start(v, None if velocity is None else _value(velocity, "velocity", v.shape))
+
+    def _start(self, v: FloatArray, velocity: FloatArray | None) -> None:
+        """Set the state from checked arrays (:meth:`reset`, and the first :meth:`update` with its ``target``)."""
         self.value = v
         self._target = v.copy()
-        self.velocity = np.zeros_like(v) if velocity is None else _value(velocity, "velocity", v.shape)
+        self.velocity = np.zeros_like(v) if velocity is None else velocity
 
     def update(self, target: ArrayLike, dt: float) -> FloatArray:
         """Advance by ``dt`` seconds towards ``target`` (same shape as the state); returns the new value.
@@ -103,7 +107,7 @@ class CriticallyDampedSpring:
         """
         if self.value is None or self.velocity is None or self._target is None:
             positive_number(dt, "dt", allow_zero=True)  # checked on every call, the first too
-            self.reset(target)
+            self._start(_value(target, "target", None), None)  # (an error names ``target``, not reset's ``value``)
             assert self.value is not None
             return self.value.copy()
         y1 = _value(target, "target", self.value.shape)
@@ -159,7 +163,10 @@ class OneEuroFilter:
 
     def reset(self, value: ArrayLike) -> None:
         """Set the state at ``value`` (also the last input), at rest."""
-        v = _value(value, "value", None)
+        self._start(_value(value, "value", None))
+
+    def _start(self, v: FloatArray) -> None:
+        """Set the state from a checked array (:meth:`reset`, and the first :meth:`update` with its ``x``)."""
         self.value = v
         self._input = v.copy()
         self.derivative = np.zeros_like(v)
@@ -173,7 +180,7 @@ class OneEuroFilter:
         """
         if self.value is None or self.derivative is None or self._input is None:
             positive_number(dt, "dt", allow_zero=True)  # checked on every call, the first too
-            self.reset(x)
+            self._start(_value(x, "x", None))  # (an error names ``x``, not reset's ``value``)
             assert self.value is not None
             return self.value.copy()
         y1 = _value(x, "x", self.value.shape)

@@ -228,7 +228,7 @@ def palm_basis(along: ArrayLike, normal: ArrayLike) -> FloatArray:
     n = as_float_array(normal, "normal", (3,))
     require_finite(a, "along")
     require_finite(n, "normal")
-    broadcast_batch(a.shape[:-1], n.shape[:-1])
+    batch = broadcast_batch(a.shape[:-1], n.shape[:-1])
     a_u, a_len = unit_and_length(a)  # finite vectors of any size: no overflow or underflow in the norm
     if np.any(a_len == 0.0):
         raise SolverInputError("along is a zero vector: a palm basis needs a direction")
@@ -241,6 +241,7 @@ def palm_basis(along: ArrayLike, normal: ArrayLike) -> FloatArray:
     # parallel vectors); the second leaves eps, so the basis is a rotation matrix to rounding.
     n_perp = n_perp - a_u * np.sum(n_perp * a_u, axis=-1, keepdims=True)
     n_u = n_perp / np.linalg.norm(n_perp, axis=-1, keepdims=True)
+    a_u = np.broadcast_to(a_u, batch + (3,))  # one along for a batch of normals (n_u has the full batch)
     return np.stack([a_u, n_u, np.cross(a_u, n_u)], axis=-1)
 
 
@@ -264,6 +265,8 @@ def palm_rotation(hand: Hand, target_basis_world: ArrayLike) -> FloatArray:
     ``P`` (wrist frame) to ``W P``; solving ``W P = target`` gives
     ``W = target P^T``.
     """
+    if not isinstance(hand, Hand):
+        raise SolverInputError(f"palm_rotation: hand must be a kinema.hands.Hand, got {type(hand).__name__}")
     target = _check_basis(target_basis_world, "target_basis_world")
     return rot.from_matrix(target @ hand.palm_basis.T)
 

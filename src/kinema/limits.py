@@ -171,6 +171,17 @@ def _angle(x: Any, what: str, degrees: bool, lo: float = -math.pi, hi: float = m
     return min(max(v, lo), hi)
 
 
+def _angle_array(v: Any, what: str) -> Any:
+    """``v`` itself, or for a NumPy array: a 0-d one as the number it holds, any other as it is when it holds
+    real numbers; :class:`SolverInputError` naming ``what`` for an array of anything else (objects, bools,
+    strings, complex numbers), whose items would each pass as a number or fail one by one."""
+    if not isinstance(v, np.ndarray):
+        return v
+    if v.dtype.kind not in "iuf":
+        raise SolverInputError(f"{what} must be real numbers, got an array of dtype {v.dtype}")
+    return v[()] if v.ndim == 0 else v
+
+
 def _perpendicular(axis: tuple[float, float, float]) -> tuple[float, float, float]:
     """A unit vector perpendicular to ``axis``: the cross with the basis axis along its smallest component."""
     a = np.asarray(axis)
@@ -312,14 +323,15 @@ class SwingTwist(Limit):
         degrees = check_flag(self.degrees, "SwingTwist degrees")
         axis = _unit(self.axis, "SwingTwist axis")
         object.__setattr__(self, "axis", axis)
-        if isinstance(self.swing, (tuple, list, np.ndarray)):
-            if len(self.swing) != 2:
+        swing = _angle_array(self.swing, "SwingTwist swing")  # a 0-d array: the one angle it holds
+        if isinstance(swing, (tuple, list, np.ndarray)):
+            if len(swing) != 2:
                 raise SolverInputError(f"SwingTwist swing is one angle or a pair, got {self.swing!r}")
-            s1 = _angle(self.swing[0], "SwingTwist swing[0]", degrees, 0.0, math.pi)
-            s2 = _angle(self.swing[1], "SwingTwist swing[1]", degrees, 0.0, math.pi)
+            s1 = _angle(swing[0], "SwingTwist swing[0]", degrees, 0.0, math.pi)
+            s2 = _angle(swing[1], "SwingTwist swing[1]", degrees, 0.0, math.pi)
             object.__setattr__(self, "swing", (s1, s2))
         else:
-            object.__setattr__(self, "swing", _angle(self.swing, "SwingTwist swing", degrees, 0.0, math.pi))
+            object.__setattr__(self, "swing", _angle(swing, "SwingTwist swing", degrees, 0.0, math.pi))
         # a bound left out is free in radians: converting the default pi as degrees made it 0.0548 rad
         lo = -math.pi if self.twist_min is None else _angle(self.twist_min, "SwingTwist twist_min", degrees)
         hi = math.pi if self.twist_max is None else _angle(self.twist_max, "SwingTwist twist_max", degrees)
@@ -383,12 +395,14 @@ class EulerRange(Limit):
             _parse_seq(self.order)
         except ValueError as exc:
             raise SolverInputError(f"EulerRange order: {exc}") from None
+        given = {}
         for name in ("mins", "maxs"):
-            v = getattr(self, name)
+            v = _angle_array(getattr(self, name), f"EulerRange {name}")  # a 0-d array: one number, not three
             if isinstance(v, (str, bytes)) or not isinstance(v, Sequence | np.ndarray) or len(v) != 3:
-                raise SolverInputError(f"EulerRange {name} needs three angles, got {v!r}")
-        lo = tuple(_angle(x, f"EulerRange mins[{a}]", degrees) for a, x in enumerate(self.mins))
-        hi = tuple(_angle(x, f"EulerRange maxs[{a}]", degrees) for a, x in enumerate(self.maxs))
+                raise SolverInputError(f"EulerRange {name} needs three angles, got {getattr(self, name)!r}")
+            given[name] = v
+        lo = tuple(_angle(x, f"EulerRange mins[{a}]", degrees) for a, x in enumerate(given["mins"]))
+        hi = tuple(_angle(x, f"EulerRange maxs[{a}]", degrees) for a, x in enumerate(given["maxs"]))
         for a in range(3):
             if lo[a] > hi[a]:
                 raise SolverInputError(f"EulerRange mins[{a}] = {lo[a]!r} is greater than maxs[{a}] = {hi[a]!r}")
@@ -427,14 +441,38 @@ def pack_limits(skeleton: Skeleton, joints: Sequence[int] | NDArray[np.int64],
                 limits: Mapping[Any, Limit] | None) -> PackedLimits:
     """Pack ``limits`` (``{joint name or index: Limit}``) for the chain ``joints (K,)``.
 
-    Unknown joint names raise :class:`~kinema.BoneNotFoundError`; joints of
+    ``joints`` is a sequence (a list, a tuple, a 1-D array) of joint indices
+    (a negative one counts from the last joint, as in Python) or names; an
+    item that is not one of the skeleton's joints (out of range, a float, a
+    bool, an unknown name) raises :class:`~kinema.BoneNotFoundError`, and a
+    ``skeleton`` that is not a :class:`~kinema.Skeleton` or ``joints`` that
+    are not a sequence :class:`~kinema.SolverInputError`.
+
+    Unknown joint names in ``limits`` raise :class:`~kinema.BoneNotFoundError`; joints of
     the skeleton that are not in ``joints`` are ignored.  A joint given twice
     (by name and by index) or a value that is not a :class:`Limit` raises
     :class:`~kinema.SolverInputError`.
     """
-    from ._validate import resolve_joint
+    from ._validate import is_sequence, resolve_joint
+    from .errors import BoneNotFoundError
+    from .skeleton import Skeleton
 
-    j = np.asarray(joints, dtype=np.int64)
+    if not isinstance(skeleton, Skeleton):
+        raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+    if not is_sequence(joints) or (isinstance(joints, np.ndarray) and joints.ndim != 1):
+        raise SolverInputError(f"joints must be a sequence of joint indices or names, got {joints!r}")
+    n = skeleton.n_joints
+    if (isinstance(joints, np.ndarray) and joints.dtype.kind in "iu"
+            and not np.any((joints < -n) | (joints >= n))):
+        j = np.where(joints < 0, joints + n, joints).astype(np.int64)  # the solvers' case, at NumPy speed
+    else:  # item by item, so an item that is no joint is named
+        resolved = []
+        for a, x in enumerate(joints):
+            try:
+                resolved.append(resolve_joint(skeleton, x))
+            except BoneNotFoundError as exc:
+                raise BoneNotFoundError(x, skeleton.names, f"joints[{a}]: {exc}") from None
+        j = np.array(resolved, dtype=np.int64)
     k = j.size
     kinds = np.zeros(k, dtype=np.int64)
     params = np.zeros((k, LIMIT_PARAMS))

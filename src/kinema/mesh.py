@@ -72,8 +72,11 @@ def linear_blend_skinning(positions: FloatArray, joints: IntArray, weights: Floa
     check_allocation(8 * math.prod(batch) * n_v * (n_k * (12 + 3) + 3), "skin_matrices",
                      f"a batch small enough to skin {n_v} vertices of {n_k} influences at once",
                      f"batch {batch}")
-    per = skin_matrices[..., joints, :3, :]  # (*b, V, K, 3, 4)
-    hom = np.concatenate([positions, np.ones((positions.shape[0], 1))], axis=1)
+    # Every operand C-contiguous: einsum's summation order (so the last bits) follows the memory layout, and a
+    # result must not depend on it (a Fortran-ordered or strided input gave other bits).
+    per = np.ascontiguousarray(skin_matrices[..., joints, :3, :])  # (*b, V, K, 3, 4)
+    hom = np.ones((positions.shape[0], 4))
+    hom[:, :3] = positions
     moved = np.einsum("...vkij,vj->...vki", per, hom)
     return np.asarray(np.einsum("...vki,vk->...vi", moved, weights), dtype=np.float64)
 
@@ -108,7 +111,9 @@ def _skinning_inputs(positions: Any, joints: Any, weights: Any, skin_matrices: A
     _check_joint_indices(j, n_j, f"joints: an index is out of range for {n_j} skin matrices")
     for what, a in (("positions", pos), ("weights", w), ("skin_matrices", skin)):
         require_finite(a, what)
-    return pos, j.astype(np.int64, copy=False), w, skin
+    # C-contiguous copies of any other layout (see linear_blend_skinning); a C-ordered float64 input is kept.
+    return (np.ascontiguousarray(pos), np.ascontiguousarray(j, dtype=np.int64), np.ascontiguousarray(w),
+            np.ascontiguousarray(skin))
 
 
 def _fmt(v: Any) -> str:

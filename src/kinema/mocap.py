@@ -39,8 +39,17 @@ from numpy.typing import ArrayLike
 
 from . import rotation as rot
 from ._kernels.constants import DEFAULT_MARGIN_FRACTION
+from ._solve import MAX_ITERATIONS
 from ._types import BoolArray, FloatArray, IntArray
-from ._validate import as_float_array, as_float_scalar, is_sequence, positive_number, require_finite, resolve_joint
+from ._validate import (
+    as_float_array,
+    as_float_scalar,
+    check_flag,
+    is_sequence,
+    positive_number,
+    require_finite,
+    resolve_joint,
+)
 from .errors import ShapeError, SkeletonError, SolverInputError
 from .fk import forward_kinematics
 from .pose import Clip, Pose, key_brackets, resample_times
@@ -320,6 +329,16 @@ def _subskeleton(skeleton: Skeleton, joints: Sequence[int]) -> tuple[Skeleton, I
 def _take(a: FloatArray, keep: IntArray) -> FloatArray:
     """Joint subset of a ``(F, J, k)`` or shared ``(J, k)`` array."""
     return a[keep] if a.ndim == 2 else a[:, keep]
+
+
+def _foot_index(k: Any, n_feet: int) -> int:
+    """Foot ``k`` of ``n_feet`` as an index ``0 .. n_feet - 1``: an int (or NumPy integer, not a bool) from
+    ``-n_feet`` to ``n_feet - 1``, a negative one counting from the last foot as Python's indexing does;
+    :class:`SolverInputError` naming ``k`` and the valid range otherwise."""
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or not -n_feet <= k < n_feet:
+        raise SolverInputError(f"k must be the index of a foot, an int from {-n_feet} to {n_feet - 1} "
+                               f"(there are {n_feet} feet), got {k!r}")
+    return int(k) % n_feet
 
 
 def _runs(mask: BoolArray) -> tuple[IntArray, IntArray]:
@@ -787,8 +806,11 @@ class Contacts:
     thresholds: ContactThresholds
 
     def runs(self, k: int) -> tuple[IntArray, IntArray]:
-        """Contacts of foot ``k`` as half-open frame ranges ``(starts, ends)``."""
-        return _runs(self.mask[:, k])
+        """Contacts of foot ``k`` as half-open frame ranges ``(starts, ends)``.
+
+        ``k`` indexes :attr:`feet`: an int from ``-K`` to ``K - 1`` (a negative one counts from the last foot,
+        as in Python); anything else is a :class:`SolverInputError`."""
+        return _runs(self.mask[:, _foot_index(k, len(self.feet))])
 
     @property
     def n_contacts(self) -> int:
@@ -1006,7 +1028,11 @@ class FootlockResult:
     held: BoolArray | None = None
 
     def held_runs(self, k: int) -> tuple[IntArray, IntArray]:
-        """Frames foot ``k`` is held at its locks, as half-open ranges ``(starts, ends)`` (one per contact)."""
+        """Frames foot ``k`` is held at its locks, as half-open ranges ``(starts, ends)`` (one per contact).
+
+        ``k`` indexes ``contacts.feet``: an int from ``-K`` to ``K - 1`` (a negative one counts from the last
+        foot, as in Python); anything else is a :class:`SolverInputError`."""
+        k = _foot_index(k, len(self.contacts.feet))
         return _runs((self.contacts.mask if self.held is None else self.held)[:, k])
 
 
@@ -1267,6 +1293,8 @@ def footlock(
     _check_skeleton(skeleton)
     _check_clip(clip)
     _check_detect_options(detect_options)
+    lower_hips = check_flag(lower_hips, "lower_hips")
+    keep_length = check_flag(keep_length, "keep_length")
     n = _require_frames(clip, "there is nothing to foot-lock")
     t_out, r_out, scales = _clip_arrays(skeleton, clip)
     if contacts is not None and not isinstance(contacts, Contacts):
@@ -1496,10 +1524,19 @@ def reach(
       an exact two-bone finish on the arm (see :func:`_reach_chain`).
     * ``keep_orientation``: the effector keeps its animated world orientation
       (else it rides rigidly on its parent).
-    * ``tolerance``/``max_iterations``: for the CCD part of ``chain``.
+    * ``tolerance``/``max_iterations``: for the CCD part of ``chain`` (a finite
+      number ``>= 0`` and an int from 0 to ``MAX_ITERATIONS``; checked even
+      without ``chain``).
     """
     _check_skeleton(skeleton)
     _check_clip(clip)
+    keep_orientation = check_flag(keep_orientation, "keep_orientation")
+    # Checked whether or not a chain uses them: a bad value is a mistake either way.
+    tolerance = positive_number(tolerance, "tolerance", allow_zero=True)
+    if (isinstance(max_iterations, (bool, np.bool_)) or not isinstance(max_iterations, (int, np.integer))
+            or not 0 <= max_iterations <= MAX_ITERATIONS):
+        raise SolverInputError(f"max_iterations must be an int from 0 to {MAX_ITERATIONS}, got {max_iterations!r}")
+    max_iterations = int(max_iterations)
     n = _require_frames(clip, "there is nothing to re-aim")
     t_all, r_out, scales = _clip_arrays(skeleton, clip)
     eff = resolve_joint(skeleton, effector)

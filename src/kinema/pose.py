@@ -11,6 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._validate import (
     as_float_array,
+    as_float_scalar,
     batch_shape_arg,
     broadcast_batch,
     check_allocation,
@@ -169,8 +170,8 @@ class Pose:
     def __getitem__(self, index: Any) -> Pose:
         """Index the batch dimensions as NumPy would (the joint axis is never indexed).
 
-        An index that does not fit the batch dimensions (out of range, more indices than batch
-        dimensions, not an index) raises :class:`~kinema.ShapeError`, as does one whose result would pass
+        An index that does not fit the batch dimensions (out of range, however large, more indices than
+        batch dimensions, not an index) raises :class:`~kinema.ShapeError`, as does one whose result would pass
         :data:`~kinema._validate.MAX_ALLOCATION_BYTES` (a repeating index array).
         """
         batch = self.batch_shape
@@ -178,7 +179,7 @@ class Pose:
         check_allocation(8 * items, "pose index", "a pose whose batch can be indexed", f"batch shape {batch}")
         try:
             rows = np.arange(items).reshape(batch)[index]  # the batch dims alone
-        except (IndexError, TypeError, ValueError) as exc:
+        except (IndexError, TypeError, ValueError, OverflowError) as exc:  # (OverflowError: an int past int64)
             raise ShapeError("pose index", f"an index into the batch dimensions {batch}",
                              f"{index!r} ({exc})") from None
         n = self.n_joints
@@ -270,31 +271,59 @@ def _clip_fields(pose: Any, fps: Any, times: Any) -> tuple[float, NDArray[np.flo
 
 def resample_times(t_start: float, t_end: float, fps: float, max_frames: int) -> NDArray[np.float64]:
     """Evenly spaced frame times ``t_start + k / fps`` for ``k = 0 .. ceil((t_end - t_start) fps - TIME_EPS)``
-    (the last at or just past ``t_end``).  :class:`SolverInputError` when that is more than ``max_frames``
-    frames, before anything is allocated."""
-    span = (float(t_end) - float(t_start)) * float(fps)  # Python floats: an overflow is inf, no warning
+    (the last at or just past ``t_end``; an end at or before the start gives the one frame at ``t_start``).
+
+    ``t_start`` and ``t_end`` are finite numbers, ``fps`` a finite number > 0 and ``max_frames`` an int >= 0;
+    :class:`SolverInputError` for anything else, and when that is more than ``max_frames`` frames, before
+    anything is allocated."""
+    t0 = as_float_scalar(t_start, "t_start")
+    t1 = as_float_scalar(t_end, "t_end")
+    if not (math.isfinite(t0) and math.isfinite(t1)):
+        raise SolverInputError(f"t_start and t_end must be finite numbers, got {t_start!r} and {t_end!r}")
+    rate = positive_number(fps, "fps")
+    if (isinstance(max_frames, (bool, np.bool_)) or not isinstance(max_frames, (int, np.integer))
+            or max_frames < 0):
+        raise SolverInputError(f"max_frames must be an int >= 0, got {max_frames!r}")
+    span = (t1 - t0) * rate  # Python floats: an overflow is inf, no warning
     if not span <= max_frames:
-        raise SolverInputError(f"resampling {t_end - t_start:g} s at {fps:g} fps gives {span:.3g} frames, more "
+        raise SolverInputError(f"resampling {t1 - t0:g} s at {rate:g} fps gives {span:.3g} frames, more "
                                f"than {max_frames}")
-    return float(t_start) + np.arange(resampled_frame_count(span)) / float(fps)
+    return t0 + np.arange(resampled_frame_count(max(span, 0.0))) / rate
 
 
 def resampled_frame_count(span: float) -> int:
-    """Frames of a resampling over ``span = duration * fps`` (finite, >= 0): ``ceil(span - TIME_EPS) + 1``."""
-    return max(int(np.ceil(span - TIME_EPS)), 0) + 1
+    """Frames of a resampling over ``span = duration * fps``: ``ceil(span - TIME_EPS) + 1``, at least 1 (a span
+    <= 0, an end at or before the start, is the one frame at the start).  :class:`SolverInputError` for a span
+    that is not a finite number."""
+    v = as_float_scalar(span, "span")
+    if not math.isfinite(v):
+        raise SolverInputError(f"span must be a finite number, got {span!r}")
+    return max(math.ceil(v - TIME_EPS), 0) + 1  # (a Python int: no overflow for a large span)
 
 
-def key_brackets(times: NDArray[np.float64], query: NDArray[np.float64]
+def key_brackets(times: ArrayLike, query: ArrayLike
                  ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
     """For each query time the keys around it: ``(i0, i1, u)`` with ``times[i0] <= t <= times[i1]`` and
-    ``u = (t - times[i0]) / (times[i1] - times[i0])`` in [0, 1] (``times (K,)`` strictly increasing).
+    ``u = (t - times[i0]) / (times[i1] - times[i0])`` in [0, 1] (``times (K,)`` finite and strictly increasing,
+    ``K >= 1``; ``query`` real numbers of any shape, not NaN).
 
-    Before the first key and after the last the end key holds (``i0 == i1``, ``u = 0``), as glTF's samplers."""
-    k = times.shape[0]
-    i0 = np.clip(np.searchsorted(times, query, side="right") - 1, 0, k - 1)
+    Before the first key and after the last the end key holds (``i0 == i1``, ``u = 0``), as glTF's samplers.
+    :class:`ShapeError` for times that are not ``(K,)`` numbers or a query that is not numbers,
+    :class:`SolverInputError` for times not finite or not strictly increasing and a NaN query."""
+    t = as_float_array(times, "key times", ())
+    if t.ndim != 1 or t.size == 0:
+        raise ShapeError("key times", "(K,) with K >= 1", tuple(t.shape))
+    require_finite(t, "key times")
+    if np.any(t[1:] <= t[:-1]):
+        raise SolverInputError("key times must be strictly increasing")
+    q = as_float_array(query, "query", ())
+    if np.any(np.isnan(q)):  # (inf is a time past every key: the end key holds)
+        raise SolverInputError("query contains NaN")
+    k = t.shape[0]
+    i0 = np.clip(np.searchsorted(t, q, side="right") - 1, 0, k - 1)
     i1 = np.minimum(i0 + 1, k - 1)
-    d = times[i1] - times[i0]
+    d = t[i1] - t[i0]
     # At or past the last key (and before the first) i0 == i1 or u clips to 0: the end value holds.
     safe_d = np.where(d > 0.0, d, 1.0)
-    u = np.where(d > 0.0, np.clip((query - times[i0]) / safe_d, 0.0, 1.0), 0.0)
+    u = np.where(d > 0.0, np.clip((q - t[i0]) / safe_d, 0.0, 1.0), 0.0)
     return i0, i1, u

@@ -1,4 +1,5 @@
-"""A stance joined across gaps does not drift: small shifts of a planted foot across many gaps end the stance.
+"""A stance joined across gaps does not drift: small shifts of a planted foot across many gaps end the stance
+(and reach reports how far the effector moved).
 
 ``benchmarks/bench_mocap.py`` repeats the 19-joint capture end to end; its planted left foot moves 3.7 cm at
 each seam (under ``step``, 5% of the leg), so every seam's one-frame gap was filled and the foot was one
@@ -93,3 +94,21 @@ def test_stance_joins_stop_at_the_drift_bound() -> None:
         m = mask.copy()
         kc.clean_runs(m, 1, 0, xy, np.array([100.0]))
         assert _runs(m[:, 0]) == [(0, frames)]
+
+
+def test_reach_moved_max_is_how_far_the_effector_moved() -> None:
+    """``reach``'s ``moved_max`` (the CLI's "moved up to ...") is measured on the result: for a target out of
+    reach it reported the goal's distance from the animation (7.7 m on the walk, where the wrist moved 0.87 m)."""
+    from kinema import forward_kinematics, samples
+
+    sk, clip = samples.humanoid(), samples.clip("walk")
+    wrist = sk.index("right_wrist")
+    for target, reachable in (([5.0, 5.0, 5.0], False), (None, True)):
+        p_in = forward_kinematics(sk, clip.pose).positions[:, wrist]
+        tgt = p_in[15] + [0.1, 0.05, 0.0] if target is None else np.array(target)
+        res = mocap.reach(sk, clip, "right_wrist", tgt, (10, 20))
+        p_out = forward_kinematics(sk, res.clip.pose).positions[:, wrist]
+        moved = float(np.max(np.linalg.norm(p_out - p_in, axis=-1)))
+        assert res.metrics["moved_max"] == pytest.approx(moved, rel=1e-12, abs=1e-15)
+        if not reachable:
+            assert moved < 0.5 * float(np.min(np.linalg.norm(p_in[10:21] - tgt, axis=-1)))

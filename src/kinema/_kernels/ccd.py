@@ -30,7 +30,17 @@ import math
 import numpy as np
 
 from ._jit import njit
-from .chain import FOLD_REACH_RTOL, fold_direction, fold_point, input_status, output_status, path_world
+from .chain import (
+    FOLD_BENT_RTOL,
+    FOLD_REACH_RTOL,
+    FOLD_STRAIGHT_RTOL,
+    fold_direction,
+    fold_point,
+    frame_side,
+    input_status,
+    output_status,
+    path_world,
+)
 from .chain import chain_world as _chain_world_call
 from .drivers import make_drivers
 from .limits import LIMIT_NONE, LIMIT_PARAMS, apply_limit_local
@@ -286,6 +296,109 @@ def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, 
     return moved, hits
 
 
+#: Retries of a fold whose bend a limit blocked (:func:`ccd_item`): the mirrored side, then the two sides square
+#: to it (:func:`_retry_side`).
+FOLD_RETRIES = 3
+
+#: :func:`_backward_bone`: a bone within this angle's sine of the line from the end to the target (either way)
+#: lies on it.  A stall leaves the bones of a chain folded onto the line off it by up to about ten
+#: ``MIN_TURN_ANGLE`` (1.1e-4 rad seen on a 6-bone chain), far below a seed's turn (``POLE_SEED_ANGLE``).
+LINE_BONE_SINE = 1e-3
+
+
+@njit(borrows=True, helper=True)
+def _backward_bone(pos, tgt, reach, weights):  # type: ignore[no-untyped-def]
+    """For a chain ``pos (K, 3)`` along the line from its end to ``tgt`` (every bone within ``LINE_BONE_SINE``
+    of it, either way) and behind its end (no joint nearer the target than the end by more than
+    ``FOLD_STRAIGHT_RTOL * reach``: the end falls short of the target from every joint): the joint ``kb``
+    (``1 .. K-2``) at the far end of the bone nearest the end that points away from the target and whose joint
+    ``kb - 1`` turns (weight > 0).  -1 when there is none, the chain is bent, or the end is within
+    ``FOLD_STRAIGHT_RTOL * reach`` of the target (no line).  Bones up to ``FOLD_STRAIGHT_RTOL * reach`` long
+    have no direction and are passed over.  (The last bone is not looked at: the joint at its far end is the
+    end, whose frame the solve does not keep, and pointing away it is flipped by a sweep.)"""
+    n_k = pos.shape[0]
+    tol = FOLD_STRAIGHT_RTOL * reach
+    e = (pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2])
+    u = (tgt[0] - e[0], tgt[1] - e[1], tgt[2] - e[2])
+    ul = math.sqrt(vdot(u, u))
+    if n_k < 3 or ul <= tol:
+        return -1  # (a chain of one bone has no joint to move off the line; an end on the target, no line)
+    u = (u[0] / ul, u[1] / ul, u[2] / ul)
+    for k in range(n_k - 1):
+        if vdot((pos[k, 0] - e[0], pos[k, 1] - e[1], pos[k, 2] - e[2]), u) > tol:
+            return -1  # a joint past the end toward the target: the end overshoots it (the fold's case)
+        b = (pos[k + 1, 0] - pos[k, 0], pos[k + 1, 1] - pos[k, 1], pos[k + 1, 2] - pos[k, 2])
+        bl = math.sqrt(vdot(b, b))
+        if bl > tol:
+            c = vcross(b, u)
+            if vdot(c, c) > (LINE_BONE_SINE * bl) ** 2:
+                return -1  # bent: the sweeps have a side to work with
+    for m in range(n_k - 3, -1, -1):
+        b = (pos[m + 1, 0] - pos[m, 0], pos[m + 1, 1] - pos[m, 1], pos[m + 1, 2] - pos[m, 2])
+        if weights[m] > 0.0 and vdot(b, u) < -tol:
+            return m + 1
+    return -1
+
+
+@njit(borrows=True, helper=True)
+def _line_side(pos, rot, kb, tgt):  # type: ignore[no-untyped-def]
+    """The unit direction in which :func:`_backward_bone`'s joint ``kb`` is moved off the line from the end to
+    ``tgt``: the way it already sticks out from that line (by more than ``FOLD_BENT_RTOL`` of the bone before
+    it), else :func:`~kinema._kernels.chain.frame_side` of its frame about the line, as a fold's."""
+    n_k = pos.shape[0]
+    e = (pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2])
+    u = (tgt[0] - e[0], tgt[1] - e[1], tgt[2] - e[2])
+    ul = math.sqrt(vdot(u, u))  # > 0 (_backward_bone)
+    u = (u[0] / ul, u[1] / ul, u[2] / ul)
+    x = (pos[kb, 0] - e[0], pos[kb, 1] - e[1], pos[kb, 2] - e[2])
+    c = vdot(x, u)
+    off = (x[0] - c * u[0], x[1] - c * u[1], x[2] - c * u[2])
+    on = math.sqrt(vdot(off, off))
+    if on > FOLD_BENT_RTOL * _dist((pos[kb, 0], pos[kb, 1], pos[kb, 2]), (pos[kb - 1, 0], pos[kb - 1, 1],
+                                                                          pos[kb - 1, 2])):
+        return (off[0] / on, off[1] / on, off[2] / on)  # off the line already: further that way
+    return frame_side((rot[kb, 0], rot[kb, 1], rot[kb, 2], rot[kb, 3]), u)
+
+
+@njit(borrows=True, helper=True)
+def _retry_side(pos, rot, kb, side, n):  # type: ignore[no-untyped-def]
+    """Side ``n`` (1, 2, 3) of a fold's retry: the first fold's side ``side`` (in the frame of its middle joint
+    ``kb``) in world space, square to the bone after ``kb``, gives ``-side`` (mirrored), then ``u x side`` and
+    ``-(u x side)`` (``u`` the bone's direction).  ``(0, 0, 0)`` (no turn) when the bone has no direction
+    or the side lies along it."""
+    v = qrotate((rot[kb, 0], rot[kb, 1], rot[kb, 2], rot[kb, 3]), side)
+    u = (pos[kb + 1, 0] - pos[kb, 0], pos[kb + 1, 1] - pos[kb, 1], pos[kb + 1, 2] - pos[kb, 2])
+    ul = math.sqrt(vdot(u, u))
+    if ul <= 0.0:
+        return (0.0, 0.0, 0.0)  # a zero-length bone
+    u = (u[0] / ul, u[1] / ul, u[2] / ul)
+    c = vdot(v, u)
+    v = (v[0] - c * u[0], v[1] - c * u[1], v[2] - c * u[2])
+    vl = math.sqrt(vdot(v, v))
+    if vl <= FOLD_BENT_RTOL:
+        return (0.0, 0.0, 0.0)  # the side turned onto the bone: no side left
+    v = (v[0] / vl, v[1] / vl, v[2] / vl)
+    if n == 2:
+        return vcross(u, v)
+    if n == 3:
+        w = vcross(u, v)
+        return (-w[0], -w[1], -w[2])
+    return (-v[0], -v[1], -v[2])
+
+
+@njit(borrows=True, helper=True)
+def _seed_bend(kb, dirn, a2, max_step, pos, base_rot, joints, i, r, rot, kinds, params, rest):  # type: ignore[no-untyped-def]
+    """Turn chain joint ``kb - 1`` by the angle ``a2`` (capped by ``max_step``) so that joint ``kb`` moves off
+    its line toward ``dirn`` (about ``bone x dirn``, the bone ``kb - 1 -> kb``), then clamp it (:func:`_turn`);
+    returns ``(d, hit)``: the fold's seed turn."""
+    p_prev = (pos[kb - 1, 0], pos[kb - 1, 1], pos[kb - 1, 2])
+    p_k = (pos[kb, 0], pos[kb, 1], pos[kb, 2])
+    ax = vcross((p_k[0] - p_prev[0], p_k[1] - p_prev[1], p_k[2] - p_prev[2]), dirn)
+    if max_step > 0.0 and a2 > max_step:
+        a2 = max_step
+    return _turn(kb - 1, qfrom_axis_angle(ax, a2), base_rot, joints, i, r, rot, kinds, params, rest)
+
+
 #: Columns of the ``aux (K, AUX_COLS)`` scratch of :func:`ccd_item`: ``[:, 0:4]`` the joint's world
 #: correction in the current sweep, ``A_TURNED`` whether it turned in this sweep, ``A_DIRTY`` whether its
 #: local rotation in ``r`` is behind its world rotation in ``rot``, ``A_POLE`` the pole twist sub-chain
@@ -456,6 +569,11 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
     # its pass then runs once per solve, so a bend left off the pole's side is blended onto it, frame by frame.
     pole_pending = has_pole and pole_budget > 0.0
     folded = has_pole  # a pole folds a straight chain its own way (the pole pass)
+    seeds = 0  # seed turns off the target's line (_backward_bone), at most K per solve
+    fold_kb = -1  # the fold's middle joint (-1: no fold made), its side in that joint's frame, the retries made
+    fold_side = (0.0, 0.0, 0.0)
+    fold_tries = 0
+    fold_hits = 0  # the limit clamps counted when the fold (or its last retry) was made
     while sweeps < iterations and (err > tol or pole_pending):
         sweeps += 1
         cap = max_step
@@ -577,34 +695,71 @@ def ccd_item(i, joints, base_path, t, r, s, target, pole, weights, kinds, params
             from_start = False
             _keep_best(n_k, joints, i, r, t, rot, aux, base_rot)
         if not moved:
-            if folded or err <= tol:
+            if err <= tol:
                 break
-            # Stuck short of the target: a straight chain aimed along the target's line (each joint sees the end
-            # and the target in one direction, so none turns).  When the target is within reach, the chain is
-            # bent once: the joint before its middle joint turns so that the middle one sticks out toward
-            # fold_direction, and the sweeps fold it from there.  Else straight is the answer.
-            folded = True
             _write_locals(n_k, joints, i, r, rot, aux, base_rot)
-            kb = fold_point(pos, reach, 1)
-            if kb < 0 or weights[kb - 1] <= 0.0:
+            if not folded:
+                # Stuck short of the target: a straight chain aimed along the target's line (each joint sees the
+                # end and the target in one direction, so none turns).  When the target is within reach, the chain
+                # is bent once: the joint before its middle joint turns so that the middle one sticks out toward
+                # fold_direction, and the sweeps fold it from there.  Else straight is the answer.
+                folded = True
+                kb = fold_point(pos, reach, 1)
+                if (kb > 0 and weights[kb - 1] > 0.0
+                        and _dist((pos[0, 0], pos[0, 1], pos[0, 2]), tgt) < reach * (1.0 - FOLD_REACH_RTOL)):
+                    p_k = (pos[kb, 0], pos[kb, 1], pos[kb, 2])
+                    q_k = (rot[kb, 0], rot[kb, 1], rot[kb, 2], rot[kb, 3])
+                    dirn = fold_direction(q_k, (pos[kb - 1, 0], pos[kb - 1, 1], pos[kb - 1, 2]), p_k,
+                                          (pos[kb + 1, 0], pos[kb + 1, 1], pos[kb + 1, 2]))
+                    d, hit = _seed_bend(kb, dirn, POLE_SEED_ANGLE * weights[kb - 1], max_step, pos, base_rot, joints,
+                                        i, r, rot, kinds, params, rest)
+                    hits += 1 if hit else 0
+                    if qangle(d) < MIN_TURN_ANGLE:
+                        break  # a zero-length bone, or a limit that keeps the joint straight
+                    # remembered for a retry (in the middle joint's frame, which turns with the chain)
+                    fold_kb = kb
+                    fold_side = qrotate(qconj(q_k), dirn)
+                    fold_hits = hits
+                    changed = True
+                    chain_world(kb - 1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+                    err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
+                    continue
+            elif (fold_kb >= 0 and hits != fold_hits and fold_tries < FOLD_RETRIES
+                  and fold_point(pos, reach, 1) == fold_kb):
+                # The fold's bend was blocked by a limit (a one-sided hinge asked to bend the other way: clamps acted
+                # since the fold, and the chain is straight again): the fold is tried toward the mirrored side,
+                # then the two sides square to it, each at most once, from the pose the stall left.
+                bent = False
+                while not bent and fold_tries < FOLD_RETRIES:
+                    fold_tries += 1
+                    dirn = _retry_side(pos, rot, fold_kb, fold_side, fold_tries)
+                    d, hit = _seed_bend(fold_kb, dirn, POLE_SEED_ANGLE * weights[fold_kb - 1], max_step, pos,
+                                        base_rot, joints, i, r, rot, kinds, params, rest)
+                    hits += 1 if hit else 0
+                    bent = qangle(d) >= MIN_TURN_ANGLE  # else a side the limit blocks outright: the next one
+                fold_hits = hits
+                if bent:
+                    changed = True
+                    chain_world(fold_kb - 1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+                    err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
+                    continue
+            # Stuck on the target's line, short of it, with a bone pointing away from it (a chain folded back on
+            # itself: the flips of a chain aimed away from its target leave such zig-zags): every joint sees the
+            # end and the target in one direction, so none turns, and no fold of a straight chain applies.  The
+            # joint at that bone's far end is moved off the line (its bone's joint turns by the fold's seed angle),
+            # and the sweeps unfold the chain toward the target.
+            kh = _backward_bone(pos, tgt, reach, weights) if seeds < n_k else -1
+            if kh < 0:
                 break
-            if _dist((pos[0, 0], pos[0, 1], pos[0, 2]), tgt) >= reach * (1.0 - FOLD_REACH_RTOL):
-                break
-            p_prev = (pos[kb - 1, 0], pos[kb - 1, 1], pos[kb - 1, 2])
-            p_k = (pos[kb, 0], pos[kb, 1], pos[kb, 2])
-            dirn = fold_direction((rot[kb, 0], rot[kb, 1], rot[kb, 2], rot[kb, 3]), p_prev, p_k,
-                                  (pos[kb + 1, 0], pos[kb + 1, 1], pos[kb + 1, 2]))
-            # turning about bone x dirn moves the middle joint toward dirn
-            ax = vcross((p_k[0] - p_prev[0], p_k[1] - p_prev[1], p_k[2] - p_prev[2]), dirn)
-            a2 = POLE_SEED_ANGLE * weights[kb - 1]
-            if max_step > 0.0 and a2 > max_step:
-                a2 = max_step
-            d, hit = _turn(kb - 1, qfrom_axis_angle(ax, a2), base_rot, joints, i, r, rot, kinds, params, rest)
+            seeds += 1
+            dirn = _line_side(pos, rot, kh, tgt)
+            d, hit = _seed_bend(kh, dirn, POLE_SEED_ANGLE * weights[kh - 1], max_step, pos, base_rot, joints, i, r,
+                                rot, kinds, params, rest)
             hits += 1 if hit else 0
             if qangle(d) < MIN_TURN_ANGLE:
-                break  # a zero-length bone, or a limit that keeps the joint straight
+                break  # a limit that keeps the joint on the line
             changed = True
-            chain_world(kb - 1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
+            chain_world(kh - 1, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
             err = _dist((pos[n_k - 1, 0], pos[n_k - 1, 1], pos[n_k - 1, 2]), tgt)
     _write_locals(n_k, joints, i, r, rot, aux, base_rot)
     if kept and hits > 0 and err > best:

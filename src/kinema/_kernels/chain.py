@@ -268,6 +268,14 @@ def fold_direction(q_world, p_prev, p_k, p_next):  # type: ignore[no-untyped-def
         on = math.sqrt(vdot(off, off))
         if on > FOLD_BENT_RTOL * math.sqrt(ll2):
             return (off[0] / on, off[1] / on, off[2] / on)  # bent already: further that way
+    return frame_side(q_world, u)
+
+
+@njit(helper=True)
+def frame_side(q_world, u):  # type: ignore[no-untyped-def]
+    """:func:`fold_direction`'s side fixed in a joint's frame ``q_world``, for a bend off the unit direction
+    ``u``: of the frame's local x, y, z axes the least aligned with ``u`` (the first of equals, see
+    :data:`FOLD_AXIS_TIE`), ``a``, gives the unit ``u x a``."""
     best = 2.0
     a = (1.0, 0.0, 0.0)
     for c_ax in range(3):

@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._solve import blend_weight, check_iterations, check_uniform_scale, kernel_loader, prepare, run_driver
 from ._types import FloatArray, IntArray
-from ._validate import positive_number, require_finite
+from ._validate import is_unordered, positive_number, require_finite
 from .errors import ShapeError, SolverInputError
 from .goals import (
     GOAL_TYPES,
@@ -94,7 +94,9 @@ class DLS:
         if not isinstance(skeleton, Skeleton):
             raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
         if isinstance(goals, (str, bytes, Mapping)) or not isinstance(goals, Sequence):
-            raise SolverInputError(f"goals must be a sequence of kinema.goals objects, got {type(goals).__name__}")
+            why = " (its order is arbitrary: give a list or a tuple)" if is_unordered(goals) else ""
+            raise SolverInputError(f"goals must be a sequence of kinema.goals objects, got {type(goals).__name__}"
+                                   f"{why}")
         goals = list(goals)
         for n, g in enumerate(goals):
             if not isinstance(g, GOAL_TYPES):
@@ -179,6 +181,8 @@ class DLS:
 
         order = sorted(hard, key=key)
         self._order = order  # plan goal p is user goal order[p]
+        #: The per-item inputs of a solve in plan order, for its broadcast error: the goals' own targets, the weight.
+        self._input_names = (*[f"goals[{n}] target" for n in order], "weight")
         self._pose_goal = pose_idx[0] if pose_idx else -1
         n_goals = len(order)
         prios = [goals[n].priority for n in order]
@@ -315,7 +319,9 @@ class DLS:
                                                                                       pose.translations))
         r_in, t_in = (pose.rotations.copy(), pose.translations.copy()) if aliased else \
             (pose.rotations, pose.translations)
-        prep = prepare(self.skeleton, pose, extras, out, rotations_only=not self.root_translation)
+        names = self._input_names if targets is None else \
+            (*[f"goals[{n}] target" if targets[n] is None else f"targets[{n}]" for n in self._order], "weight")
+        prep = prepare(self.skeleton, pose, extras, out, rotations_only=not self.root_translation, names=names)
         n = prep.n
         n_goals = len(self._order)
         goal_data = np.zeros((n, n_goals, 8))

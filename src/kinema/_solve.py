@@ -34,6 +34,7 @@ from ._validate import (
     as_float_array,
     broadcast_batch,
     is_sequence,
+    not_sequence_text,
     positive_number,
     require_finite,
     resolve_joint,
@@ -75,7 +76,7 @@ def resolve_chain(skeleton: Skeleton, chain: Any) -> tuple[IntArray, NDArray[np.
     if isinstance(chain, np.ndarray) and chain.ndim == 0:
         chain = chain[()]  # one number in an array: one joint (refused below), not a sequence to iterate
     if not isinstance(chain, (str, int, np.integer)) and not is_sequence(chain):
-        raise SolverInputError(f"a chain is (start, end) or a list of joints, got {chain!r}")
+        raise SolverInputError(f"a chain is (start, end) or a list of joints, got {not_sequence_text(chain)}")
     try:
         items = list(chain) if not isinstance(chain, (str, int, np.integer)) else [chain]
     except TypeError:  # an iterable that does not iterate (a 0-d array of another kind, ...)
@@ -258,6 +259,7 @@ def prepare(
     *,
     checked: bool = False,
     unbatched: bool | None = None,
+    names: Sequence[str] | None = None,
 ) -> Prepared:
     """Broadcast ``pose`` with the per-item ``extras`` and set up the output pose.
 
@@ -269,7 +271,8 @@ def prepare(
     output buffer) is copied before ``out`` is written.
     ``checked``: the caller has already passed ``pose`` through :func:`check_pose`.
     ``unbatched``: True when the caller knows ``pose`` is unbatched and ``out`` None
-    (:func:`check_pose_item`); None: worked out here.
+    (:func:`check_pose_item`); None: worked out here.  ``names``: the argument each extra is (``"target"``,
+    ...), for the error when the batch shapes do not broadcast (:func:`~kinema._validate.broadcast_batch`).
 
     ``rotations_only``: the solver writes rotations only, so a new output
     pose keeps unbatched input translations and scales unbatched (copies of
@@ -299,7 +302,8 @@ def prepare(
                                                                           out.scales)) else a, tl)
                   for a, tl in extras]
     nj = skeleton.n_joints
-    batch = broadcast_batch(pose.batch_shape, *[a.shape[: a.ndim - len(tl)] for a, tl in extras])
+    batch = broadcast_batch(pose.batch_shape, *[a.shape[: a.ndim - len(tl)] for a, tl in extras],
+                            names=None if names is None else ("pose", *names))
     n = int(np.prod(batch)) if batch else 1
     if out is None:
         keep_t = rotations_only and pose.translations.ndim == 2
@@ -735,16 +739,22 @@ class SolverCache:
 
     Keys are ``(solver class, id(skeleton), arguments, their types)``: the
     types keep 1, 1.0 and True apart (they are equal and hash alike, but a
-    constructor refuses some of them).  A hit is used only when its solver's
-    ``skeleton`` is the very skeleton asked for, so an id reused by a new
-    object after the old one was freed never returns a stale solver (a cached
-    solver keeps its skeleton alive, so while it is cached the id cannot be
-    reused anyway).  Arguments that do not hash as they are (lists, arrays,
-    limit maps) are keyed by their :func:`freeze` snapshot; those with none
-    build a fresh solver, uncached.
+    constructor refuses some of them).  A chain of numbers is also checked
+    for its items' types (``(3, 5)`` is accepted, the equal ``(3.0, 5.0)``
+    and ``(True, 5)`` are refused; see :func:`_value_key`), so whether a call
+    is refused never depends on the calls before it.  A hit is used only
+    when its solver's ``skeleton`` is the very skeleton asked for, so an id
+    reused by a new object after the old one was freed never returns a stale
+    solver (a cached solver keeps its skeleton alive, so while it is cached
+    the id cannot be reused anyway).  Arguments other than numbers, strings,
+    None and a chain of those (lists, arrays, limit maps, tuples of options,
+    NumPy scalars) are keyed by their :func:`freeze` snapshot, which records
+    every item's type at any depth; those with none (a generator) build a
+    fresh solver, uncached.
 
     When full, the oldest entry goes (first in, first out).  A hit costs one
-    dict lookup and nothing else; least-recently-used order would cost a
+    dict lookup (and, for a chain of numbers in a new tuple, a look at its
+    items' types); least-recently-used order would cost a
     reordering on every hit, and saves at most one rebuild per
     :data:`SOLVER_CACHE_MAX` new solvers built (a hot solver pushed out by that
     many others is built again once).
@@ -752,7 +762,10 @@ class SolverCache:
 
     def __init__(self, maxsize: int = SOLVER_CACHE_MAX) -> None:
         self.maxsize = maxsize
-        self._items: dict[Hashable, Solver] = {}
+        #: key -> ``(solver, check, chain)``: ``check`` the item types a hit's chain must have (None: nothing to
+        #: check, see :func:`_value_key`), ``chain`` the one it was built from (the very same object, a per-frame
+        #: loop's constant chain, needs no check).
+        self._items: dict[Hashable, tuple[Solver, tuple[type, ...] | None, Any]] = {}
         #: Taken by a miss to insert and evict (a hit only reads): two threads evicting at once both took the
         #: same oldest key, and the second ``del`` raised KeyError out of a free function.
         self._lock = threading.Lock()
@@ -766,21 +779,36 @@ class SolverCache:
         ``types``: ``args``' types, when the caller has them at hand (a per-frame free function spells them
         out: cheaper than working them out here)."""
         items = self._items
-        key: Hashable = (cls, id(skeleton), args, (*map(type, args),) if types is None else types)
+        if types is None:
+            types = (*map(type, args),)
+        key: Hashable | None = (cls, id(skeleton), args, types)
         try:
-            hit = items.get(key)
-        except TypeError:  # an unhashable argument
+            entry = items.get(key)
+        except TypeError:  # an unhashable argument (a list, an array, a limit map): keyed by its snapshot below
+            entry, key = None, None
+        if entry is not None and entry[0].skeleton is skeleton:
+            if entry[1] is None or entry[2] is args[0] or entry[1] == (*map(type, args[0]),):
+                return entry[0]  # type: ignore[return-value]
+            key = None  # a chain equal to the entry's, of other item types ((3.0, 5.0) for (3, 5)): its own key
+        check = None
+        if key is not None:
+            by_value, check = _value_key(args, types)
+            if not by_value:
+                key = None
+        if key is None:
+            key = _frozen_key(cls, skeleton, args)
+            if key is None:
+                return _build(cls, skeleton, args)  # no snapshot (a generator, read once): built each time
             try:
-                key = (cls, id(skeleton), freeze(args))
-            except TypeError:
+                entry = items.get(key)
+            except TypeError:  # a snapshot that does not hash (a limit holding an array): built each time
                 return _build(cls, skeleton, args)
-            hit = items.get(key)
-        if hit is not None and hit.skeleton is skeleton:
-            return hit  # type: ignore[return-value]
+            if entry is not None and entry[0].skeleton is skeleton:
+                return entry[0]  # type: ignore[return-value]
         solver = _build(cls, skeleton, args)
         with self._lock:
             items.pop(key, None)
-            items[key] = solver
+            items[key] = (solver, check, args[0])
             while len(items) > self.maxsize:
                 del items[next(iter(items))]
         return solver
@@ -791,6 +819,43 @@ class SolverCache:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+
+
+#: Argument types a cache key compares by value, their types alongside: equal values of one of these types are the
+#: same argument to every constructor.
+_PLAIN_KEY_TYPES = frozenset({str, int, float, bool, type(None)})
+_STR_TYPE = frozenset({str})
+
+
+def _value_key(args: tuple[Any, ...], types: tuple[type, ...]) -> tuple[bool, tuple[type, ...] | None]:
+    """Whether :class:`SolverCache` may key ``args`` (``types``: theirs) by value: each one a number, a string or
+    None, but the first (the chain), which may also be a tuple of those.  And what a hit must then check: the
+    chain's item types, or None when there is nothing to check.
+
+    Equal values of different types hash alike (``3 == 3.0 == True``), and a chain ``(3, 5)`` is accepted where
+    ``(3.0, 5.0)`` and ``(True, 5)`` are refused: a chain of numbers is looked up by value and its hit taken only
+    for the same item types (an equal chain of other types gets a :func:`_frozen_key` of its own).  A chain of
+    names has nothing to check (a string equals no number), so the per-frame call with names costs one lookup.
+    """
+    if not _PLAIN_KEY_TYPES.issuperset(types[1:]):
+        return False, None
+    if types[0] is not tuple:
+        return types[0] in _PLAIN_KEY_TYPES, None
+    item_types = (*map(type, args[0]),)
+    if not _PLAIN_KEY_TYPES.issuperset(item_types):
+        return False, None
+    return True, None if _STR_TYPE.issuperset(item_types) else item_types
+
+
+def _frozen_key(cls: type, skeleton: Skeleton, args: tuple[Any, ...]) -> Hashable | None:
+    """The :class:`SolverCache` key of ``args`` not keyed by value (:func:`_value_key`): their :func:`freeze`
+    snapshot, which records every item's type at any depth (``(1, 0, 1)`` and ``(True, False, True)`` apart);
+    None when ``args`` have none (a generator, read once: a cached solver would answer for whatever it yields
+    next)."""
+    try:
+        return (cls, id(skeleton), freeze(args))
+    except TypeError:
+        return None
 
 
 def _build(cls: type[S], skeleton: Skeleton, args: tuple[Any, ...]) -> S:

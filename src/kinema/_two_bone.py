@@ -52,6 +52,7 @@ from ._validate import (
     broadcast_batch,
     check_flag,
     is_sequence,
+    not_sequence_text,
     positive_number,
     require_finite,
     resolve_joint,
@@ -138,7 +139,8 @@ def _joint_items(joints: Any) -> list[Any]:
     else:
         items = None
     if items is None:
-        raise SolverInputError(f"solve_two_bone needs three joints (upper, lower, end) in a sequence, got {joints!r}")
+        raise SolverInputError(f"solve_two_bone needs three joints (upper, lower, end) in a sequence, got "
+                               f"{not_sequence_text(joints)}")
     if len(items) != 3:
         raise SolverInputError(f"solve_two_bone needs three joints (upper, lower, end), got {len(items)}: {joints!r}")
     return items
@@ -419,13 +421,13 @@ class TwoBone(PackedChain):
         po = None if pole is None else as_float_array(pole, "pole", (3,))
         hi = None if bend_hint is None else as_float_array(bend_hint, "bend_hint", (3,))
         er = None if end_rotation is None else as_float_array(end_rotation, "end_rotation", (4,))
-        option_batches: list[tuple[int, ...]] = []
+        option_batches: list[tuple[str, tuple[int, ...]]] = []
         if type(weight) is float and weight == 1.0:
             w = _ONES
         else:
             w = _option(weight, "weight", 0.0, 1.0)
             if w.ndim:
-                option_batches.append(w.shape)
+                option_batches.append(("weight", w.shape))
         if soft is None:
             so = self._soft_row
         elif type(soft) is float and soft == 0.0:
@@ -433,13 +435,13 @@ class TwoBone(PackedChain):
         else:
             so = _option(soft, "soft", 0.0, 1.0, hi_open=True)
             if so.ndim:
-                option_batches.append(so.shape)
+                option_batches.append(("soft", so.shape))
         if margin is None:
             m = self._margin_row
         else:
             m = _option(margin, "margin", 0.0, np.inf)
             if m.ndim:
-                option_batches.append(m.shape)
+                option_batches.append(("margin", m.shape))
         return tg, po, hi, er, w, so, m, option_batches
 
     def _run(self, pose: Pose, target: ArrayLike, pole: ArrayLike | None, weight: ArrayLike,
@@ -470,18 +472,22 @@ class TwoBone(PackedChain):
             er_r = None if er is None else item_row(er)
         else:
             vectors: list[tuple[FloatArray, tuple[int, ...]]] = [(tg, (3,))]  # broadcast (and copied) by prepare
-            for v, tail in ((po, (3,)), (hi, (3,)), (er, (4,))):
+            names = ["target"]
+            for v, tail, name in ((po, (3,), "pole"), (hi, (3,), "bend_hint"), (er, (4,), "end_rotation")):
                 if v is not None:
                     vectors.append((v, tail))
+                    names.append(name)
             if option_batches:
                 # Options with batch dims of their own broadcast with the pose's and the vectors' like every
                 # solver's weight (a (1,) weight on one pose is a batch of one): the target is broadcast to the
                 # result, since it sets the batch of the output.
-                full = broadcast_batch(pose.batch_shape, *[v.shape[:-1] for v, _ in vectors], *option_batches)
+                full = broadcast_batch(pose.batch_shape, *[v.shape[:-1] for v, _ in vectors],
+                                       *[b for _, b in option_batches],
+                                       names=("pose", *names, *[name for name, _ in option_batches]))
                 if full and tg.shape[:-1] != full:
                     vectors[0] = (np.broadcast_to(tg, full + (3,)), (3,))
             prep = prepare(self._skeleton, pose, vectors, out, rotations_only=True, checked=True,
-                           unbatched=one or None)
+                           unbatched=one or None, names=names)
             n, batch, own, res, t, r, s = prep.n, prep.batch, prep.own, prep.out, prep.t, prep.r, prep.s
             rows = iter(prep.extras)
             tg_r = next(rows)
@@ -553,9 +559,9 @@ class TwoBone(PackedChain):
 
 #: A solve's converted inputs (:meth:`TwoBone._inputs`): ``target``, ``pole``, ``bend_hint``, ``end_rotation``
 #: (``(*batch, k)`` arrays or None), ``weight``, ``soft``, ``margin`` (``(*batch,)`` arrays, or this module's and
-#: the solver's own (1,) default rows) and the batch shapes of the options that are not defaults.
+#: the solver's own (1,) default rows) and the names and batch shapes of the options that are not defaults.
 _Inputs = tuple[FloatArray, FloatArray | None, FloatArray | None, FloatArray | None, FloatArray, FloatArray,
-                FloatArray, list[tuple[int, ...]]]
+                FloatArray, list[tuple[str, tuple[int, ...]]]]
 
 
 def _batch(pose: Pose, one: bool, x: _Inputs) -> tuple[int, ...]:
@@ -565,8 +571,10 @@ def _batch(pose: Pose, one: bool, x: _Inputs) -> tuple[int, ...]:
     if one and tg.ndim == 1 and not option_batches and (po is None or po.ndim == 1) and \
             (hi is None or hi.ndim == 1) and (er is None or er.ndim == 1):
         return ()  # the per-frame call
-    vectors = [v.shape[:-1] for v in (po, hi, er) if v is not None]
-    return broadcast_batch(pose_batch(pose), tg.shape[:-1], *vectors, *option_batches)
+    vectors = [(name, v.shape[:-1]) for v, name in ((po, "pole"), (hi, "bend_hint"), (er, "end_rotation"))
+               if v is not None]
+    named = [("pose", pose_batch(pose)), ("target", tg.shape[:-1]), *vectors, *option_batches]
+    return broadcast_batch(*[b for _, b in named], names=[name for name, _ in named])
 
 
 #: An unbatched solve's outputs: ``err``, ``reached``, ``status`` and ``hits``, each ``(1,)``.
@@ -822,7 +830,8 @@ def solve_two_bone_2d(
         raise SolverInputError("bend must be +1 or -1")
     m = np.full((), -1.0) if margin is None else _option(margin, "margin", 0.0, np.inf)
     so = _option(soft, "soft", 0.0, 1.0, hi_open=True)
-    batch = broadcast_batch(ro.shape[:-1], tg.shape[:-1], a1.shape, a2.shape, bd.shape, m.shape, so.shape)
+    batch = broadcast_batch(ro.shape[:-1], tg.shape[:-1], a1.shape, a2.shape, bd.shape, m.shape, so.shape,
+                            names=("root", "target", "l1", "l2", "bend", "margin", "soft"))
     n = int(np.prod(batch)) if batch else 1
     elbow = np.empty((n, 2))
     end = np.empty((n, 2))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -197,15 +198,35 @@ def resolve_joint(skeleton: Skeleton, joint: int | str | np.integer[Any]) -> int
     raise BoneNotFoundError(joint, skeleton.names, f"a joint is a name or an index, got {type(joint).__name__}")
 
 
-def broadcast_batch(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """Broadcast batch shapes; :class:`ShapeError` when they do not broadcast."""
+def broadcast_batch(*shapes: tuple[int, ...], names: Sequence[str] | None = None) -> tuple[int, ...]:
+    """Broadcast batch shapes; :class:`ShapeError` when they do not broadcast.
+
+    ``names``: the argument each shape belongs to (as many as ``shapes``), so that the error names the first
+    argument whose batch dimensions do not broadcast with those before it: ``"weight batch dimensions:
+    expected shape batch dimensions that broadcast with pose (3,), target (3,), got (2,)"``.  Without them it
+    lists the shapes.
+    """
     if not any(shapes):
         return ()  # all unbatched: the per-frame case
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
-        got = " vs ".join(str(s) for s in shapes)
-        raise ShapeError("batch dimensions", "broadcastable batch shapes", got) from None
+        if names is None:
+            got = " vs ".join(str(s) for s in shapes)
+            raise ShapeError("batch dimensions", "broadcastable batch shapes", got) from None
+    # the first argument that does not broadcast with those before it (the whole list does not, so one does)
+    k = next(k for k in range(1, len(shapes)) if not _broadcasts(shapes[:k + 1]))
+    before = ", ".join(f"{n} {s}" for n, s in zip(names[:k], shapes[:k], strict=True))
+    raise ShapeError(f"{names[k]} batch dimensions", f"batch dimensions that broadcast with {before}", shapes[k])
+
+
+def _broadcasts(shapes: Sequence[tuple[int, ...]]) -> bool:
+    """Whether ``shapes`` broadcast together."""
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        return False
+    return True
 
 
 def batch_shape_arg(x: Any, what: str = "batch_shape", item_bytes: int | None = None) -> tuple[int, ...]:
@@ -220,10 +241,12 @@ def batch_shape_arg(x: Any, what: str = "batch_shape", item_bytes: int | None = 
         x = x[()]
     if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
         x = (x,)  # one batch dimension given as a number
-    if not is_sequence(x) or any(isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 0
-                                 for d in x):
-        raise ShapeError(what, expected, repr(x))
-    shape = tuple(int(d) for d in x)
+    if not is_sequence(x):
+        raise ShapeError(what, expected, not_sequence_text(x))
+    dims = tuple(x)  # read once: a generator's sizes were used up by the check and the shape came out ()
+    if any(isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 0 for d in dims):
+        raise ShapeError(what, expected, repr(x) if isinstance(x, (tuple, list, np.ndarray)) else f"{dims!r}")
+    shape = tuple(int(d) for d in dims)
     if math.prod(shape) > MAX_BATCH_ITEMS:  # (Python ints: the product cannot overflow)
         raise ShapeError(what, f"at most {MAX_BATCH_ITEMS} items in all", f"{shape}: {math.prod(shape)} items")
     if item_bytes is not None:
@@ -232,13 +255,34 @@ def batch_shape_arg(x: Any, what: str = "batch_shape", item_bytes: int | None = 
     return shape
 
 
+#: The set-like views that keep an order: a dict's keys and items come in insertion order.
+_ORDERED_VIEWS: tuple[type[Any], ...] = (type({}.keys()), type({}.items()))
+
+
+def is_unordered(x: Any) -> bool:
+    """Whether ``x`` is a set (a ``set``, a ``frozenset`` or another :class:`collections.abc.Set`, a dict's keys
+    and items views aside): its iteration order is arbitrary (for strings it changes with the hash seed), so it
+    cannot stand where the order of the items means something (which target goes with which joint)."""
+    return isinstance(x, AbstractSet) and not isinstance(x, _ORDERED_VIEWS)
+
+
 def is_sequence(x: Any) -> bool:
     """Whether ``x`` is a sequence of items as an argument means one (steps, goals, joints): iterable, and not a
     string, bytes or a mapping (which iterate as characters or keys), nor a 0-d array (one item, which cannot be
-    iterated)."""
+    iterated), nor a set (:func:`is_unordered`: its order is arbitrary)."""
     if isinstance(x, np.ndarray):
         return x.ndim > 0
-    return isinstance(x, Iterable) and not isinstance(x, (str, bytes, Mapping))
+    return isinstance(x, Iterable) and not isinstance(x, (str, bytes, Mapping)) and not is_unordered(x)
+
+
+def not_sequence_text(x: Any) -> str:
+    """What ``x``, given where a sequence is expected and refused by :func:`is_sequence`, is, for the error:
+    ``"a set: its order is arbitrary (give a list or a tuple)"``, a mapping's type, or ``repr(x)``."""
+    if is_unordered(x):
+        return f"a {type(x).__name__}: its order is arbitrary (give a list or a tuple)"
+    if isinstance(x, Mapping):
+        return f"a {type(x).__name__} (a mapping, not a sequence: give a list or a tuple)"
+    return repr(x)
 
 
 def check_flag(x: Any, what: str) -> bool:

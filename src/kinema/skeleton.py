@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from collections.abc import Set as AbstractSet
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validate import _numeric_array, as_float_array, batch_shape_arg, is_sequence, unit_and_length
+from ._validate import (
+    _numeric_array,
+    as_float_array,
+    batch_shape_arg,
+    is_sequence,
+    is_unordered,
+    not_sequence_text,
+    unit_and_length,
+)
 from .errors import BoneNotFoundError, ShapeError, SkeletonError
 
 if TYPE_CHECKING:
@@ -147,9 +154,10 @@ class Skeleton:
         """
         names_t, pos = _names(names)  # strings, each once: a name used twice is reported as such, not as a cycle
         n = len(names_t)
-        if not is_sequence(parents) or (isinstance(parents, AbstractSet) and type(parents) is not _DICT_KEYS):
+        if not is_sequence(parents):
+            why = " (its order is arbitrary: give a list or a tuple)" if is_unordered(parents) else ""
             raise SkeletonError(f"parents must be a sequence (a parent per joint, in the order of the names), got "
-                                f"{type(parents).__name__}")
+                                f"{type(parents).__name__}{why}")
         plist: list[Any] = list(parents) if not isinstance(parents, np.ndarray) else parents.tolist()  # type: ignore[arg-type]
         if len(plist) != n:
             raise ShapeError("parents", f"({n},)", (len(plist),))
@@ -254,9 +262,10 @@ class Skeleton:
         """Indices of several joints given by name or index (a sequence of them; one name is not)."""
         from ._validate import resolve_joint
 
-        if not is_sequence(joints):
-            raise BoneNotFoundError(joints, self._names, "indices takes a sequence of joint names or indices, got "
-                                    f"{joints!r}; index() takes one name")
+        if not is_sequence(joints):  # (the error every bad ``joints`` of indices raises, a set's too)
+            got = not_sequence_text(joints) if is_unordered(joints) else f"{joints!r}; index() takes one name"
+            raise BoneNotFoundError(joints, self._names, f"indices takes a sequence of joint names or indices, got "
+                                    f"{got}")
         return np.asarray([resolve_joint(self, j) for j in joints], dtype=np.int64)
 
     def children(self, joint: int | str) -> tuple[int, ...]:
@@ -336,20 +345,17 @@ class Skeleton:
         return out
 
 
-_DICT_KEYS: type[Any] = type({}.keys())
-
-
 def _names(names: Any) -> tuple[tuple[str, ...], dict[str, int]]:
     """The joint names as a tuple, and each name's index.
 
     :class:`SkeletonError` for a string (its letters are not names), a non-sequence, a set (its order is
     arbitrary, so which joint is which would be too), an empty or non-string name and a name used twice.
     """
-    if not is_sequence(names):
-        raise SkeletonError(f"names must be a sequence of joint names, got {names!r}")
-    if isinstance(names, AbstractSet) and type(names) is not _DICT_KEYS:  # a dict's keys keep their order
+    if is_unordered(names):  # (a dict's keys keep their order: they are a sequence here)
         raise SkeletonError(f"names must be an ordered sequence of joint names (a list or a tuple), got a "
                             f"{type(names).__name__}, whose order is arbitrary")
+    if not is_sequence(names):
+        raise SkeletonError(f"names must be a sequence of joint names, got {names!r}")
     names_t = tuple(names)
     seen: dict[str, int] = {}
     for j, name in enumerate(names_t):

@@ -51,9 +51,11 @@ cut off is remembered, and the next step removes that direction from the
 joint's Jacobian columns when the step would push further into the limit.
 
 **Straight chains.**  A straight chain aimed along its position goal's target line has no Jacobian column that
-moves the end along the line: the step is zero.  When no step lowers the error any more, such a chain (its
-target within reach, unreached) is bent once (:func:`_fold_straight`, as CCD and FABRIK do) and the solve goes
-on; a solve that never stalls there is unchanged.
+moves the end along the line: the step is zero.  When no step lowers the error any more (once per solve), such
+a chain (its target within reach, unreached) is bent (:func:`_fold_straight`, as CCD and FABRIK do); one still
+straight with its target on the line behind its first joint (pointing away: the worst pose, not the best) is
+turned off the line (:func:`_turn_behind`) when the step test accepts the turn; the solve goes on from there.
+A solve that never stalls there is unchanged.
 """
 
 from __future__ import annotations
@@ -1025,6 +1027,121 @@ def _fold_straight(i, plan_i, plan_f, lay, t, r, s, goals, scratch, tol):  # typ
     return bent, hits
 
 
+@njit(helper=True)
+def _turn_behind(i, plan_i, plan_f, lay, t, r, s, goals, scratch, tol):  # type: ignore[no-untyped-def]
+    """Turn off the line each straight chain whose unreached position goal's target lies on the chain's line
+    behind its first joint (the chain points away from it): there every joint's rotation moves the end across
+    the line, so the damped step is zero, and the error is the largest it can be, not the smallest.  The case
+    :func:`_fold_straight` leaves: the target out of reach, a chain of one moving joint, or a fold its limits
+    kept straight.
+
+    The moving joints of the chain, first (topmost) first, are tried in turn: the joint turns by
+    ``FOLD_SEED_ANGLE`` so that the rest of the chain swings toward ``fold_direction`` (the side the fold
+    takes; a hinge about its axis, the sign that does that), else the other way, clamped into its limit.  A
+    turn is kept when it takes the end off the line by more than ``FOLD_STRAIGHT_RTOL`` of the reach (less, as
+    a limit's clamp may leave, is still on the line: the solve would stall again) and the step test
+    (:func:`_better`) accepts it over the levels down to the goal's: no more important goal gets worse, so the
+    turn obeys the priorities as a step does (equally important goals are weighed together, as in a step).
+    Else the joint is put back and the next one tried.
+
+    Reads the current FK, goal errors and level errors ``lvl[0]``; a kept turn leaves ``r``, the FK and the
+    residuals (``lvl[0]`` too) of the new pose, a turn put back those of the pose as it was (computed again,
+    the same bits).  Returns ``(chains turned, clamps that hit)``."""
+    (pos, rot, scl, q_in, q_save, jac, err, basis, lev_j, lev_a, lev_y, delta, e_pose, world_axis,
+     block_n, block_new, gerr, t_io, lvl, mask, unit, block_try, probe, chain) = scratch
+    nk = plan_i[P_N_MOVING]
+    ng = plan_i[P_N_GOALS]
+    nl = plan_i[P_N_LEVELS]
+    turned = 0
+    hits = 0
+    for g in range(ng):
+        if plan_i[lay[6] + g] != GOAL_POSITION or gerr[g] <= tol:
+            continue
+        n, reach = _goal_chain(plan_i, lay, g, pos, chain)
+        if reach <= 0.0:
+            continue  # every row at one point: no line
+        if n >= 3 and fold_point(chain[:n], reach, 1) < 0:
+            continue  # bent: the steps have a side to work with
+        # the target on the chain's line (the first joint to the end), behind the first joint
+        tg = (goals[i, g, 0], goals[i, g, 1], goals[i, g, 2])
+        o = (chain[0, 0], chain[0, 1], chain[0, 2])
+        x = (tg[0] - o[0], tg[1] - o[1], tg[2] - o[2])
+        # (a straight chain's end is its reach away from its first joint: no zero division; unit vectors keep
+        # tiny and huge units free of underflowing squares)
+        el = vlength(chain[n - 1, 0] - o[0], chain[n - 1, 1] - o[1], chain[n - 1, 2] - o[2])
+        e = ((chain[n - 1, 0] - o[0]) / el, (chain[n - 1, 1] - o[1]) / el, (chain[n - 1, 2] - o[2]) / el)
+        c = x[0] * e[0] + x[1] * e[1] + x[2] * e[2]
+        if c >= 0.0 or vlength(x[0] - c * e[0], x[1] - c * e[1], x[2] - c * e[2]) > FOLD_STRAIGHT_RTOL * reach:
+            continue  # in front (the fold's case, or straight is best), or off the line (a step turns it)
+        lv_g = 0
+        while g >= plan_i[lay[8] + lv_g + 1]:
+            lv_g += 1
+        done = False
+        for kb in range(n - 1):
+            # the moving joint at chain row kb
+            kf = -1
+            row = 0
+            for k in range(nk):
+                if plan_i[lay[9] + k * ng + g] == AFFECTS_ANCESTOR:
+                    if row == kb:
+                        kf = k
+                    row += 1
+            f = plan_i[lay[2] + kf]
+            j = plan_i[lay[0] + f]
+            qw = (rot[f, 0], rot[f, 1], rot[f, 2], rot[f, 3])
+            p_k = (chain[kb, 0], chain[kb, 1], chain[kb, 2])
+            p_next = (chain[kb + 1, 0], chain[kb + 1, 1], chain[kb + 1, 2])
+            p_prev = (chain[kb - 1, 0], chain[kb - 1, 1], chain[kb - 1, 2]) if kb > 0 else p_k
+            u = (p_next[0] - p_k[0], p_next[1] - p_k[1], p_next[2] - p_k[2])
+            ul = vlength(u[0], u[1], u[2])
+            if ul <= 0.0:
+                continue  # a zero-length bone: no direction to turn it from
+            dirn = fold_direction(qw, p_prev, p_k, p_next)
+            # turning about w = u x dirn swings the bone after the joint (and the rest of the chain) toward dirn
+            w = ((u[1] * dirn[2] - u[2] * dirn[1]) / ul, (u[2] * dirn[0] - u[0] * dirn[2]) / ul,
+                 (u[0] * dirn[1] - u[1] * dirn[0]) / ul)
+            nd = plan_i[lay[4] + kf]
+            if nd == 1:
+                axis = _dof_unit(plan_f, lay, kf, 1, 0)
+                h = qrotate(qw, axis)
+                angle = FOLD_SEED_ANGLE if h[0] * w[0] + h[1] * w[1] + h[2] * w[2] >= 0.0 else -FOLD_SEED_ANGLE
+            else:
+                axis = qrotate(qconj(qw), w)
+                angle = FOLD_SEED_ANGLE
+            q0 = read_q(r, i, j)
+            for sign in (1.0, -1.0):
+                qc, hit = _joint_limit(plan_i, plan_f, lay, kf,
+                                       qnormalize(qmul(q0, qfrom_axis_angle(axis, sign * angle))))
+                write_q(r, i, j, qc)
+                _fk(plan_i, lay, i, t, r, s, pos, rot, scl)
+                _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr, e_pose, lvl[1], unit)
+                m, _ = _goal_chain(plan_i, lay, g, pos, chain)
+                # the end's distance from the line (the first joint stays where it was)
+                d = (chain[m - 1, 0] - o[0], chain[m - 1, 1] - o[1], chain[m - 1, 2] - o[2])
+                b = d[0] * e[0] + d[1] * e[1] + d[2] * e[2]
+                off = vlength(d[0] - b * e[0], d[1] - b * e[1], d[2] - b * e[2])
+                new_part = 0.0
+                old_part = 0.0
+                for lv in range(lv_g + 1):
+                    new_part += lvl[1, lv]
+                    old_part += lvl[0, lv]
+                if off > FOLD_STRAIGHT_RTOL * reach and _better(lvl, lv_g + 1, new_part, old_part):
+                    for lv in range(nl + 1):
+                        lvl[0, lv] = lvl[1, lv]
+                    turned += 1
+                    hits += 1 if hit else 0
+                    done = True
+                    break
+                # put back: the pose, its FK, residuals and chain as they were
+                write_q(r, i, j, q0)
+                _fk(plan_i, lay, i, t, r, s, pos, rot, scl)
+                _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr, e_pose, lvl[0], unit)
+                _goal_chain(plan_i, lay, g, pos, chain)
+            if done:
+                break
+    return turned, hits
+
+
 @njit(borrows=True, helper=True)
 def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  # type: ignore[no-untyped-def]
     """Solve item ``i`` (see the module docs); writes ``r[i]`` (and the root translation) and ``diag[i]``.
@@ -1100,7 +1217,7 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
     last_step = math.inf
     iters = 0
     has_pose = plan_i[P_HAS_POSE] != 0
-    folded = False  # a straight chain was bent (_fold_straight: once per solve)
+    folded = False  # a stall was handled (_fold_straight, _turn_behind: once per solve)
     while iters < max_iter and not frozen:
         reached = True
         for g in range(ng):
@@ -1156,16 +1273,23 @@ def dls_item(i, plan_i, plan_f, opts, t, r, s, goals, weights, diag, scratch):  
             lam *= DAMPING_UP
         if stop or (not accepted and lam > DAMPING_MAX):
             # No step lowers the error any more.  A straight chain aimed along its unreached target's line is
-            # bent once, and the solve goes on from there (when iterations are left); else this is the closest pose.
+            # bent, one pointing away from its target turned, once, and the solve goes on from there (when
+            # iterations are left); else this is the closest pose.
             if folded or iters >= max_iter:
                 break
             folded = True
             n_bent, fold_hits = _fold_straight(i, plan_i, plan_f, lay, t, r, s, goals, scratch, tol)
-            if n_bent == 0:
+            if n_bent > 0:
+                hits += fold_hits
+                cost, pose_err = _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr,
+                                           e_pose, lvl[0], unit)
+            n_turned, turn_hits = _turn_behind(i, plan_i, plan_f, lay, t, r, s, goals, scratch, tol)
+            if n_turned > 0:
+                hits += turn_hits
+                cost, pose_err = _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr,
+                                           e_pose, lvl[0], unit)
+            if n_bent + n_turned == 0:
                 break
-            hits += fold_hits
-            cost, pose_err = _evaluate(plan_i, plan_f, lay, i, t, r, goals, pos, rot, q_in, t_io, err, gerr,
-                                       e_pose, lvl[0], unit)
             lam = lam_min
     if weight != 1.0 and not frozen:
         for k in range(nk):

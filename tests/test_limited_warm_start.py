@@ -60,8 +60,8 @@ def test_a_warm_start_inside_its_limits_is_never_left_for_a_worse_pose(solve: An
 
 
 def test_fabrik_returns_the_input_when_no_iterate_comes_nearer() -> None:
-    """Random arm poses inside their limits, targets within 2 cm: the few solves none of whose iterates comes
-    nearer than the start return it bit for bit (rotations and translations), with the start's error (FK, 1e-12),
+    """Random arm poses inside their limits, targets within 2 cm: any solve none of whose iterates comes
+    nearer than the start returns it bit for bit (rotations and translations), with the start's error (FK, 1e-12),
     no move and no clamp; no solve ends farther than it started."""
     n = 20000
     rng = np.random.default_rng(1)
@@ -77,7 +77,8 @@ def test_fabrik_returns_the_input_when_no_iterate_comes_nearer() -> None:
     start_error = np.linalg.norm(start - target, axis=-1)
     assert np.all(res.error <= np.maximum(start_error, 1e-3) + 1e-12)
     kept = np.nonzero(~np.asarray(res.state["moved"]) & (res.iterations > 0))[0]
-    assert kept.size > 0  # the branch is reached (4 of the 20000)
+    # Those returned unmoved are the input bit for bit.  (4 of the 20000 were, before stalled passes went on
+    # to a descent: they now come nearer; the branch itself is test_fabrik_limited_motion's settled arm.)
     np.testing.assert_array_equal(res.pose.rotations[kept], pose.rotations[kept])
     np.testing.assert_array_equal(res.pose.translations[kept], pose.translations[kept])
     np.testing.assert_allclose(res.error[kept], start_error[kept], rtol=0.0, atol=1e-12)

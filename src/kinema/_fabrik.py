@@ -561,17 +561,19 @@ def solve_fabrik(
       is within ``tolerance`` (world units) of the target.
     * ``limits``: ``{joint: Hinge | SwingTwist | EulerRange}``, applied in
       every pass (a hinge joint turns about its axis only).  FABRIK moves
-      points, so with limits it is a heuristic: an unfinished solve returns
-      its best iterate, or the input pose itself when that is inside its
-      limits and nearer; and an arm followed frame by frame whose hinge sits
-      at a bound (an elbow held straight at 0) can stall short of a target
-      just inside its reach.  Measured on a slow circle of targets that
-      :func:`solve_ccd` follows to its 1 mm tolerance
-      (``tests/test_limited_warm_start.py``): a hinged elbow alone left the
-      wrist up to 4 mm short (2 of 360 frames beyond 2 mm), with a
-      swing-twist shoulder as well up to 13 mm (15 frames).  For limited
-      limbs solved from the previous frame, CCD or :func:`solve_dls` hold
-      the target more closely.
+      points, so with limits the passes fight the clamps: they can go
+      nowhere from a warm start, creep (hinges), or wander onto another
+      branch.  On a chain (fixed root, no pole), once
+      :data:`PASS_PATIENCE <kinema._kernels.fabrik.PASS_PATIENCE>` passes
+      in a row fail to bring the error below
+      :data:`PASS_GAIN <kinema._kernels.fabrik.PASS_GAIN>` times the best so
+      far, the rest of the iterations descend from the best candidate (the
+      input pose too, when it is inside its limits): each joint, tip to
+      root, turns to point the end at the target, clamped, and is kept only
+      when the end comes nearer, so a chain followed frame by frame moves
+      continuously.  An unfinished solve returns its best pose, the input
+      itself (bit for bit) when nothing came nearer.  Trees, poles and a
+      free root keep the passes alone.
     * ``pole``: ``(*batch, 3)`` world point the chain bends toward: after the
       passes, each inner joint turns about the line through its neighbours
       into the half-plane of the pole (end and bone lengths unchanged).

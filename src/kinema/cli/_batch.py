@@ -46,6 +46,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 import time
@@ -57,7 +58,7 @@ from typing import Any
 
 from ..errors import KinemaError
 from ..io._atomic import atomic_write, entries_of_dead_processes, same_file
-from ..io._read import PATH_CHARS, read_regular, short_repr
+from ..io._read import PATH_CHARS, file_kind, read_regular, short_repr
 from ..io.gltf.reader import ExternalFiles, read_external
 from ._commands import command_argv
 from ._files import FORMATS, CliError, Interrupted, UsageError, format_of, make_folders, remove_empty_folders
@@ -467,12 +468,12 @@ def _describe(command: str, res: dict[str, Any]) -> tuple[str, str]:
     m = res.get("metrics", {})
     frames = str(m.get("frames", ""))
     u = m.get("units", "")
-    miss = (f"missed by {m['error_max_units']:.4g} {u} (tolerance {m['tolerance_units']:.3g} {u}); "
+    miss = (f"missed by {m['error_max_units']:.4g} {u} (tolerance {m['tolerance_units']:.3g} {u})"
             if m.get("status") == "missed" else "")
     if command == "footlock":
         s0, s1 = m["skate_before_units_per_s"], m["skate_after_units_per_s"]
         red = f" ({-m['skate_reduction_percent']:+.1f}%)" if s0 > 0 else ""
-        return frames, f"{miss}skate {s0:.3g} -> {s1:.3g} {u}/s{red}"
+        return frames, "; ".join(x for x in (miss, f"skate {s0:.3g} -> {s1:.3g} {u}/s{red}") if x)
     if command == "reach":
         return frames, miss or f"error {m['error_max_units']:.3g} {u}"
     return frames, f"{m.get('joints', '')} joints"
@@ -483,7 +484,12 @@ def run_batch(args: argparse.Namespace, extra: list[str], ui: UI) -> int:
     command = args.command
     in_dir, out_dir = args.input_dir, args.output
     if not os.path.isdir(in_dir):
-        raise CliError(f"{in_dir}: no such folder")
+        if not os.path.exists(in_dir):  # a dangling symlink included
+            raise CliError(f"{in_dir}: no such folder")
+        mode = os.stat(in_dir).st_mode
+        what = "a file" if stat.S_ISREG(mode) else file_kind(mode)  # "a FIFO", ...
+        raise CliError(f"{in_dir}: is {what}, not a folder (batch runs over a folder's files; "
+                       f"for one file: kinema {command} FILE -o OUT)")
     if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
         raise CliError(f"{out_dir}: exists and is not a folder")
     if os.path.isdir(out_dir) and same_file(in_dir, out_dir):

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from ..mesh import SkinnedMesh
 
 __all__ = ["CliError", "Interrupted", "Motion", "FORMATS", "format_of", "load_motion", "load_sample", "check_output",
-           "save_motion", "scaled", "scaled_mesh", "unit_scales", "make_folders", "remove_empty_folders"]
+           "check_folder_of", "save_motion", "scaled", "scaled_mesh", "unit_scales", "make_folders",
+           "remove_empty_folders"]
 
 #: File extensions the command line reads and writes, and their format.
 FORMATS = {".bvh": "bvh", ".gltf": "gltf", ".glb": "gltf"}
@@ -84,8 +85,12 @@ class Motion:
 
 
 def format_of(path: str) -> str:
+    """The format of ``path`` by its extension; :class:`CliError` for another extension (or a folder without one:
+    said so, as a folder named ``d.bvh`` is when it is read)."""
     ext = os.path.splitext(path)[1].lower()
     if ext not in FORMATS:
+        if os.path.isdir(path):
+            raise CliError(f"{path}: is a folder, not a file")
         raise CliError(f"{path}: unknown file type {ext or '(no extension)'!r}; use .bvh, .gltf or .glb")
     return FORMATS[ext]
 
@@ -178,6 +183,8 @@ def check_output(out: str, inputs: list[str], force: bool) -> None:
     its nearest existing ancestor must be a folder.  An output type kinema does not write is a bad command line
     (:class:`UsageError`, exit status 2).
     """
+    if os.path.isdir(out) and os.path.splitext(out)[1].lower() not in FORMATS:
+        raise CliError(f"{out}: is a folder; give a file name")  # as a folder named d.bvh is, below
     try:
         format_of(out)
     except CliError as e:
@@ -194,6 +201,12 @@ def check_output(out: str, inputs: list[str], force: bool) -> None:
             mode = os.stat(out).st_mode
             what = "a file" if stat.S_ISREG(mode) else file_kind(mode)  # "a FIFO", "a character device", ...
         raise CliError(f"{out}: already exists ({what}); pass --force to replace it")
+    check_folder_of(out)
+
+
+def check_folder_of(out: str) -> None:
+    """:class:`CliError` unless ``out``'s folder exists or can be made (:func:`make_folders`): its nearest existing
+    ancestor must be a folder."""
     folder = _nearest_existing(os.path.dirname(os.path.abspath(out)))
     if not os.path.isdir(folder):
         raise CliError(f"{out}: {folder} is not a folder")

@@ -151,7 +151,7 @@ def _common() -> argparse.ArgumentParser:
     g.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show a traceback on errors")
     g.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="print nothing on success")
     g.add_argument("--progress", dest="progress", action="store_true", default=argparse.SUPPRESS,
-                   help="show progress bars even when stderr is not a terminal")
+                   help="show progress even when stderr is not a terminal (there: as plain lines)")
     g.add_argument("--no-progress", dest="progress", action="store_false", default=argparse.SUPPRESS,
                    help="never show progress bars")
     return p
@@ -238,8 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="smaller problems, fewer repeats (under 10 s with "
                    "compiled kernels; a first run compiles them: about 2 minutes on 2 cores)")
     p.add_argument("--json", metavar="FILE", help="also write the suite's rows to FILE (JSON)")
-    p.add_argument("--plot", metavar="FILE", help="draw accuracy against time per solve to FILE (PNG) and "
-                   "throughput against batch size to FILE with -throughput before its suffix (needs matplotlib)")
+    p.add_argument("--plot", metavar="FILE", help="draw accuracy against time per solve to FILE (a .png name) "
+                   "and throughput against batch size to FILE with -throughput before its suffix (needs "
+                   "matplotlib)")
     p.add_argument("--force", action="store_true", help="replace an existing --json or --plot FILE")
     p.add_argument("--frames", type=int, default=None, metavar="N",
                    help="time footlock alone on a clip of N frames (the sample walk repeated; 100000 with --batch)")

@@ -3,7 +3,10 @@
 ``rich`` is the ``cli`` extra and is imported lazily.  Results go to stdout
 as plain text (stable for scripts and tests, and rich tables only when
 stdout is a terminal); spinners and progress bars go to stderr and only when
-stderr is a terminal (``--no-progress`` turns them off, ``--progress`` on).
+stderr is a terminal (``--no-progress`` turns them off).  ``--progress`` shows
+them even when stderr is not a terminal: there (a log, a pipe) they are plain
+lines, as rich's live display draws nothing on a file and its cursor codes would
+litter a log.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import time
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -19,6 +23,10 @@ __all__ = ["UI", "COMPILING", "compile_notice", "one_line", "printable"]
 
 #: What the spinner says while numba compiles a kernel (a real compile, not a cache load).
 COMPILING = "compiling kernels (first use, cached afterwards)"
+
+#: Plain progress lines (``--progress`` with stderr not a terminal): at most one "done/total" line per this many
+#: seconds (the first and the last are always written), so a long batch does not flood its log.
+LINE_INTERVAL_S = 1.0
 
 
 def printable(text: str, *, keep: str = "") -> str:
@@ -116,7 +124,54 @@ class _NullProgress:
         pass
 
 
+class _Lines:
+    """Progress as plain lines on stderr, in place of rich's live display (which draws nothing when stderr is not a
+    terminal): the description each time it changes, ``done/total`` at most every :data:`LINE_INTERVAL_S`
+    seconds (the first and the last always), and a spinner's end with its time.  The same calls as rich's
+    ``Progress`` that :class:`_RichProgress` makes (``update``, ``advance``)."""
+
+    def __init__(self, text: str, total: int | None) -> None:
+        self._text = text
+        self._total = total
+        self._done = 0
+        self._started = time.perf_counter()
+        self._last_count = -float("inf")  # when the last done/total line was written (perf_counter)
+        self._lock = threading.Lock()  # numba's compile events may come from another thread
+        self._write(self._line())
+
+    @staticmethod
+    def _write(line: str) -> None:
+        sys.stderr.write(f"kinema: {line}\n")
+        sys.stderr.flush()
+
+    def _line(self) -> str:
+        if self._total is None:  # a spinner: its description only
+            return self._text
+        self._last_count = time.perf_counter()
+        return f"{self._text}: {self._done}/{self._total}"
+
+    def update(self, task: Any, *, description: str) -> None:
+        with self._lock:
+            if description != self._text:
+                self._text = description
+                self._write(self._line())
+
+    def advance(self, task: Any, n: int = 1) -> None:
+        with self._lock:
+            self._done += n
+            last = self._total is not None and self._done >= self._total
+            if last or time.perf_counter() - self._last_count >= LINE_INTERVAL_S:
+                self._write(self._line())
+
+    def finish(self) -> None:
+        """The spinner's last line (a progress bar's last line is its ``total/total``)."""
+        if self._total is None:
+            self._write(f"done in {time.perf_counter() - self._started:.2f} s")
+
+
 class _RichProgress:
+    """A spinner or progress bar: rich's ``Progress`` on a terminal, :class:`_Lines` elsewhere."""
+
     def __init__(self, progress: Any, task: Any, text: str) -> None:
         self._progress = progress
         self._task = task
@@ -150,8 +205,12 @@ class UI:
 
     def __init__(self, *, quiet: bool = False, progress: bool | None = None) -> None:
         self.quiet = quiet
-        auto = sys.stderr.isatty()
-        self.show_progress = (auto if progress is None else progress) and _rich_available()
+        live = sys.stderr.isatty() and _rich_available()
+        #: Whether spinners and bars are shown: by default on a terminal with rich; ``progress`` True or False
+        #: (``--progress``, ``--no-progress``) decides instead.
+        self.show_progress = live if progress is None else bool(progress)
+        #: Shown as rich's live display (a terminal with rich), else as plain lines (:class:`_Lines`).
+        self._live = live
         self._err_console: Any = None
 
     # ------------------------------------------------------------- results
@@ -216,6 +275,9 @@ class UI:
         if not self.show_progress:
             yield _NullProgress()
             return
+        if not self._live:
+            yield from self._lines(text, None)
+            return
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -231,6 +293,9 @@ class UI:
         if not self.show_progress:
             yield _NullProgress()
             return
+        if not self._live:
+            yield from self._lines(text, total)
+            return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -239,3 +304,12 @@ class UI:
             bar = _RichProgress(p, task, printable(text))
             with compile_notice(bar.compiling):
                 yield bar
+
+    @staticmethod
+    def _lines(text: str, total: int | None) -> Iterator[_RichProgress]:
+        """The body of :meth:`status` (``total`` None) and :meth:`progress` as plain lines."""
+        lines = _Lines(printable(text), total)
+        bar = _RichProgress(lines, None, printable(text))
+        with compile_notice(bar.compiling):
+            yield bar
+        lines.finish()  # not after an error: its message follows instead

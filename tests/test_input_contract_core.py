@@ -369,3 +369,27 @@ def test_skeleton_inputs_keep_their_messages() -> None:
         kinema.Skeleton({"a", "b"}, [-1, 0], np.zeros((2, 3)))  # type: ignore[arg-type]
     with pytest.raises(SkeletonError, match=f"parents must be a sequence .* got set \\(its {ORDER}"):
         kinema.Skeleton.from_unordered(["a", "b"], {None, "a"}, np.zeros((2, 3)))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", [5, ["a"], b"a", 1.5])
+def test_a_goal_name_is_a_string(name: Any) -> None:
+    """``Goal.name`` labels the goal in messages and the result: only a str (or None for the default)."""
+    with pytest.raises(kinema.SolverInputError, match="goal 0: name must be a str or None"):
+        kinema.solve_chains(SK, POSE, [kinema.Goal(("chest", "right_wrist"), T5, name=name)])
+    ok = kinema.solve_chains(SK, POSE, [kinema.Goal(("chest", "right_wrist"), T5, name="hand")])
+    assert np.asarray(ok.state["goal_errors"]).shape == (1,)
+
+
+def test_array_subclasses_are_read_as_the_numbers_they_hold() -> None:
+    """An np.matrix (or a masked array) gives what the plain array of its numbers gives, bit for bit, in every
+    API that takes numbers (here a target, a pose's rotations and FK)."""
+    target = np.asarray(T5, dtype=np.float64)
+    for sub, same in ((np.asmatrix(target), target[None]), (np.ma.masked_array(target), target)):  # (1, 3), (3,)
+        plain = kinema.solve_ccd(SK, POSE, ("chest", "right_wrist"), same)
+        got = kinema.solve_ccd(SK, POSE, ("chest", "right_wrist"), sub)
+        np.testing.assert_array_equal(got.pose.rotations, plain.pose.rotations)
+        assert type(got.pose.rotations) is np.ndarray
+    from kinema._validate import as_float_array
+
+    m = as_float_array(np.asmatrix([[0.0, -0.0, 1.0]]), "v", (3,))
+    assert type(m) is np.ndarray and np.signbit(m[0, 1])

@@ -496,6 +496,8 @@ def _as_goal(g: Any, i: int) -> Goal:
         raise SolverInputError(f"goal {i} must be a kinema.Goal or a dict, got {type(g).__name__}")
     if isinstance(g.priority, (bool, np.bool_)) or not isinstance(g.priority, (int, np.integer)):
         raise SolverInputError(f"goal {i}: priority must be an integer, got {g.priority!r}")
+    if g.name is not None and not isinstance(g.name, str):  # it labels the goal in messages and the result
+        raise SolverInputError(f"goal {i}: name must be a str or None, got {g.name!r}")
     return g
 
 

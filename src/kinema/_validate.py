@@ -126,7 +126,9 @@ def _numeric_array(x: Any, what: str, expected: str) -> NDArray[Any]:
     if isinstance(x, (set, frozenset, dict, str, bytes)) or x is None:
         raise ShapeError(what, expected, f"non-numeric input (a {type(x).__name__}, not an array of numbers)")
     if isinstance(x, np.ndarray):
-        a = x
+        # a subclass (np.matrix, a masked array) as the plain array of its numbers: a matrix's ``*`` is a matrix
+        # product and its rows stay 2-D, so later arithmetic would not be the same numbers' arithmetic
+        a = x if type(x) is np.ndarray else np.asarray(x)
     else:
         try:
             a = np.asarray(x)

@@ -12,6 +12,7 @@ stands for a sequence (its order is arbitrary), and a batch that does not broadc
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -384,12 +385,15 @@ def test_array_subclasses_are_read_as_the_numbers_they_hold() -> None:
     """An np.matrix (or a masked array) gives what the plain array of its numbers gives, bit for bit, in every
     API that takes numbers (here a target, a pose's rotations and FK)."""
     target = np.asarray(T5, dtype=np.float64)
-    for sub, same in ((np.asmatrix(target), target[None]), (np.ma.masked_array(target), target)):  # (1, 3), (3,)
+    with warnings.catch_warnings():  # numpy's PendingDeprecationWarning for np.matrix: the input is the point here
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        matrix, matrix_row = np.asmatrix(target), np.asmatrix([[0.0, -0.0, 1.0]])
+    for sub, same in ((matrix, target[None]), (np.ma.masked_array(target), target)):  # (1, 3), (3,)
         plain = kinema.solve_ccd(SK, POSE, ("chest", "right_wrist"), same)
         got = kinema.solve_ccd(SK, POSE, ("chest", "right_wrist"), sub)
         np.testing.assert_array_equal(got.pose.rotations, plain.pose.rotations)
         assert type(got.pose.rotations) is np.ndarray
     from kinema._validate import as_float_array
 
-    m = as_float_array(np.asmatrix([[0.0, -0.0, 1.0]]), "v", (3,))
+    m = as_float_array(matrix_row, "v", (3,))
     assert type(m) is np.ndarray and np.signbit(m[0, 1])

@@ -17,6 +17,7 @@ from ._dls import DLS, solve_dls
 from ._fabrik import FABRIK, FABRIKTree, solve_fabrik, solve_fabrik_tree
 from ._two_bone import TwoBone, TwoBone2D, TwoBoneIK, solve_two_bone, solve_two_bone_2d
 from .errors import (
+    BatchIndexError,
     BoneNotFoundError,
     FileFormatError,
     KinemaError,
@@ -86,6 +87,7 @@ __all__ = [
     "SkeletonError",
     "BoneNotFoundError",
     "ShapeError",
+    "BatchIndexError",
     "FileFormatError",
     "SolverInputError",
     "solve_two_bone",

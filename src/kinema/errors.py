@@ -23,6 +23,7 @@ __all__ = [
     "SkeletonError",
     "BoneNotFoundError",
     "ShapeError",
+    "BatchIndexError",
     "FileFormatError",
     "SolverInputError",
 ]
@@ -78,6 +79,13 @@ class ShapeError(KinemaError, ValueError):
         self.expected = expected
         self.got = got
         super().__init__(f"{what}: expected shape {expected}, got {got}")
+
+
+class BatchIndexError(ShapeError, IndexError):
+    """An integer index past the end of a batch dimension (``pose[5]`` on a batch of 3).
+
+    A :class:`ShapeError`, and an :class:`IndexError` as Python's sequence protocol expects: ``for item in
+    pose`` and ``list(pose)`` stop at the end of the first batch dimension instead of raising."""
 
 
 class FileFormatError(KinemaError, ValueError):

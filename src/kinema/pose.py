@@ -18,7 +18,7 @@ from ._validate import (
     positive_number,
     require_finite,
 )
-from .errors import ShapeError, SolverInputError
+from .errors import BatchIndexError, ShapeError, SolverInputError
 
 __all__ = ["Pose", "Clip", "TIME_EPS", "resample_times", "resampled_frame_count", "key_brackets"]
 
@@ -172,7 +172,9 @@ class Pose:
 
         An index that does not fit the batch dimensions (out of range, however large, more indices than
         batch dimensions, not an index) raises :class:`~kinema.ShapeError`, as does one whose result would pass
-        :data:`~kinema._validate.MAX_ALLOCATION_BYTES` (a repeating index array).
+        :data:`~kinema._validate.MAX_ALLOCATION_BYTES` (a repeating index array); an integer past the first
+        batch dimension raises its subclass :class:`~kinema.BatchIndexError`, also an IndexError, so that
+        ``for item in pose`` yields the items of the first batch dimension and stops.
         """
         batch = self.batch_shape
         items = math.prod(batch)
@@ -180,8 +182,11 @@ class Pose:
         try:
             rows = np.arange(items).reshape(batch)[index]  # the batch dims alone
         except (IndexError, TypeError, ValueError, OverflowError) as exc:  # (OverflowError: an int past int64)
-            raise ShapeError("pose index", f"an index into the batch dimensions {batch}",
-                             f"{index!r} ({exc})") from None
+            # An integer past the first batch dimension is also an IndexError (Python's iteration protocol
+            # stops on it); anything else (no batch dimension, not an index) is a ShapeError only.
+            past_end = batch != () and isinstance(index, (int, np.integer)) and not isinstance(index, bool)
+            raise (BatchIndexError if past_end else ShapeError)(
+                "pose index", f"an index into the batch dimensions {batch}", f"{index!r} ({exc})") from None
         n = self.n_joints
         check_allocation(rows.size * n * POSE_JOINT_BYTES, "pose index", "an index selecting fewer items",
                          f"{rows.size} items of {n} joints")

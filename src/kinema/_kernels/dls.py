@@ -950,6 +950,34 @@ def _goal_chain(plan_i, lay, g, pos, chain):  # type: ignore[no-untyped-def]
 
 
 @njit(helper=True)
+def _row_joint(plan_i, lay, nk, ng, g, kb):  # type: ignore[no-untyped-def]
+    """The moving joint at row ``kb`` of goal ``g``'s chain (:func:`_goal_chain`: its moving ancestors, topmost
+    first): ``(kf, f, j)``, its moving index, its FK row and its skeleton joint."""
+    kf = -1
+    row = 0
+    for k in range(nk):
+        if plan_i[lay[9] + k * ng + g] == AFFECTS_ANCESTOR:
+            if row == kb:
+                kf = k
+            row += 1
+    f = plan_i[lay[2] + kf]
+    return kf, f, plan_i[lay[0] + f]
+
+
+@njit(helper=True)
+def _seed_turn(plan_i, plan_f, lay, kf, qw, w):  # type: ignore[no-untyped-def]
+    """The seed turn of the stall handling for moving joint ``kf`` (world rotation ``qw``) toward a turn about
+    the world unit axis ``w``: ``(axis, angle)`` in its local frame, ``FOLD_SEED_ANGLE`` about ``w`` itself, or
+    for a hinge about the hinge's own axis with the sign that turns the same way (a hinge turns about nothing
+    else)."""
+    if plan_i[lay[4] + kf] == 1:
+        axis = _dof_unit(plan_f, lay, kf, 1, 0)
+        h = qrotate(qw, axis)
+        return axis, FOLD_SEED_ANGLE if h[0] * w[0] + h[1] * w[1] + h[2] * w[2] >= 0.0 else -FOLD_SEED_ANGLE
+    return qrotate(qconj(qw), w), FOLD_SEED_ANGLE
+
+
+@njit(helper=True)
 def _fold_straight(i, plan_i, plan_f, lay, t, r, s, goals, scratch, tol):  # type: ignore[no-untyped-def]
     """Bend each straight chain aimed along its unreached position goal's target line, the target within reach
     (as CCD and FABRIK do, :func:`kinema._kernels.chain.fold_point`): there every joint's rotation moves the end
@@ -983,16 +1011,7 @@ def _fold_straight(i, plan_i, plan_f, lay, t, r, s, goals, scratch, tol):  # typ
         c = (x[0] * e[0] + x[1] * e[1] + x[2] * e[2]) / el2
         if vlength(x[0] - c * e[0], x[1] - c * e[1], x[2] - c * e[2]) > FOLD_STRAIGHT_RTOL * reach:
             continue
-        # the moving joint at chain row kb
-        kf = -1
-        row = 0
-        for k in range(nk):
-            if plan_i[lay[9] + k * ng + g] == AFFECTS_ANCESTOR:
-                if row == kb:
-                    kf = k
-                row += 1
-        f = plan_i[lay[2] + kf]
-        j = plan_i[lay[0] + f]
+        kf, f, j = _row_joint(plan_i, lay, nk, ng, g, kb)
         qw = (rot[f, 0], rot[f, 1], rot[f, 2], rot[f, 3])
         p_k = (chain[kb, 0], chain[kb, 1], chain[kb, 2])
         p_next = (chain[kb + 1, 0], chain[kb + 1, 1], chain[kb + 1, 2])
@@ -1004,14 +1023,7 @@ def _fold_straight(i, plan_i, plan_f, lay, t, r, s, goals, scratch, tol):  # typ
         # turning about w = dirn x u moves the bone after the joint toward -dirn: the joint sticks out toward dirn
         w = ((dirn[1] * u[2] - dirn[2] * u[1]) / ul, (dirn[2] * u[0] - dirn[0] * u[2]) / ul,
              (dirn[0] * u[1] - dirn[1] * u[0]) / ul)
-        nd = plan_i[lay[4] + kf]
-        if nd == 1:
-            axis = _dof_unit(plan_f, lay, kf, 1, 0)
-            h = qrotate(qw, axis)
-            angle = FOLD_SEED_ANGLE if h[0] * w[0] + h[1] * w[1] + h[2] * w[2] >= 0.0 else -FOLD_SEED_ANGLE
-        else:
-            axis = qrotate(qconj(qw), w)
-            angle = FOLD_SEED_ANGLE
+        axis, angle = _seed_turn(plan_i, plan_f, lay, kf, qw, w)
         q0 = read_q(r, i, j)
         for sign in (1.0, -1.0):
             qc, hit = _joint_limit(plan_i, plan_f, lay, kf, qnormalize(qmul(q0, qfrom_axis_angle(axis, sign * angle))))
@@ -1078,16 +1090,7 @@ def _turn_behind(i, plan_i, plan_f, lay, t, r, s, goals, scratch, tol):  # type:
             lv_g += 1
         done = False
         for kb in range(n - 1):
-            # the moving joint at chain row kb
-            kf = -1
-            row = 0
-            for k in range(nk):
-                if plan_i[lay[9] + k * ng + g] == AFFECTS_ANCESTOR:
-                    if row == kb:
-                        kf = k
-                    row += 1
-            f = plan_i[lay[2] + kf]
-            j = plan_i[lay[0] + f]
+            kf, f, j = _row_joint(plan_i, lay, nk, ng, g, kb)
             qw = (rot[f, 0], rot[f, 1], rot[f, 2], rot[f, 3])
             p_k = (chain[kb, 0], chain[kb, 1], chain[kb, 2])
             p_next = (chain[kb + 1, 0], chain[kb + 1, 1], chain[kb + 1, 2])
@@ -1100,14 +1103,7 @@ def _turn_behind(i, plan_i, plan_f, lay, t, r, s, goals, scratch, tol):  # type:
             # turning about w = u x dirn swings the bone after the joint (and the rest of the chain) toward dirn
             w = ((u[1] * dirn[2] - u[2] * dirn[1]) / ul, (u[2] * dirn[0] - u[0] * dirn[2]) / ul,
                  (u[0] * dirn[1] - u[1] * dirn[0]) / ul)
-            nd = plan_i[lay[4] + kf]
-            if nd == 1:
-                axis = _dof_unit(plan_f, lay, kf, 1, 0)
-                h = qrotate(qw, axis)
-                angle = FOLD_SEED_ANGLE if h[0] * w[0] + h[1] * w[1] + h[2] * w[2] >= 0.0 else -FOLD_SEED_ANGLE
-            else:
-                axis = qrotate(qconj(qw), w)
-                angle = FOLD_SEED_ANGLE
+            axis, angle = _seed_turn(plan_i, plan_f, lay, kf, qw, w)
             q0 = read_q(r, i, j)
             for sign in (1.0, -1.0):
                 qc, hit = _joint_limit(plan_i, plan_f, lay, kf,

@@ -59,6 +59,9 @@ def kernel_loader(name: str) -> Callable[[], Any]:
     def load() -> Any:
         nonlocal module
         if module is None:
+            from ._precompile import wait
+
+            wait(name)  # a worker compiling these kernels (a command's cold first run): load its results
             module = importlib.import_module(f"kinema._kernels.{name}")
         return module
 

@@ -97,6 +97,8 @@ def compile_notice(on_change: Callable[[bool], None]) -> Iterator[None]:
     """Within the block, ``on_change(True)`` when numba starts compiling and ``(False)`` when it is done."""
     from numba.core import event as ev  # here, not at import: ``kinema --help`` needs no numba
 
+    from .._precompile import WAIT_EVENT
+
     depth = _CompileDepth(on_change)
 
     class Listener(ev.Listener):  # type: ignore[misc]
@@ -107,11 +109,15 @@ def compile_notice(on_change: Callable[[bool], None]) -> Iterator[None]:
             depth.change(False)
 
     listener = Listener()
-    ev.register("numba:compile", listener)
+    # kinema's own wait for a second process compiling kernels (kinema._precompile) is compiling too
+    kinds = ("numba:compile", WAIT_EVENT)
+    for kind in kinds:
+        ev.register(kind, listener)
     try:
         yield
     finally:
-        ev.unregister("numba:compile", listener)
+        for kind in kinds:
+            ev.unregister(kind, listener)
 
 
 class _NullProgress:

@@ -1,0 +1,182 @@
+"""One solver's kernels compiled in a second process while this one works (a command's cold first run).
+
+numba compiles a kernel on its first use, in the calling process, one
+function at a time (its compiler holds a process-wide lock, so threads do
+not help), and saves it to its cache (:mod:`kinema._kernels._jit`'s
+folder).  A command that needs several solvers' kernels on its first run
+can hand one solver's compile to a worker process: the worker compiles it
+into the cache while this process compiles the rest, and the first load of
+that solver's kernel module here (:func:`kinema._solve.kernel_loader`)
+waits for the worker, so numba here loads the worker's compiled code from
+the cache instead of compiling it again.  The numbers are the same: the
+same code compiled for the same types (a load is a cached compile).
+
+It runs only where it can pay: the JIT is on, this process may use more
+than one CPU, and the solver's driver is not in the cache yet
+(:func:`cached`).  The worker never outlives the command: it is
+terminated when this process exits, and its own watchdog thread ends it
+when this process is gone (killed).  A worker that fails changes nothing:
+this process then compiles what it needs itself.
+"""
+
+from __future__ import annotations
+
+import atexit
+import glob
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+__all__ = ["GROUPS", "WAIT_EVENT", "cached", "start", "stop_all", "wait"]
+
+#: The longest this process waits for a worker (s): far beyond a cold compile on a loaded machine; after it
+#: the worker is stopped and this process compiles what it needs itself.
+WAIT_LIMIT_S = 300.0
+
+#: How often a worker checks that its parent is alive (s).
+PARENT_POLL_S = 0.1
+
+#: The numba event (``numba.core.event``) around a wait for a worker: kinema's own kind beside numba's
+#: ``"numba:compile"``, which :func:`kinema.cli._ui.compile_notice` also listens to.
+WAIT_EVENT = "kinema:precompile_wait"
+
+
+def _warm_two_bone() -> None:
+    """Compile the two-bone batch solve that :func:`kinema.mocap.footlock` runs for each leg: a batch pose
+    and ``(N, 3)`` targets and poles with ``end_rotation (N, 4)`` (a batch small enough for the serial
+    driver; ``tests/test_precompile.py`` checks that a foot lock then compiles no two-bone kernel)."""
+    import numpy as np
+
+    from ._two_bone import solve_two_bone
+    from .pose import Pose
+    from .skeleton import Skeleton
+
+    leg = Skeleton(["hip", "knee", "foot"], [-1, 0, 1], np.array([[0.0, 1.0, 0.0], [0.0, -0.5, 0.0], [0.0, -0.5, 0.0]]))
+    n = 2
+    pose = Pose(np.broadcast_to(leg.translations, (n, 3, 3)).copy(), np.tile([0.0, 0.0, 0.0, 1.0], (n, 3, 1)),
+                np.ones((n, 3, 3)))
+    solve_two_bone(leg, pose, (0, 1, 2), np.tile([0.1, 0.3, 0.1], (n, 1)), np.tile([0.0, 0.5, 1.0], (n, 1)),
+                   end_rotation=np.tile([0.0, 0.0, 0.0, 1.0], (n, 1)))
+
+
+def _warm_second_half() -> None:
+    """``kinema warmup``'s steps for a second process (``SECOND_PROCESS_STEPS`` of :mod:`kinema.cli._commands`)."""
+    from .cli._commands import SECOND_PROCESS_STEPS, warm_kernels
+
+    warm_kernels(only=SECOND_PROCESS_STEPS)
+
+
+#: What a worker can compile: ``{group: (a file numba's cache holds once the group is compiled, the function
+#: that compiles it)}``.  A group named after a kernel module (``kinema._kernels.<name>``) is waited for on
+#: that module's first load (:func:`wait`); ``"warmup"`` is waited for by ``kinema warmup`` itself.
+GROUPS: dict[str, tuple[str, Callable[[], None]]] = {
+    "two_bone": ("drivers.two_bone_basic_serial-*.nbi", _warm_two_bone),
+    "warmup": ("drivers.dls_parallel-*.nbi", _warm_second_half),
+}
+
+_workers: dict[str, subprocess.Popen[bytes]] = {}
+_lock = threading.Lock()
+
+
+def _cache_folder() -> str:
+    from ._kernels._jit import _CACHE_DIR
+
+    return _CACHE_DIR
+
+
+def cached(group: str) -> bool:
+    """Whether numba's cache already holds ``group``'s driver (its index file; numba names it
+    ``<module>.<function>-<line>.py<version>.nbi`` in one folder per source folder)."""
+    pattern, _ = GROUPS[group]
+    return bool(glob.glob(os.path.join(glob.escape(_cache_folder()), "*", pattern)))
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def start(group: str) -> bool:
+    """Start a worker compiling ``group`` (a key of :data:`GROUPS`) unless it would not pay; whether one runs."""
+    if group not in GROUPS:
+        raise KeyError(f"no precompile group {group!r}; groups: {sorted(GROUPS)}")
+    from ._kernels._jit import _config
+
+    with _lock:
+        if group in _workers or _config.DISABLE_JIT or _cpus() < 2 or cached(group):
+            return group in _workers
+        if not sys.executable:  # an embedded interpreter: no Python to start
+            return False
+        try:
+            _workers[group] = subprocess.Popen(
+                [sys.executable, "-m", "kinema._precompile", group, str(os.getpid())],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except OSError:  # no process could start (limits): this process compiles everything itself
+            return False
+        if len(_workers) == 1:
+            atexit.register(stop_all)
+    return True
+
+
+def wait(group: str) -> None:
+    """Wait for ``group``'s worker, if one was started (called on the first load of ``kinema._kernels.<group>``).
+
+    After :data:`WAIT_LIMIT_S` the worker is stopped: this process compiles what it needs itself."""
+    with _lock:
+        proc = _workers.pop(group, None)
+    if proc is None:
+        return
+    from numba.core import event
+
+    with event.trigger_event(WAIT_EVENT):  # a command's spinner says "compiling kernels" meanwhile
+        try:
+            proc.wait(timeout=WAIT_LIMIT_S)
+        except subprocess.TimeoutExpired:
+            _stop(proc)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def stop_all() -> None:
+    """Stop every worker still running (at exit: a command that ends early leaves none behind)."""
+    with _lock:
+        procs = list(_workers.values())
+        _workers.clear()
+    for proc in procs:
+        if proc.poll() is None:
+            _stop(proc)
+
+
+def _watch_parent(parent: int) -> None:
+    """End this worker as soon as its parent is gone (it was killed: nothing will read the cache now)."""
+    while True:
+        if os.getppid() != parent:
+            os._exit(0)
+        time.sleep(PARENT_POLL_S)
+
+
+def main(argv: Sequence[str]) -> int:
+    """The worker: ``python -m kinema._precompile <group> <parent pid>``."""
+    group, parent = argv[0], int(argv[1])
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    try:
+        GROUPS[group][1]()
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: end quietly, the parent reports it
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

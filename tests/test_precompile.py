@@ -1,0 +1,147 @@
+"""A command's cold first run: one solver's kernels compiled in a second process (kinema._precompile).
+
+The worker compiles into numba's cache; this process then loads that code instead of compiling it
+(the same compiled code, so the same numbers), and no worker outlives its parent.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from kinema import _precompile
+
+pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing compiles without JIT")
+
+
+def _env(cache: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["NUMBA_CACHE_DIR"] = str(cache)
+    return env
+
+
+def _run(code: str, cache: Path, timeout: float = 240.0) -> str:
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=_env(cache), capture_output=True,
+                         text=True, timeout=timeout)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped by its parent, counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+#: The compiled functions a foot lock of the sample walk compiles, by module, in a fresh process.
+COUNT_COMPILES = """
+    import collections, sys
+    from numba.core import event
+    compiled = collections.Counter()
+    class Count(event.Listener):
+        def on_start(self, ev):
+            compiled[ev.data["dispatcher"].py_func.__module__] += 1
+        def on_end(self, ev):
+            pass
+    event.register("numba:compile", Count())
+    from kinema import mocap, samples
+    mocap.footlock(samples.humanoid(), samples.clip("walk"))
+    print(compiled.get("kinema._kernels.two_bone", 0), sum(compiled.values()))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_worker_compiles_what_the_foot_lock_loads(tmp_path: Path) -> None:
+    # The group's cache check reads numba's index file name: it is False on an empty cache and True after
+    # the worker (a numba that names its files otherwise fails here, not silently).
+    cache = tmp_path / "cache"
+    probe = "from kinema import _precompile; print(_precompile.cached('two_bone'))"
+    assert _run(probe, cache).split() == ["False"]
+    worker = subprocess.run([sys.executable, "-c", "import os, subprocess, sys; sys.exit(subprocess.call("
+                             "[sys.executable, '-m', 'kinema._precompile', 'two_bone', str(os.getpid())]))"],
+                            env=_env(cache), capture_output=True, text=True, timeout=240)
+    assert worker.returncode == 0, worker.stderr
+    assert _run(probe, cache).split() == ["True"]
+    # A foot lock after it compiles other kernels (contacts, FK, BVH), but not one two-bone function: it
+    # loads every one the worker compiled.
+    two_bone, total = map(int, _run(COUNT_COMPILES, tmp_path / "cache").split())
+    assert two_bone == 0 and total > 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_worker_ends_when_its_parent_is_killed(tmp_path: Path) -> None:
+    parent = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent("""
+            import sys, time
+            from kinema import _precompile
+            assert _precompile.start("two_bone")
+            print(_precompile._workers["two_bone"].pid, flush=True)
+            time.sleep(60)
+        """)], env=_env(tmp_path / "cache"), stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    worker = int(parent.stdout.readline())
+    time.sleep(1.0)  # the worker is compiling now
+    assert _alive(worker)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 5.0  # its watchdog polls every PARENT_POLL_S
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(worker)
+
+
+def test_no_worker_where_it_cannot_pay(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    started: list[object] = []
+    monkeypatch.setattr(_precompile.subprocess, "Popen", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(_precompile, "_cpus", lambda: 1)
+    monkeypatch.setattr(_precompile, "cached", lambda group: False)
+    assert _precompile.start("two_bone") is False  # one CPU: nothing to overlap with
+    monkeypatch.setattr(_precompile, "_cpus", lambda: 2)
+    monkeypatch.setattr(_precompile, "cached", lambda group: True)
+    assert _precompile.start("two_bone") is False  # compiled already: this process loads it
+    assert started == []
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise OSError("Resource temporarily unavailable")
+
+    monkeypatch.setattr(_precompile, "cached", lambda group: False)
+    monkeypatch.setattr(_precompile.subprocess, "Popen", refused)
+    assert _precompile.start("two_bone") is False  # no process could start: this one compiles it all
+    assert _precompile._workers == {}
+    with pytest.raises(KeyError, match="two_bone"):
+        _precompile.start("nope")
+    _precompile.wait("two_bone")  # none running: returns at once
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_exit_stops_a_running_worker(tmp_path: Path) -> None:
+    # A command that ends (or fails) before it needs the kernels leaves no worker behind: stop_all runs at exit.
+    out = _run("""
+        from kinema import _precompile
+        assert _precompile.start("two_bone")
+        print(_precompile._workers["two_bone"].pid)
+    """, tmp_path / "cache")
+    assert not _alive(int(out))
+
+
+def test_the_spinner_says_compiling_while_this_process_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Waiting for the worker is compiling as far as a command's spinner goes (its compile notice).
+    from kinema.cli._ui import compile_notice
+
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    monkeypatch.setitem(_precompile._workers, "two_bone", stand_in)
+    events: list[bool] = []
+    with compile_notice(events.append):
+        _precompile.wait("two_bone")
+    assert stand_in.poll() == 0 and events == [True, False]
+    assert "two_bone" not in _precompile._workers

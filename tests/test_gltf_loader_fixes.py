@@ -342,3 +342,21 @@ def test_mesh_of_only_a_degenerate_strip_loads_without_mesh_and_converts(
     code, _, err = run(capsys, "convert", src, tmp_path / "conv.glb")
     assert code == 0, err
     assert load_gltf(tmp_path / "conv.glb").skeleton.names == ("root", "mid", "tip")
+
+
+# ------------------------------------------------------------- an accessor of the wrong type for its use
+def test_wrong_accessor_type_is_named_before_its_data_is_read(tmp_path: Path) -> None:
+    """Key times declared VEC2 over a buffer that holds them as SCALARs: the error is the type (what the file
+    got wrong), not the count that reading them as VEC2 would overrun."""
+    d = _Doc()
+    d.animation("walk", _tip_x(STEP_TIMES, STEP_VALUES, "LINEAR"))
+    times = d.doc["animations"][0]["samplers"][0]["input"]
+    d.doc["accessors"][times]["type"] = "VEC2"  # 3 floats in the view: 3 VEC2 elements would need 24 bytes
+    with pytest.raises(FileFormatError, match=re.escape(f"accessors[{times}].type: is VEC2 but "
+                                                        "animations[0].samplers[0].input needs SCALAR")):
+        load_gltf(d.write(tmp_path / "vec2_times.gltf"))
+    d.doc["accessors"][times]["type"] = "SCALAR"
+    d.doc["accessors"][times]["componentType"] = 5123  # unsigned short key times: the spec allows float only
+    with pytest.raises(FileFormatError, match=re.escape(f"accessors[{times}].componentType: is 5123 but "
+                                                        "animations[0].samplers[0].input needs one of [5126]")):
+        load_gltf(d.write(tmp_path / "ushort_times.gltf"))

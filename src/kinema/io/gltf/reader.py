@@ -399,18 +399,22 @@ class CheckedDoc:
                  kind: Literal["float", "int"]) -> NDArray[Any]:
         """Accessor ``i`` as ``(count, ncomp)`` float64 (``kind="float"``, normalized
         integers converted per the spec) or int64 (``kind="int"``)."""
+        acc = self.item("accessors", i)
+        w = f"accessors[{i}]"
+        # The use's type and component type are checked before the data is read: an accessor of the wrong
+        # type is reported as such, not as whatever reading it as its own type runs into (a count that
+        # overruns its bufferView).  A type or component type that is not glTF's at all is _accessor's error.
+        typ, ct = acc.get("type"), acc.get("componentType")
+        if isinstance(typ, str) and typ in N_COMPONENTS and typ not in types:
+            self.fail(f"{w}.type", f"is {typ} but {ref} needs {' or '.join(types)}")
+        if type(ct) is int and ct in COMPONENTS and ct not in cts:
+            self.fail(f"{w}.componentType", f"is {ct} but {ref} needs one of {list(cts)}")
         key = (i, kind)
         if key in self._accessors:
             arr = self._accessors[key]
         else:
             arr = self._accessor(i, kind)
             self._accessors[key] = arr
-        acc = self.item("accessors", i)
-        w = f"accessors[{i}]"
-        if acc["type"] not in types:
-            self.fail(f"{w}.type", f"is {acc['type']} but {ref} needs {' or '.join(types)}")
-        if acc["componentType"] not in cts:
-            self.fail(f"{w}.componentType", f"is {acc['componentType']} but {ref} needs one of {list(cts)}")
         if kind == "float" and acc["componentType"] != FLOAT and not acc.get("normalized", False):
             self.fail(f"{w}.normalized", f"integer data used by {ref} must be normalized")
         return arr

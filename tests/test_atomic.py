@@ -131,3 +131,36 @@ def test_a_destination_that_is_not_a_regular_file_is_never_replaced(tmp_path: Pa
                 f.write(b"data")
         assert stat.S_ISFIFO(os.stat(fifo).st_mode) and link.is_symlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bvh", "pipe"]  # no temporary file left
+
+
+@pytest.mark.skipif(os.name != "posix", reason="tells dead processes by their ids (POSIX)")
+def test_work_folders_of_killed_commands_go_with_the_next_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command killed outright (SIGKILL: ``kinema bench`` in tests/test_bench_suite.py) cannot remove its work
+    folder; the next command of its kind does, and never a running command's, another kind's or a link."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from kinema.io._atomic import make_work_folder, work_folder
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"kinema-bench-{dead.pid}-abc_12"
+    (stale / "sub").mkdir(parents=True)
+    (stale / "sub" / "walk_50.bvh").write_text("x")
+    alive = tmp_path / f"kinema-bench-{os.getppid()}-running"  # the parent of this test runs
+    alive.mkdir()
+    other = tmp_path / f"kinema-batch-{dead.pid}-abc_12"  # another kind's: its own commands clean it
+    other.mkdir()
+    link = tmp_path / f"kinema-bench-{dead.pid}-link_1"
+    link.symlink_to(alive)
+    with work_folder("bench") as folder:
+        assert Path(folder).parent == tmp_path and Path(folder).name.startswith(f"kinema-bench-{os.getpid()}-")
+        assert not stale.exists() and alive.is_dir() and other.is_dir() and link.is_symlink()
+        (Path(folder) / "walk_5000.bvh").write_text("y")
+    assert not Path(folder).exists()  # removed with what it held
+    # one made without the context manager stays while this process runs
+    kept = Path(make_work_folder("bench"))
+    with work_folder("bench"):
+        assert kept.is_dir()

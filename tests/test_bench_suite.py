@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 
 from kinema.bench._suite import ACCURACY_FIELDS, ROW_FIELDS
+from kinema.io._atomic import remove_stale_work_folders
 
 WORKLOADS = ["fk", "two_bone", "ccd_10bone", "fabrik_10bone", "ccd_tentacle", "fabrik_tentacle", "dls_10bone",
              "dls_humanoid", "bvh_parse", "footlock", "motion_sweeps"]
@@ -209,6 +211,13 @@ def test_no_busy_process_is_left_behind_when_interrupted(sig: signal.Signals, tm
         while _running(busy[0]) and time.monotonic() < end:
             time.sleep(0.05)
         assert not _running(busy[0])
+        # Its work folder (the generated captures): removed on Ctrl-C; a SIGKILL leaves it to the next command
+        left = list(Path(tempfile.gettempdir()).glob(f"kinema-bench-{proc.pid}-*"))
+        if sig == signal.SIGINT:
+            assert left == []
+        else:
+            assert len(left) == 1
+            assert str(left[0]) in remove_stale_work_folders("bench") and not left[0].exists()
     finally:
         if proc.poll() is None:
             proc.kill()

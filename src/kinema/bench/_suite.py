@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from .._two_bone import TwoBone
 from ..fk import forward_kinematics
 from ..goals import PositionGoal
 from ..io import load_bvh
+from ..io._atomic import work_folder
 from ..pose import Pose
 from ._baselines import numpy_fk, numpy_two_bone
 from ._peers import (
@@ -402,7 +402,7 @@ def run_suite(sizes: Sizes, *, quick: bool = False, busy: bool = True,
     """Run every workload; returns ``{"rows": [...], "sizes": ..., "busy_pid": ..., ...}`` (JSON-ready)."""
     suite = _Suite(sizes, status)
     started = time.time()
-    with tempfile.TemporaryDirectory(prefix="kinema-bench-") as folder:
+    with work_folder("bench") as folder:
         status("building the problems")
         workloads = suite.workloads(folder)
         status("compiling kernels (first use, cached afterwards)")

@@ -43,11 +43,9 @@ import asyncio
 import contextlib
 import fnmatch
 import os
-import re
 import shutil
 import signal
 import stat
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -57,7 +55,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import KinemaError
-from ..io._atomic import atomic_write, entries_of_dead_processes, same_file
+from ..io._atomic import atomic_write, make_work_folder, remove_stale_work_folders, same_file
 from ..io._read import PATH_CHARS, file_kind, read_regular, short_repr
 from ..io.gltf.reader import ExternalFiles, read_external
 from ._commands import command_argv
@@ -119,36 +117,16 @@ def find_jobs(in_dir: str, out_dir: str, patterns: list[str], to: str | None, re
 WORKER_STOP_TIMEOUT_S = 5.0
 #: Seconds between the local pool's (and Dask's) looks at the Ctrl-C flag while it waits for results.
 CTRL_C_POLL_S = 0.05
-#: A batch's work folder in the system's temporary folder is ``kinema-batch-<pid>-<random>``: the process id of
-#: the batch that made it, so that a later batch can tell a folder left by one killed outright (SIGKILL, a
-#: power cut: nothing runs to clean up) from one in use.
-_WORK_ROOT_RE = re.compile(r"kinema-batch-(?P<pid>[0-9]+)-[^-]+")
-
-
 def make_work_root() -> str:
-    """A new work folder for this batch (see :data:`_WORK_ROOT_RE`), after removing those of dead batches."""
-    remove_stale_work_roots()
-    return tempfile.mkdtemp(prefix=f"kinema-batch-{os.getpid()}-")
+    """A new work folder for this batch, ``kinema-batch-<pid>-<random>``, after removing those of dead batches
+    (:func:`kinema.io._atomic.make_work_folder`)."""
+    return make_work_folder("batch")
 
 
 def remove_stale_work_roots(folder: str | None = None) -> list[str]:
     """Remove the work folders left in ``folder`` (default: the system's temporary folder) by batches that are no
-    longer running; returns their paths.
-
-    Only real folders (not links) of this user named like :data:`_WORK_ROOT_RE` whose process id is not a
-    running process go; a batch at work keeps its own.  POSIX only (elsewhere there is no safe way to ask
-    whether a process exists): returns ``[]``.
-    """
-    removed = []
-    for entry in entries_of_dead_processes(folder or tempfile.gettempdir(), _WORK_ROOT_RE):
-        try:
-            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
-                continue
-        except OSError:  # gone already
-            continue
-        shutil.rmtree(entry.path, ignore_errors=True)
-        removed.append(entry.path)
-    return removed
+    longer running; returns their paths (:func:`kinema.io._atomic.remove_stale_work_folders`)."""
+    return remove_stale_work_folders("batch", folder)
 
 
 #: The environment a LocalCluster's workers start with (on top of this process's).

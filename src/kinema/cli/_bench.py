@@ -19,12 +19,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Any
 
 from .._problems import long_walk, repeat_clip
-from ..io._atomic import atomic_write
+from ..io._atomic import atomic_write, work_folder
 from ._files import CliError, UsageError, check_folder_of, make_folders, remove_empty_folders
 from ._ui import UI
 
@@ -55,7 +54,7 @@ def _batch_scaling(ui: UI, repeat: int) -> tuple[list[tuple[str, str, str]], str
 
     rows = []
     times: dict[tuple[str, int], float] = {}
-    with tempfile.TemporaryDirectory(prefix="kinema-bench-") as tmp:
+    with work_folder("bench") as tmp:
         sk = samples.humanoid()
         base = samples.clip("walk")
         from ..io import save_bvh

@@ -31,14 +31,17 @@ import errno
 import os
 import re
 import secrets
+import shutil
 import stat
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 from .._validate import check_flag
 from ._read import check_path, file_kind
 
-__all__ = ["atomic_write", "same_file", "remove_stale_temps", "is_temp_name", "source_files"]
+__all__ = ["atomic_write", "same_file", "remove_stale_temps", "is_temp_name", "source_files", "make_work_folder",
+           "remove_stale_work_folders", "work_folder"]
 
 
 def source_files(meta: Any) -> list[str]:
@@ -120,6 +123,51 @@ def remove_stale_temps(folder: PathLike) -> list[str]:
             continue
         removed.append(entry.path)
     return removed
+
+
+def _work_folder_name(kind: str) -> re.Pattern[str]:
+    """A command's work folder in the system's temporary folder is ``kinema-<kind>-<pid>-<random>``: the process
+    id of the command that made it, so that a later one can tell a folder left by one killed outright (SIGKILL,
+    a power cut: nothing runs to clean up) from one in use."""
+    return re.compile(rf"kinema-{re.escape(kind)}-(?P<pid>[0-9]+)-[^-]+")
+
+
+def remove_stale_work_folders(kind: str, folder: str | None = None) -> list[str]:
+    """Remove the ``kind`` work folders (:func:`make_work_folder`) left in ``folder`` (default: the system's
+    temporary folder) by commands that are no longer running; returns their paths.
+
+    Only real folders (not links) of this user named like :func:`_work_folder_name` whose process id is not a
+    running process go; a command at work keeps its own.  POSIX only (elsewhere there is no safe way to ask
+    whether a process exists): returns ``[]``.
+    """
+    removed = []
+    for entry in entries_of_dead_processes(folder or tempfile.gettempdir(), _work_folder_name(kind)):
+        try:
+            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+        except OSError:  # gone already
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(entry.path)
+    return removed
+
+
+def make_work_folder(kind: str) -> str:
+    """A new ``kinema-<kind>-<pid>-<random>`` folder in the system's temporary folder, after removing those that
+    commands killed outright left (:func:`remove_stale_work_folders`).  The caller removes it."""
+    remove_stale_work_folders(kind)
+    return tempfile.mkdtemp(prefix=f"kinema-{kind}-{os.getpid()}-")
+
+
+@contextlib.contextmanager
+def work_folder(kind: str) -> Iterator[str]:
+    """:func:`make_work_folder`, removed with what it holds when the block ends (a kill that skips this leaves
+    it to the next command of the kind)."""
+    path = make_work_folder(kind)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def same_file(a: PathLike, b: PathLike) -> bool:

@@ -174,8 +174,9 @@ def loop_drift_deg(twist: str, loops: int) -> np.ndarray:
 
 def test_twist_rest_closed_loop_returns_to_the_same_pose() -> None:
     assert loop_drift_deg("rest", 50).max() <= LOOP_TOL_DEG
-    drift = loop_drift_deg("input", 3)  # the landed behaviour winds up (the test can fail)
-    assert drift[1].max() > 5.0
+    # With a pole the upper bone rolls with the bend plane, so the default comes back too (it wound up by 5
+    # degrees a loop and more before: the assertion failed then).
+    assert loop_drift_deg("input", 50).max() <= LOOP_TOL_DEG
 
 
 def test_twist_rest_depends_only_on_where_the_joints_end_up() -> None:

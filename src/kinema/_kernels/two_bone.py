@@ -87,6 +87,19 @@ POLE_FADE_SINE = 0.4
 #: the requested target.
 REACH_RTOL = 1e-9
 
+#: The upper bone's roll reference (:func:`_upper_turn`) adds the input arm's own bend plane to the plane of
+#: the upper bone and the pole, weighted by ``sin^2(bend) / INPUT_BEND_SINE``: the two count alike
+#: at a bend whose sine is this (about 11.5 degrees), a bent arm's own plane dominates, and a straight arm's
+#: (its direction only jitter) hardly counts (1e-5 of the pole's at a 0.1 degree bend).
+INPUT_BEND_SINE = 0.2
+
+#: The same reference counts the input end's offset across the upper bone's line (sine ``s`` of the
+#: shoulder-to-end line's angle off the bone) with the weight ``s^2 / (s^2 + (END_LINE_SINE tilt)^2)``,
+#: ``tilt`` the sine of the pole's angle out of the input arm's plane: fully on a bent arm and on a pose
+#: the solver made (the pole in its plane), hardly on a straight arm whose end only jitters about the
+#: bone's line (about 1e-2 at s = 1e-3).
+END_LINE_SINE = 0.01
+
 # ``SMOOTH`` history mode (issue 18): the bend plane aims at the pole's plane outside a cone about the
 # shoulder-to-pole axis, inside it turns from the plane at the entry to the plane at the predicted
 # exit the short way round, and the bend direction follows that aim at a limited rate.
@@ -422,6 +435,10 @@ def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft, hist, 
     turn = 0.0
     choice = 0.0
     p_dir = zero3
+    # ``ref``: the shoulder-to-pole vector when a pole pins the bend plane (directly, or through continuity's
+    # and smooth mode's hint), zero otherwise: :func:`_upper_turn` refers the upper bone's roll to it.  A hint
+    # alone is not a reference: it is the previous frame's result, which turns with the solve.
+    ref = zero3
     if WITH_HINT and flags & HAS_HINT:
         h, hok = _perp_unit(hint, u, vnorm(hint))
     if flags & HAS_POLE:
@@ -429,6 +446,7 @@ def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft, hist, 
         nw = vnorm(w)
         pw = _perp(w, u)
         v, ok = _perp_unit(w, u, nw)
+        ref = w
         if WITH_SMOOTH and (flags & SMOOTH) and nw > 0.0:
             p_dir = (w[0] / nw, w[1] / nw, w[2] / nw)
         if WITH_SMOOTH and (flags & SMOOTH) and hok and nw > 0.0:
@@ -456,6 +474,7 @@ def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft, hist, 
     if not ok:
         # Pole absent or on the axis: keep the current bend plane.
         v, ok = _perp_unit(ab, u, a)
+        ref = zero3  # the plane is the input's own (the shortest arc turns about its normal)
     if WITH_HINT and not ok and hok:
         v, ok = h, True  # arm straight along the axis: the previous frame's bend
     if not ok:
@@ -474,7 +493,72 @@ def _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft, hist, 
     elbow = (pa[0] + u[0] * along + v[0] * rise, pa[1] + u[1] * along + v[1] * rise,
              pa[2] + u[2] * along + v[2] * rise)
     end = (pa[0] + u[0] * dc, pa[1] + u[1] * dc, pa[2] + u[2] * dc)
-    return v, elbow, end, (u[0], u[1], u[2], p_dir[0], p_dir[1], p_dir[2], turn, choice)
+    return v, elbow, end, (u[0], u[1], u[2], p_dir[0], p_dir[1], p_dir[2], turn, choice), ref
+
+
+@njit(helper=True)
+def _upper_turn(ab, bc, to_elbow, u, v, ref):  # type: ignore[no-untyped-def]
+    """The upper bone's world correction: it takes the input upper bone ``ab`` onto ``to_elbow``.
+
+    Without a pole pinning the bend plane (``ref`` zero: the current plane kept, or a hint's) it is the
+    shortest arc, which turns about the kept plane's normal.  When a pole pins the plane (``ref`` the
+    shoulder-to-pole vector), the shortest arc's roll about the bone is not continuous near a half turn:
+    its axis spins round as ``to_elbow`` passes ``-ab``, a pop of the bone's roll (and the lower bone's)
+    while the elbow moves a little.  The correction is then the rotation that takes the input frame
+    (bone, a reference normal ``m0``) to the solved one (bone, ``v x u``: the solved ``to_elbow x (end -
+    elbow)`` direction, ``u`` the unit shoulder-to-end line), continuous wherever the pinned plane is.
+
+    ``m0`` is the normal the input arm bent toward ``ref`` about its shoulder-to-end line ``c`` would have
+    (``ref x c`` made perpendicular to the bone, ``END_LINE_SINE``), plus the input arm's own bend normal
+    (``ab x bc``, whose plane the lower bone then turns in) weighted by its bend (``INPUT_BEND_SINE``).  A
+    solved pose solved again has both along ``v x u``: nothing moves.  ``m0`` vanishes for a straight
+    input arm with ``ref`` along it, an input folded flat onto the shoulder, or an input bent away from
+    ``ref`` by just the weight that cancels it: no plane to refer the roll to, the shortest arc is kept.
+    Written as the shortest arc then a roll about the bone, so the bone's direction is the shortest arc's.
+    """
+    dq = qfrom_two_vectors(ab, to_elbow)
+    nr = vnorm(ref)
+    if nr == 0.0:
+        return dq  # nothing pinned the plane
+    na = vnorm(ab)
+    nb = vnorm(bc)
+    ah = (ab[0] / na, ab[1] / na, ab[2] / na)
+    n_in = vcross(ah, (bc[0] / nb, bc[1] / nb, bc[2] / nb))  # the input's bend normal, |n_in| = sin(bend)
+    # Bent toward ref about the shoulder-to-end line c (unit): ref x c, made perpendicular to the bone, is
+    # cos(g) ref x ab + perp(ref x c_perp), g the angle of c off the bone and c_perp = c - cos(g) ab.  The
+    # second part is kept with the weight s^2 / (s^2 + (END_LINE_SINE tilt)^2), s = sin(g) = |c_perp| and
+    # tilt the sine of ref's angle out of the input arm's plane: an end jittering about the bone's line of
+    # a straight arm hardly turns the reference, and a solved pose (ref in its plane) keeps all of it, so
+    # solving it again leaves it as it is.  All of it is scaled by
+    # |ac| / (a + b): an end on or near the shoulder (folded flat, a == b) gives no line, so it fades out
+    # (both parts vanish there: the shortest arc below).
+    ac = (ab[0] + bc[0], ab[1] + bc[1], ab[2] + bc[2])
+    nc = vnorm(ac)
+    rh = (ref[0] / nr, ref[1] / nr, ref[2] / nr)
+    n_ref = (0.0, 0.0, 0.0)
+    if nc > 0.0:
+        ch = (ac[0] / nc, ac[1] / nc, ac[2] / nc)
+        cos_g = vdot(ch, ah)
+        c_perp = (ch[0] - cos_g * ah[0], ch[1] - cos_g * ah[1], ch[2] - cos_g * ah[2])
+        s2 = vdot(c_perp, c_perp)
+        tilt = vdot(rh, vcross(ah, c_perp))  # ref out of the input arm's plane (0 on a solved pose), times s
+        s4 = s2 * s2
+        h = s4 / (s4 + END_LINE_SINE * END_LINE_SINE * tilt * tilt) if s4 > 0.0 else 0.0
+        n_a = vcross(rh, ah)
+        n_p = _perp(vcross(rh, c_perp), ah)
+        f = nc / (na + nb)
+        n_ref = (f * (cos_g * n_a[0] + h * n_p[0]), f * (cos_g * n_a[1] + h * n_p[1]),
+                 f * (cos_g * n_a[2] + h * n_p[2]))
+    k = vnorm(n_in) / INPUT_BEND_SINE
+    m0 = (n_ref[0] + k * n_in[0], n_ref[1] + k * n_in[1], n_ref[2] + k * n_in[2])
+    nm = vnorm(m0)
+    if not nm > BEND_PERP_RTOL:
+        return dq  # no reference plane (see above): the shortest arc
+    n1 = vcross(v, u)  # unit: v is perpendicular to the unit u
+    e = vnormalized(to_elbow)
+    m = qrotate(dq, (m0[0] / nm, m0[1] / nm, m0[2] / nm))
+    psi = math.atan2(vdot(e, vcross(m, n1)), vdot(m, n1))
+    return qmul(qfrom_axis_angle(e, psi), dq)
 
 
 @njit(helper=True)
@@ -533,7 +617,8 @@ def _hinge_arm(pa, rot_a, s_a, t_l, s_l, t_e, q_l, params, base_rot, lo, hi, tgt
     if lo2 > hi2:  # the margin leaves nothing of the hinge's reach: its nearest end
         lo2 = d_hi if lo > d_hi else d_lo
         hi2 = lo2
-    v, elbow, end, hrow = _arm_geometry(pa, pb, pc, a, b, lo2, hi2, tgt, pole, hint, flags, soft, hist, bend_step)
+    v, elbow, end, hrow = _arm_geometry(pa, pb, pc, a, b, lo2, hi2, tgt, pole, hint, flags, soft, hist,
+                                        bend_step)[:4]
     dv = (end[0] - pa[0], end[1] - pa[1], end[2] - pa[2])
     dc = vnorm(dv)
     d_tgt = vnorm((tgt[0] - pa[0], tgt[1] - pa[1], tgt[2] - pa[2]))
@@ -677,12 +762,14 @@ def _solve_item(i, chain, pose, item, params, flags, scratch, start):  # type: i
             r[i, j1, c] = q_low[c]
         chain_world(k_upper, base_pos, base_rot, base_scl, joints, i, t, r, s, pos, rot, scl)
     else:
-        v, elbow, end, hrow = _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft, hist, bend_step)
+        v, elbow, end, hrow, ref = _arm_geometry(pa, pb, pc, a, b, lo, hi, tgt, pole, hint, flags, soft, hist,
+                                                 bend_step)
         ab = (pos[kl, 0] - pa[0], pos[kl, 1] - pa[1], pos[kl, 2] - pa[2])
 
         # Upper bone: world correction, left-multiplied, through the parent inverse.
         to_elbow = (elbow[0] - pa[0], elbow[1] - pa[1], elbow[2] - pa[2])
-        dq = qfrom_two_vectors(ab, to_elbow)
+        dq = _upper_turn(ab, (pc[0] - pb[0], pc[1] - pb[1], pc[2] - pb[2]), to_elbow, (hrow[0], hrow[1], hrow[2]), v,
+                         ref)
         rotate_world(k_upper, dq, base_rot, joints, i, r, rot)
         if WITH_REST_TWIST and flags & REST_TWIST:
             rest = (params[P_REST_UPPER], params[P_REST_UPPER + 1], params[P_REST_UPPER + 2], params[P_REST_UPPER + 3])

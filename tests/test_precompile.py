@@ -7,6 +7,7 @@ The worker compiles into numba's cache; this process then loads that code instea
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,8 +28,8 @@ def _env(cache: Path) -> dict[str, str]:
     return env
 
 
-def _run(code: str, cache: Path, timeout: float = 240.0) -> str:
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=_env(cache), capture_output=True,
+def _run(code: str, cache: Path, timeout: float = 240.0, args: tuple[str, ...] = ()) -> str:
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], env=_env(cache), capture_output=True,
                          text=True, timeout=timeout)
     assert out.returncode == 0, out.stderr
     return out.stdout
@@ -55,7 +56,11 @@ COUNT_COMPILES = """
             pass
     event.register("numba:compile", Count())
     from kinema import mocap, samples
-    mocap.footlock(samples.humanoid(), samples.clip("walk"))
+    sk, walk = samples.humanoid(), samples.clip("walk")
+    if sys.argv[1] == "footlock":
+        mocap.footlock(sk, walk)
+    else:
+        mocap.reach(sk, walk, "right_wrist", [0.85, 1.1, 0.35], (16, 24))
     print(compiled.get("kinema._kernels.two_bone", 0), sum(compiled.values()))
 """
 
@@ -72,10 +77,15 @@ def test_worker_compiles_what_the_foot_lock_loads(tmp_path: Path) -> None:
                             env=_env(cache), capture_output=True, text=True, timeout=240)
     assert worker.returncode == 0, worker.stderr
     assert _run(probe, cache).split() == ["True"]
-    # A foot lock after it compiles other kernels (contacts, FK, BVH), but not one two-bone function: it
-    # loads every one the worker compiled.
-    two_bone, total = map(int, _run(COUNT_COMPILES, tmp_path / "cache").split())
-    assert two_bone == 0 and total > 0
+    # A foot lock and a reach after it compile other kernels (contacts, FK, BVH), but not one two-bone
+    # function: they load every one the worker compiled (the commands that start it: PRECOMPILED).
+    from kinema.cli._commands import PRECOMPILED
+
+    assert set(PRECOMPILED) == {"footlock", "reach"}
+    for command in PRECOMPILED:  # each in a copy of the worker's cache (the first would compile for the second)
+        shutil.copytree(cache, tmp_path / command)
+        two_bone, total = map(int, _run(COUNT_COMPILES, tmp_path / command, args=(command,)).split())
+        assert two_bone == 0 and total > 0, command
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

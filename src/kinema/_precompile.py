@@ -45,9 +45,10 @@ WAIT_EVENT = "kinema:precompile_wait"
 
 
 def _warm_two_bone() -> None:
-    """Compile the two-bone batch solve that :func:`kinema.mocap.footlock` runs for each leg: a batch pose
-    and ``(N, 3)`` targets and poles with ``end_rotation (N, 4)`` (a batch small enough for the serial
-    driver; ``tests/test_precompile.py`` checks that a foot lock then compiles no two-bone kernel)."""
+    """Compile the two-bone batch solve that :func:`kinema.mocap.footlock` runs for each leg and
+    :func:`kinema.mocap.reach` for the arm: a batch pose and ``(N, 3)`` targets and poles with ``end_rotation
+    (N, 4)`` (a batch small enough for the serial driver; ``tests/test_precompile.py`` checks that a foot lock
+    and a reach then compile no two-bone kernel)."""
     import numpy as np
 
     from ._two_bone import solve_two_bone

@@ -575,8 +575,10 @@ def _transform(command: str, m: Motion, args: argparse.Namespace
     raise CliError(f"unknown command {command!r}")
 
 
-#: The kernel group a worker compiles on a command's cold first run (:mod:`kinema._precompile`).
-PRECOMPILED = {"footlock": "two_bone"}
+#: The kernel group a worker compiles on a command's cold first run (:mod:`kinema._precompile`): the foot lock's
+#: leg solves and a reach's arm solve (with ``--chain`` too: the arm's two-bone finish after CCD) run the same
+#: two-bone batch.
+PRECOMPILED = {"footlock": "two_bone", "reach": "two_bone"}
 
 
 def _run_file_command(command: str, args: argparse.Namespace, ui: UI) -> int:

@@ -72,9 +72,8 @@ def test_worker_compiles_what_the_foot_lock_loads(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     probe = "from kinema import _precompile; print(_precompile.cached('two_bone'))"
     assert _run(probe, cache).split() == ["False"]
-    worker = subprocess.run([sys.executable, "-c", "import os, subprocess, sys; sys.exit(subprocess.call("
-                             "[sys.executable, '-m', 'kinema._precompile', 'two_bone', str(os.getpid())]))"],
-                            env=_env(cache), capture_output=True, text=True, timeout=240)
+    worker = subprocess.run(_precompile.worker_command("two_bone"), env=_env(cache), capture_output=True, text=True,
+                            timeout=240)
     assert worker.returncode == 0, worker.stderr
     assert _run(probe, cache).split() == ["True"]
     # A foot lock and a reach after it compile other kernels (contacts, FK, BVH), but not one two-bone
@@ -155,3 +154,20 @@ def test_the_spinner_says_compiling_while_this_process_waits(monkeypatch: pytest
         _precompile.wait("two_bone")
     assert stand_in.poll() == 0 and events == [True, False]
     assert "two_bone" not in _precompile._workers
+
+
+@pytest.mark.skipif(not Path(sys.executable).with_name("kinema").exists(), reason="needs the kinema console script")
+def test_the_worker_never_imports_from_the_working_folder(tmp_path: Path) -> None:
+    """``kinema footlock`` run in a folder of untrusted files: a ``kinema`` package there is not what its worker
+    imports (``python -m`` would have put the folder first on the path and run that package's code)."""
+    marker = tmp_path / "ran"
+    planted = tmp_path / "work" / "kinema"
+    planted.mkdir(parents=True)
+    (planted / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    env = _env(tmp_path / "cache")  # a cold cache: the worker starts
+    res = subprocess.run([str(Path(sys.executable).with_name("kinema")), "footlock", "--sample", "walk", "-o",
+                          str(tmp_path / "out.bvh")], cwd=planted.parent, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert not marker.exists()
+    assert _precompile.worker_command("two_bone")[1] == "-c"  # the folder-proof form the command above used

@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-__all__ = ["GROUPS", "WAIT_EVENT", "cached", "start", "stop_all", "wait"]
+__all__ = ["GROUPS", "WAIT_EVENT", "cached", "start", "stop_all", "wait", "worker_command"]
 
 #: The longest this process waits for a worker (s): far beyond a cold compile on a loaded machine; after it
 #: the worker is stopped and this process compiles what it needs itself.
@@ -102,6 +102,16 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
+def worker_command(group: str) -> list[str]:
+    """The worker's command line: this Python, with this process's ``sys.path``, running :func:`main`.
+
+    Not ``python -m kinema._precompile``: ``-m`` (and ``-c``) put the working folder first on the path, so a
+    command run in a folder of untrusted files that holds a ``kinema`` package would run that package's code.
+    The worker imports what this process imports, whatever its working folder."""
+    code = f"import sys; sys.path[:] = {sys.path!r}; from kinema._precompile import main; sys.exit(main(sys.argv[1:]))"
+    return [sys.executable, "-c", code, group, str(os.getpid())]
+
+
 def start(group: str) -> bool:
     """Start a worker compiling ``group`` (a key of :data:`GROUPS`) unless it would not pay; whether one runs."""
     if group not in GROUPS:
@@ -115,8 +125,7 @@ def start(group: str) -> bool:
             return False
         try:
             _workers[group] = subprocess.Popen(
-                [sys.executable, "-m", "kinema._precompile", group, str(os.getpid())],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                worker_command(group), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         except OSError:  # no process could start (limits): this process compiles everything itself
             return False
         if len(_workers) == 1:
@@ -169,7 +178,7 @@ def _watch_parent(parent: int) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    """The worker: ``python -m kinema._precompile <group> <parent pid>``."""
+    """The worker (:func:`worker_command`): ``main([group, parent pid])``."""
     group, parent = argv[0], int(argv[1])
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     try:
@@ -177,7 +186,3 @@ def main(argv: Sequence[str]) -> int:
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: end quietly, the parent reports it
         return 130
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

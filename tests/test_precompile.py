@@ -171,3 +171,26 @@ def test_the_worker_never_imports_from_the_working_folder(tmp_path: Path) -> Non
     assert res.returncode == 0, res.stderr
     assert not marker.exists()
     assert _precompile.worker_command("two_bone")[1] == "-c"  # the folder-proof form the command above used
+
+
+def test_warmup_says_which_steps_a_second_process_compiled(monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # Their seconds in the table are this process's load of what the worker compiled: the rows say so.
+    from kinema.cli import _commands, main
+
+    calls: list[tuple[object, object]] = []
+
+    def warm(only: object = None, skip: object = ()) -> list[tuple[str, float]]:
+        calls.append((only, skip))
+        names = sorted(_commands.SECOND_PROCESS_STEPS) if only is not None else ["solve_ccd"]
+        return [(name, 0.5) for name in names]
+
+    monkeypatch.setattr(_precompile, "start", lambda group: group == "warmup")
+    monkeypatch.setattr(_precompile, "wait", lambda group: None)
+    monkeypatch.setattr(_commands, "warm_kernels", warm)
+    assert main(["warmup", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert calls == [(None, _commands.SECOND_PROCESS_STEPS), (_commands.SECOND_PROCESS_STEPS, ())]
+    assert "\nsolve_ccd " in out and "solve_ccd (compiled" not in out
+    for name in _commands.SECOND_PROCESS_STEPS:
+        assert f"\n{name} (compiled by a second process) " in out

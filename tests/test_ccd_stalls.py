@@ -12,10 +12,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import numpy as np
 import pytest
@@ -103,63 +105,78 @@ def test_a_one_sided_elbow_hinge_under_a_ball_root_reaches_targets_either_side(
 # The kernels' helpers run only inside kernels, or as plain Python with NUMBA_DISABLE_JIT=1 (the same code): each
 # check below runs in a subprocess without JIT.
 
-def _run_nojit(body: str) -> None:
-    script = "import numpy as np\nfrom kinema._kernels import ccd, chain\n" + textwrap.dedent(body) + "\nprint('ok')\n"
+def _nojit(setup: str, **exprs: str) -> dict[str, Any]:
+    """The values of ``exprs`` (Python expressions, by name) after ``setup``, computed in plain Python
+    (``NUMBA_DISABLE_JIT=1``: a kernel helper has no Python entry with the JIT on), as JSON (tuples as lists)."""
+    script = ("import json\nimport numpy as np\nfrom kinema._kernels import ccd, chain\n" + textwrap.dedent(setup)
+              + f"\nEXPRS = {exprs!r}\n"
+              + "print(json.dumps({k: np.asarray(eval(e)).tolist() for k, e in EXPRS.items()}))\n")
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    return dict(json.loads(proc.stdout))
 
 
 def test_backward_bone_finds_the_bone_pointing_away_nearest_the_end() -> None:
-    _run_nojit("""
+    got = _nojit("""
     zig = np.array([[0, 0, 0], [0, 0.2, 0], [0, 0, 0], [0, -0.2, 0], [0, -0.4, 0]], float)
     w = np.ones(5)
-    tgt = (0.0, -1.0, 0.0)
-    assert ccd._backward_bone(zig, tgt, 0.8, w) == 1
     w0 = w.copy()
     w0[0] = 0.0
-    assert ccd._backward_bone(zig, tgt, 0.8, w0) == -1  # its joint is frozen: none turnable
+    tgt = (0.0, -1.0, 0.0)
     two = np.array([[0, 0, 0], [0, 0.2, 0], [0, 0, 0], [0, 0.2, 0], [0, 0, 0]], float)  # up, down, up, down
-    assert ccd._backward_bone(two, tgt, 0.8, w) == 3  # the one nearest the end
-    assert ccd._backward_bone(zig, (0.0, -0.4 + 1e-7, 0.0), 0.8, w) == -1  # end on the target: no line
-    assert ccd._backward_bone(zig, (0.0, 0.5, 0.0), 0.8, w) == -1  # joints past the end: the fold's case
     bent = zig.copy()
     bent[3] = [0.01, -0.2, 0]
-    assert ccd._backward_bone(bent, tgt, 0.8, w) == -1  # bent: the sweeps have a side
     near = zig.copy()
     near[3] = [1e-5, -0.2, 0]  # 5e-5 rad off the line: a stall's residue, on the line
-    assert ccd._backward_bone(near, tgt, 0.8, w) == 1
     straight = np.array([[0, 0, 0], [0, -0.2, 0], [0, -0.4, 0]], float)
-    assert ccd._backward_bone(straight, tgt, 0.4, np.ones(3)) == -1  # stretched toward it: nothing to unfold
-    assert ccd._backward_bone(straight[:2], tgt, 0.2, np.ones(2)) == -1  # one bone: no joint to move
-    """)
+    """, zig="ccd._backward_bone(zig, tgt, 0.8, w)", frozen="ccd._backward_bone(zig, tgt, 0.8, w0)",
+                 two="ccd._backward_bone(two, tgt, 0.8, w)",
+                 on_target="ccd._backward_bone(zig, (0.0, -0.4 + 1e-7, 0.0), 0.8, w)",
+                 past_end="ccd._backward_bone(zig, (0.0, 0.5, 0.0), 0.8, w)",
+                 bent="ccd._backward_bone(bent, tgt, 0.8, w)", near="ccd._backward_bone(near, tgt, 0.8, w)",
+                 straight="ccd._backward_bone(straight, tgt, 0.4, np.ones(3))",
+                 one_bone="ccd._backward_bone(straight[:2], tgt, 0.2, np.ones(2))")
+    assert got["zig"] == 1
+    assert got["frozen"] == -1  # its joint is frozen: none turnable
+    assert got["two"] == 3  # the one nearest the end
+    assert got["on_target"] == -1  # end on the target: no line
+    assert got["past_end"] == -1  # joints past the end: the fold's case
+    assert got["bent"] == -1  # bent: the sweeps have a side
+    assert got["near"] == 1
+    assert got["straight"] == -1  # stretched toward it: nothing to unfold
+    assert got["one_bone"] == -1  # one bone: no joint to move
 
 
 def test_retry_side_cycles_through_the_mirror_and_the_square_sides() -> None:
-    _run_nojit("""
+    got = _nojit("""
     pos = np.array([[0, 0, 0], [0, 1, 0], [0, 2, 0]], float)
     rot = np.array([[0, 0, 0, 1]] * 3, float)
     side = (1.0, 0.0, 0.0)
-    sides = [np.asarray(ccd._retry_side(pos, rot, 1, side, n)) for n in (1, 2, 3)]
-    assert np.array_equal(sides[0], [-1.0, 0.0, 0.0])
-    assert np.allclose(sides[1], np.cross([0, 1, 0], [1, 0, 0]), rtol=0.0, atol=1e-15)
-    assert np.allclose(sides[2], -np.cross([0, 1, 0], [1, 0, 0]), rtol=0.0, atol=1e-15)
     short = pos.copy()
     short[2] = short[1]
-    assert ccd._retry_side(short, rot, 1, side, 1) == (0.0, 0.0, 0.0)  # zero-length bone: no side
-    assert ccd._retry_side(pos, rot, 1, (0.0, 1.0, 0.0), 1) == (0.0, 0.0, 0.0)  # side along the bone
-    """)
+    """, sides="[ccd._retry_side(pos, rot, 1, side, n) for n in (1, 2, 3)]",
+                 short="ccd._retry_side(short, rot, 1, side, 1)",
+                 along="ccd._retry_side(pos, rot, 1, (0.0, 1.0, 0.0), 1)")
+    assert got["sides"][0] == [-1.0, 0.0, 0.0]
+    assert np.allclose(got["sides"][1], np.cross([0, 1, 0], [1, 0, 0]), rtol=0.0, atol=1e-15)
+    assert np.allclose(got["sides"][2], -np.cross([0, 1, 0], [1, 0, 0]), rtol=0.0, atol=1e-15)
+    assert got["short"] == [0.0, 0.0, 0.0]  # zero-length bone: no side
+    assert got["along"] == [0.0, 0.0, 0.0]  # side along the bone
 
 
 def test_frame_side_is_fold_directions_rule_for_a_straight_joint() -> None:
-    _run_nojit("""
+    got = _nojit("""
     rng = np.random.default_rng(3)
+    cases = []
     for _ in range(50):
         q = rng.normal(size=4)
         q /= np.linalg.norm(q)
         u = rng.normal(size=3)
         u /= np.linalg.norm(u)
         p = rng.normal(size=3)
-        got = chain.fold_direction(tuple(q), tuple(p - u), tuple(p), tuple(p + u))
-        assert np.allclose(got, chain.frame_side(tuple(q), tuple(u)), rtol=0.0, atol=1e-12)
-    """)
+        cases.append((tuple(q), tuple(u), tuple(p)))
+    """, fold="[chain.fold_direction(q, tuple(p - np.array(u)), p, tuple(p + np.array(u))) for q, u, p in cases]",
+                 frame="[chain.frame_side(q, u) for q, u, p in cases]")
+    assert len(got["fold"]) == 50
+    np.testing.assert_allclose(got["fold"], got["frame"], rtol=0.0, atol=1e-12)

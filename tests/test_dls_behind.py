@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import kinema
+from _dls_batch import assert_batch_equals_singles
 from kinema import rotation as rot
 from kinema.goals import OrientationGoal, PositionGoal
 from kinema.limits import Hinge
@@ -239,12 +240,7 @@ def test_a_batch_mixing_turned_and_other_items_equals_single_solves() -> None:
             tg[i] += [0.0, -rng.uniform(0.05, 0.5), 0.0]
     batch = kinema.Pose(np.repeat(pose.translations[None], n, axis=0), rots,
                         np.repeat(pose.scales[None], n, axis=0))
-    res = dls.solve(batch, [tg])
-    for i in range(n):
-        one = dls.solve(kinema.Pose(batch.translations[i], rots[i], batch.scales[i]), [tg[i]])
-        np.testing.assert_array_equal(res.pose.rotations[i], one.pose.rotations)
-        assert np.array_equal(res.error[i], one.error) and res.iterations[i] == one.iterations
-        np.testing.assert_array_equal(res.state["goal_errors"][i], one.state["goal_errors"])
+    res = assert_batch_equals_singles(dls, batch, tg)
     e, w = p[sk.index(ARM[1])], p[sk.index(ARM[2])]
     reach = np.linalg.norm(e - s) + np.linalg.norm(w - e)
     err = np.asarray(res.error)[turned]

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import kinema
+from _dls_batch import assert_batch_equals_singles
 from kinema.goals import PositionGoal
 from kinema.limits import Hinge, SwingTwist
 
@@ -130,9 +131,4 @@ def test_a_batch_mixing_straight_and_bent_items_equals_single_solves() -> None:
             tg[i] += [0.0, -1.2 * reach, 0.0]
     batch = kinema.Pose(np.repeat(pose.translations[None], n, axis=0), rot,
                         np.repeat(pose.scales[None], n, axis=0))
-    res = dls.solve(batch, [tg])
-    for i in range(n):
-        one = dls.solve(kinema.Pose(batch.translations[i], rot[i], batch.scales[i]), [tg[i]])
-        np.testing.assert_array_equal(res.pose.rotations[i], one.pose.rotations)
-        assert np.array_equal(res.error[i], one.error) and res.iterations[i] == one.iterations
-        np.testing.assert_array_equal(res.state["goal_errors"][i], one.state["goal_errors"])
+    assert_batch_equals_singles(dls, batch, tg)

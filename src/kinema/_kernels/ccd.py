@@ -254,8 +254,8 @@ def _pole_pass(i, joints, base_rot, r, rot, pos, scl, t, s, base_pos, base_scl, 
             # the next joint; the following sweeps keep that side.
             sub = 0.0
             for m in range(k, n_k - 1):
-                sub += math.sqrt((pos[m + 1, 0] - pos[m, 0]) ** 2 + (pos[m + 1, 1] - pos[m, 1]) ** 2
-                                 + (pos[m + 1, 2] - pos[m, 2]) ** 2)
+                d = (pos[m + 1, 0] - pos[m, 0], pos[m + 1, 1] - pos[m, 1], pos[m + 1, 2] - pos[m, 2])
+                sub += math.sqrt(vdot(d, d))
             w1 = weights[k + 1]
             if w1 <= 0.0 or el >= sub * (1.0 - FOLD_REACH_RTOL):
                 continue  # frozen, or fully stretched (reaching straight out: nothing to orient)
@@ -334,7 +334,7 @@ def _backward_bone(pos, tgt, reach, weights):  # type: ignore[no-untyped-def]
         bl = math.sqrt(vdot(b, b))
         if bl > tol:
             c = vcross(b, u)
-            if vdot(c, c) > (LINE_BONE_SINE * bl) ** 2:
+            if vdot(c, c) > (LINE_BONE_SINE * bl) * (LINE_BONE_SINE * bl):
                 return -1  # bent: the sweeps have a side to work with
     for m in range(n_k - 3, -1, -1):
         b = (pos[m + 1, 0] - pos[m, 0], pos[m + 1, 1] - pos[m, 1], pos[m + 1, 2] - pos[m, 2])

@@ -238,7 +238,7 @@ def fold_point(pos, reach, lengths_from):  # type: ignore[no-untyped-def]
         x = (pos[k, 0] - pos[0, 0], pos[k, 1] - pos[0, 1], pos[k, 2] - pos[0, 2])
         c = vdot(x, e) / el2
         off = (x[0] - c * e[0], x[1] - c * e[1], x[2] - c * e[2])
-        if vdot(off, off) > (FOLD_STRAIGHT_RTOL * reach) ** 2:
+        if vdot(off, off) > (FOLD_STRAIGHT_RTOL * reach) * (FOLD_STRAIGHT_RTOL * reach):
             return -1  # bent: the solver has a side to fold to
         if k >= lengths_from and abs(acc - 0.5 * reach) < gap:
             gap = abs(acc - 0.5 * reach)

@@ -39,6 +39,7 @@ from .constants import DEFAULT_MARGIN_FRACTION, NONFINITE_INPUT, NONFINITE_RESUL
 from .drivers import Drivers, make_drivers, specialise
 from .limits import LIMIT_HINGE, apply_limit
 from .quat import (
+    hypot,
     qconj,
     qfrom_axis_angle,
     qfrom_two_vectors,
@@ -261,7 +262,7 @@ def _check_item(erot, flags):  # type: ignore[no-untyped-def]
     """Status of one item's ``end_rotation`` (its finiteness was checked by the driver): ``OK`` or a zero
     quaternion.  The options' ranges are checked once, by :class:`kinema.TwoBone`, before any kernel runs."""
     if flags & HAS_END_ROTATION:
-        if math.sqrt(erot[0] ** 2 + erot[1] ** 2 + erot[2] ** 2 + erot[3] ** 2) <= ZERO_QUAT_EPS:
+        if math.sqrt(erot[0] * erot[0] + erot[1] * erot[1] + erot[2] * erot[2] + erot[3] * erot[3]) <= ZERO_QUAT_EPS:
             return BAD_END_ROTATION
     return OK
 
@@ -983,7 +984,7 @@ def _solve_2d_item(rx, ry, tx, ty, l1, l2, bend, margin, soft):  # type: ignore[
     (an exact scaling: the same numbers as unscaled wherever those neither overflow nor underflow), so
     lengths near 1e155 and beyond, whose squares overflow, and near 1e-155, whose squares underflow, solve
     as an arm of length 1 does; a distance whose square still overflows (a target 1e154 arm lengths away)
-    is taken by ``math.hypot``.  ``NONFINITE_RESULT`` when a result is not a float64 (beyond 1.8e308)."""
+    is taken by :func:`~.quat.hypot`.  ``NONFINITE_RESULT`` when a result is not a float64 (beyond 1.8e308)."""
     nan = math.nan
     if not (math.isfinite(rx) and math.isfinite(ry) and math.isfinite(tx) and math.isfinite(ty)):
         return NONFINITE_INPUT, nan, nan, nan, nan, nan, nan, nan
@@ -1016,7 +1017,7 @@ def _solve_2d_item(rx, ry, tx, ty, l1, l2, bend, margin, soft):  # type: ignore[
         dy = math.ldexp(oy, -e)
     if math.isfinite(dx) and math.isfinite(dy):
         d2 = dx * dx + dy * dy
-        d = math.sqrt(d2) if d2 < math.inf else math.hypot(dx, dy)
+        d = math.sqrt(d2) if d2 < math.inf else hypot(dx, dy)
     else:
         d = math.inf  # more than 2**1024 arm lengths away: out of reach (the direction is the offset's)
     # Target on the root: no direction; reach along +x (angle 0).
@@ -1035,7 +1036,7 @@ def _solve_2d_item(rx, ry, tx, ty, l1, l2, bend, margin, soft):  # type: ignore[
     ux = cx - tx
     uy = cy - ty
     u2 = ux * ux + uy * uy
-    err = math.sqrt(u2) if 1e-290 < u2 < math.inf else math.hypot(ux, uy)
+    err = math.sqrt(u2) if 1e-290 < u2 < math.inf else hypot(ux, uy)
     if not (math.isfinite(ex) and math.isfinite(ey) and math.isfinite(cx) and math.isfinite(cy)
             and math.isfinite(err)):
         return NONFINITE_RESULT, nan, nan, nan, nan, nan, nan, nan

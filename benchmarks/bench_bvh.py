@@ -11,12 +11,15 @@ Run: ``.venv/bin/pytest benchmarks/bench_bvh.py --benchmark-only``
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kinema.io import load_bvh, save_bvh
+
+os.environ.setdefault("KINEMA_COMPILE", "always")  # time compiled kernels only (kinema._kernels._tier)
 
 SHARED = Path(__file__).resolve().parents[1] / "tests" / "data"  # the test fixtures, with their provenance
 REAL = SHARED / "bvh" / "test_mocapbank.bvh"

@@ -15,6 +15,7 @@ a metre-scale chain) and, for the like-for-like row, ``tolerance=0``
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -28,6 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from _machine import copy_probe_ns  # noqa: E402
 from _targets import chain_rig, reachable_targets  # noqa: E402
+
+os.environ.setdefault("KINEMA_COMPILE", "always")  # time compiled kernels only (kinema._kernels._tier)
 
 SK, CHAIN = chain_rig()
 TARGETS = reachable_targets(SK, CHAIN)

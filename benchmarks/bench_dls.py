@@ -19,6 +19,7 @@ No timing is asserted.
 from __future__ import annotations
 
 import importlib.util
+import os
 import statistics
 import sys
 import time
@@ -38,6 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _machine import copy_probe_ns  # noqa: E402
 from _targets import chain_rig, reachable_targets  # noqa: E402
+
+os.environ.setdefault("KINEMA_COMPILE", "always")  # time compiled kernels only (kinema._kernels._tier)
 
 
 def _best(fn: Any, rounds: int = 3) -> float:

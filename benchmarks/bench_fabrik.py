@@ -16,6 +16,7 @@ or directly (``.venv/bin/python benchmarks/bench_fabrik.py``) for a summary:
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -30,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _machine import copy_probe_ns  # noqa: E402
 from _targets import chain_rig, reachable_targets  # noqa: E402
+
+os.environ.setdefault("KINEMA_COMPILE", "always")  # time compiled kernels only (kinema._kernels._tier)
 
 SK, CHAIN = chain_rig()
 TARGETS = reachable_targets(SK, CHAIN)

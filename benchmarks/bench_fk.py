@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 import kinema
 from kinema._problems import FK_FRAMES, FK_JOINTS, fk_rig
 from kinema.bench._baselines import numpy_fk
+
+os.environ.setdefault("KINEMA_COMPILE", "always")  # time compiled kernels only (kinema._kernels._tier)
 
 __all__ = ["numpy_fk", "N_FRAMES", "N_JOINTS"]
 

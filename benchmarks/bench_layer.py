@@ -15,6 +15,7 @@ anywhere (the history of figures is in ``benchmarks/NOTES.md``).
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 from collections.abc import Callable
@@ -34,6 +35,8 @@ from bench_two_bone import CHAIN as ARM  # noqa: E402
 from bench_two_bone import _rig as arm_rig  # noqa: E402
 from bench_two_bone import _targets as arm_targets  # noqa: E402
 from bench_two_bone import numpy_two_bone  # noqa: E402
+
+os.environ.setdefault("KINEMA_COMPILE", "always")  # time compiled kernels only (kinema._kernels._tier)
 
 
 def median_spread(fn: Callable[[], Any], repeats: int) -> tuple[float, float, float]:

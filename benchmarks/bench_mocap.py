@@ -16,6 +16,7 @@ asserted.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,8 @@ from kinema import mocap
 from kinema.cli import main
 from kinema.cli._bench import repeat_clip
 from kinema.io import load_bvh, save_bvh
+
+os.environ.setdefault("KINEMA_COMPILE", "always")  # time compiled kernels only (kinema._kernels._tier)
 
 SHARED = Path(__file__).resolve().parents[1] / "tests" / "data"  # the test fixtures, with their provenance
 REPEATS = 100

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+os.environ.setdefault("KINEMA_COMPILE", "always")  # time compiled kernels only (kinema._kernels._tier)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

@@ -9,6 +9,7 @@ parallel thresholds for the measurement.  Figures and history: benchmarks/NOTES.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -18,6 +19,8 @@ import kinema._solve as solve_layer
 import kinema.fk as fk_module
 from kinema import _problems as problems
 from kinema.bench._timing import busy_process
+
+os.environ.setdefault("KINEMA_COMPILE", "always")  # time compiled kernels only (kinema._kernels._tier)
 
 #: Calls per median.
 REPEATS = 40

@@ -25,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+os.environ.setdefault("KINEMA_COMPILE", "always")  # time compiled kernels only (kinema._kernels._tier)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: The timing child, run as ``python -c CHILD`` with ``PYTHONPATH`` set to one tree's ``src``; prints JSON.

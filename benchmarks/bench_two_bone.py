@@ -10,12 +10,16 @@ the baseline :func:`kinema.bench._baselines.numpy_two_bone`.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 import kinema
 from kinema._problems import ARM_JOINTS, TWO_BONE_TARGETS, two_bone_arm
 from kinema.bench._baselines import numpy_two_bone
+
+os.environ.setdefault("KINEMA_COMPILE", "always")  # time compiled kernels only (kinema._kernels._tier)
 
 __all__ = ["numpy_two_bone", "CHAIN", "N_TARGETS"]
 

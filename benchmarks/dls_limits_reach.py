@@ -10,6 +10,7 @@ No timing is measured.  Figures: ``benchmarks/NOTES.md`` (2026-12-06).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,8 @@ from kinema import rotation as rot
 from kinema import samples
 from kinema._problems import humanoid_limits
 from kinema.goals import LookAtGoal, OrientationGoal, PoseGoal, PositionGoal
+
+os.environ.setdefault("KINEMA_COMPILE", "always")  # time compiled kernels only (kinema._kernels._tier)
 
 SK = samples.humanoid()
 WALK = samples.clip("walk").pose

@@ -23,8 +23,11 @@ pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reas
 
 
 def _env(cache: Path) -> dict[str, str]:
+    """This environment with ``cache`` for numba, compiling every kernel it runs (a foot lock of the sample walk
+    would otherwise run the plain kernels and compile nothing: kinema._kernels._tier)."""
     env = dict(os.environ)
     env["NUMBA_CACHE_DIR"] = str(cache)
+    env["KINEMA_COMPILE"] = "always"
     return env
 
 
@@ -164,7 +167,7 @@ def test_the_worker_never_imports_from_the_working_folder(tmp_path: Path) -> Non
     planted = tmp_path / "work" / "kinema"
     planted.mkdir(parents=True)
     (planted / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
-    env = _env(tmp_path / "cache")  # a cold cache: the worker starts
+    env = _env(tmp_path / "cache")  # a cold cache, compiling: the worker starts
     res = subprocess.run([str(Path(sys.executable).with_name("kinema")), "footlock", "--sample", "walk", "-o",
                           str(tmp_path / "out.bvh")], cwd=planted.parent, env=env, capture_output=True, text=True,
                          timeout=300)
@@ -194,3 +197,36 @@ def test_warmup_says_which_steps_a_second_process_compiled(monkeypatch: pytest.M
     assert "\nsolve_ccd " in out and "solve_ccd (compiled" not in out
     for name in _commands.SECOND_PROCESS_STEPS:
         assert f"\n{name} (compiled by a second process) " in out
+
+
+def test_a_clip_too_short_to_compile_for_starts_no_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A foot lock or reach starts the worker only when its clip is long enough to run compiled kernels: the
+    sample walk runs the plain kernels (kinema._kernels._tier) and compiles nothing."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from kinema._kernels import _tier
+    from kinema.cli import _commands
+
+    started: list[str] = []
+    monkeypatch.setattr(_precompile, "start", started.append)
+    monkeypatch.delenv("KINEMA_COMPILE", raising=False)
+    monkeypatch.setattr(_tier._Spent, "seconds", 0.0)
+    monkeypatch.setattr(_tier._Spent, "always", False)
+
+    def motion(frames: int) -> SimpleNamespace:
+        pose = SimpleNamespace(translations=np.empty((frames, 20, 3)), rotations=np.empty((frames, 20, 4)),
+                               scales=np.empty((frames, 20, 3)))
+        return SimpleNamespace(clip=SimpleNamespace(pose=pose))
+
+    per_frame = 20 * 10
+    short = motion(_tier.INTERPRET_MAX_ELEMENTS // per_frame)
+    long = motion(_tier.INTERPRET_MAX_ELEMENTS // per_frame + 1)
+    _commands._start_precompile("two_bone", short)  # type: ignore[arg-type]
+    assert started == []
+    _commands._start_precompile("two_bone", long)  # type: ignore[arg-type]
+    assert started == ["two_bone"]
+    monkeypatch.setenv("KINEMA_COMPILE", "always")
+    _commands._start_precompile("two_bone", short)  # type: ignore[arg-type]
+    assert started == ["two_bone", "two_bone"]

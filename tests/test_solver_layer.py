@@ -197,25 +197,29 @@ FRESH_SCRIPT = textwrap.dedent("""
             singles = [solver.solve(pose, tg[i], **kw) for i in items]
         assert all(T.rows_equal(s, batch, i) for s, i in zip(singles, items)), name
         out[name] = np.asarray(batch.pose.rotations).tobytes().hex()
-    json.dump(out, open(sys.argv[2], "w"))
+    from kinema._kernels import _tier
+    json.dump({"numbers": out, "plain": sorted(_tier._twins)}, open(sys.argv[2], "w"))
 """)
 
 
 def test_fresh_processes_and_compile_orders_agree(tmp_path: Path) -> None:
     """Two fresh processes with fresh numba caches, compiling the single-solve route first in one and the
-    batch route first in the other, give bit-identical batches (and each its singles equal to its batch)."""
+    batch route first in the other, give bit-identical batches (and each its singles equal to its batch); a
+    third, in the default mode, runs these small solves as plain Python (kinema._kernels._tier) and gives the
+    same numbers."""
     script = tmp_path / "fresh.py"
     script.write_text(FRESH_SCRIPT)
     results = []
-    for order in ("singles-first", "batch-first"):
-        env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / f"cache-{order}"))
+    for order, mode in (("singles-first", "always"), ("batch-first", "always"), ("singles-first", "auto")):
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / f"cache-{order}-{mode}"), KINEMA_COMPILE=mode)
         env.pop("NUMBA_DISABLE_JIT", None)
-        out = tmp_path / f"{order}.json"
+        out = tmp_path / f"{order}-{mode}.json"
         proc = subprocess.run([sys.executable, str(script), order, str(out), str(ROOT / "tests")], env=env,
                               capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[-3000:]
         results.append(json.loads(out.read_text()))
-    assert results[0] == results[1]
+    assert results[0]["numbers"] == results[1]["numbers"] == results[2]["numbers"]
+    assert results[0]["plain"] == results[1]["plain"] == [] and "two_bone" in results[2]["plain"]
 
 
 # ------------------------------------------------------------------ the input contract
@@ -820,7 +824,8 @@ def test_single_and_batched_routes_share_one_compiled_kernel(tmp_path: Path) -> 
     (a second signature was a second multi-second compile on a cold cache)."""
     if os.environ.get("NUMBA_DISABLE_JIT") == "1":
         pytest.skip("no compiled signatures without the JIT")
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    # compiling on first use (by default these small solves run plain: kinema._kernels._tier)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), KINEMA_COMPILE="always")
     proc = subprocess.run([sys.executable, "-c", _ONE_SIGNATURE], capture_output=True, text=True, env=env,
                           timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -181,6 +181,9 @@ def main(argv: Sequence[str]) -> int:
     """The worker (:func:`worker_command`): ``main([group, parent pid])``."""
     group, parent = argv[0], int(argv[1])
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    from ._kernels._tier import compile_always
+
+    compile_always()  # this worker is here to fill the cache
     try:
         GROUPS[group][1]()
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: end quietly, the parent reports it

@@ -19,7 +19,6 @@ Flat arrays handed to the kernels:
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,7 +47,9 @@ from .skeleton import Skeleton
 
 
 def kernel_loader(name: str) -> Callable[[], Any]:
-    """A loader for ``kinema._kernels.<name>``: imported on its first call, then kept.
+    """A loader for ``kinema._kernels.<name>``: what :func:`kinema._kernels._tier.kernels` hands out (the
+    module, or its plain twin while compiling it would not pay), imported on the first call; once the module
+    is chosen for good this closure keeps it.
 
     ``import kinema`` must not import numba, so solver modules load their
     kernels lazily; an ``import`` statement on every call costs more than
@@ -58,12 +59,14 @@ def kernel_loader(name: str) -> Callable[[], Any]:
 
     def load() -> Any:
         nonlocal module
-        if module is None:
-            from ._precompile import wait
+        if module is not None:
+            return module
+        from ._kernels._tier import is_plain, kernels
 
-            wait(name)  # a worker compiling these kernels (a command's cold first run): load its results
-            module = importlib.import_module(f"kinema._kernels.{name}")
-        return module
+        got = kernels(name)
+        if not is_plain(got):
+            module = got
+        return got
 
     return load
 
@@ -612,8 +615,9 @@ def clamp_blended(r_out: FloatArray, weight: FloatArray, limited: tuple[BlendLim
     w = np.broadcast_to(weight, (n,))
     items = np.nonzero((w > 0.0) & (w < 1.0))[0]
     if items.size and limited:
-        from ._kernels.limits import clamp_many
+        from ._kernels._tier import kernels
 
+        clamp_many = kernels("limits").clamp_many
         for j, kind, params, rest in limited:
             q = np.ascontiguousarray(r_out[items, j])
             clamped = np.empty_like(q)

@@ -133,7 +133,9 @@ def forward_kinematics(skeleton: Skeleton, pose: Pose, *, matrices: bool = False
     :class:`~kinema.ShapeError` for a batch whose results would pass
     :data:`~kinema._validate.MAX_ALLOCATION_BYTES`.
     """
-    from ._kernels import fk as kfk
+    from ._kernels._tier import kernels
+
+    kfk = kernels("fk")
 
     matrices = _validate.check_flag(matrices, "matrices")
     _check_pose(skeleton, pose)
@@ -198,7 +200,9 @@ def world_to_local(
     finite inputs whose results overflow float64 raise
     :class:`~kinema.SolverInputError`.
     """
-    from ._kernels import fk as kfk
+    from ._kernels._tier import kernels
+
+    kfk = kernels("fk")
 
     _check_skeleton(skeleton)
     nj = skeleton.n_joints

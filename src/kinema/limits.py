@@ -228,7 +228,9 @@ class Limit(ABC):
     def clamp_hit(self, rotation_local: ArrayLike, rest_rotation: ArrayLike | None = None
                   ) -> tuple[FloatArray, NDArray[np.bool_]]:
         """``(clamped (..., 4), hit (...,))``: as :meth:`clamp`, plus whether each rotation changed."""
-        from ._kernels import limits as kl
+        from ._kernels._tier import kernels
+
+        kl = kernels("limits")
 
         batch, qf, rf = self._arrays(rotation_local, rest_rotation)
         out = np.empty_like(qf)
@@ -246,7 +248,9 @@ class Limit(ABC):
         module docs; at it, of the middle angle and the sum or difference of
         the outer angles).
         """
-        from ._kernels import limits as kl
+        from ._kernels._tier import kernels
+
+        kl = kernels("limits")
 
         batch, qf, rf = self._arrays(rotation_local, rest_rotation)
         out = np.empty(qf.shape[0])

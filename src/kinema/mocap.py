@@ -356,7 +356,9 @@ def _ease(starts: IntArray, ends: IntArray, n_frames: int, ease_frames: int) -> 
 def _ease_runs(starts: IntArray, ends: IntArray, n_frames: int, before: IntArray,
                after: IntArray) -> tuple[FloatArray, IntArray]:
     """Ease weights and owners ``(F,)`` with ramp lengths of their own before/after each run (frames)."""
-    from ._kernels import contact as kc
+    from ._kernels._tier import kernels
+
+    kc = kernels("contact")
 
     weight = np.empty(n_frames)
     owner = np.empty(n_frames, dtype=np.int64)
@@ -459,7 +461,9 @@ def _crossfade_short_gaps(tgt: FloatArray, anim: FloatArray, starts: IntArray, e
     and ``x`` the smoothstep across the gap: continuous at both edges, the
     animated velocity kept, the offset changing at half the rate.
     """
-    from ._kernels import contact as kc
+    from ._kernels._tier import kernels
+
+    kc = kernels("contact")
 
     kc.crossfade_short_gaps(tgt, anim, starts, ends, lock, before, after)
     return tgt
@@ -890,7 +894,9 @@ def detect_contacts(
     :class:`~kinema.SolverInputError` for a ``skeleton`` that is not a :class:`~kinema.Skeleton`, a ``clip``
     that is not a :class:`~kinema.Clip`, and a clip of no frames (there is nothing to detect).
     """
-    from ._kernels import contact as kc
+    from ._kernels._tier import kernels
+
+    kc = kernels("contact")
 
     _check_skeleton(skeleton)
     _check_clip(clip)
@@ -1194,7 +1200,9 @@ def _lengthen_fast_ramps(speed: FloatArray, cap: FloatArray, runs: Sequence[tupl
       before (starts just after) that frame pair, so that its ramp carries
       the turn instead.  At least one frame of the contact is kept.
     """
-    from ._kernels import contact as kc
+    from ._kernels._tier import kernels
+
+    kc = kernels("contact")
 
     changed = False
     for i, (starts, ends) in enumerate(runs):

@@ -72,9 +72,9 @@ EULER_SEQUENCES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "XYX", "XZX", "YXY"
 
 
 def _kern() -> Any:
-    from ._kernels import rotation
+    from ._kernels._tier import kernels
 
-    return rotation
+    return kernels("rotation")
 
 
 def _batch(items: list[tuple[FloatArray, tuple[int, ...], str]]) -> tuple[int, ...]:

@@ -90,6 +90,9 @@ def _batch_scaling(ui: UI, repeat: int) -> tuple[list[tuple[str, str, str]], str
 
 
 def run_bench(args: argparse.Namespace, ui: UI) -> int:
+    from .._kernels._tier import compile_always
+
+    compile_always()  # time compiled kernels only, never the plain ones (kinema._kernels._tier)
     if args.suite:
         folder = args.suite
         if not os.path.isdir(folder):

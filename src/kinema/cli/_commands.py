@@ -581,22 +581,30 @@ def _transform(command: str, m: Motion, args: argparse.Namespace
 PRECOMPILED = {"footlock": "two_bone", "reach": "two_bone"}
 
 
+def _start_precompile(group: str, m: Motion) -> None:
+    """A cold first run on a clip long enough to compile for: a second process compiles the two-bone kernels
+    while this one compiles the rest (:mod:`kinema._precompile`; nothing starts when they are cached).  A
+    short clip runs the plain kernels, compiling nothing (:mod:`kinema._kernels._tier`)."""
+    from .._kernels._tier import compiles
+    from .._precompile import start
+
+    pose = m.clip.pose
+    if compiles(pose.translations.size + pose.rotations.size + pose.scales.size):
+        start(group)
+
+
 def _run_file_command(command: str, args: argparse.Namespace, ui: UI) -> int:
     out = args.output
     inputs = [args.input] if args.input else []
     check_output(out, inputs, args.force)  # before any work: fail fast
-    if command in PRECOMPILED:
-        # A cold first run: a second process compiles the two-bone kernels while this one loads the file and
-        # compiles the rest (kinema._precompile; nothing starts when they are cached).
-        from .._precompile import start
-
-        start(PRECOMPILED[command])
     even = format_of(out) == "bvh"
     if even and getattr(args, "mesh", None) is not None:
         raise UsageError(f"--mesh applies to glTF output (.gltf, .glb); {out} is BVH")
     with ui.status("loading") as st:
         m = read_input(args, even_frames=even)
         st.describe(f"{command}: {m.source}")
+        if command in PRECOMPILED:
+            _start_precompile(PRECOMPILED[command], m)
         sk, clip, mesh, figures = transform(command, m, args)
         st.describe(f"writing {out}")
         inputs += source_files(m.skeleton.meta)  # a glTF's external buffers are inputs too
@@ -681,12 +689,14 @@ def warm_kernels(only: Collection[str] | None = None, skip: Collection[str] = ()
     from .._ccd import Goal, solve_ccd, solve_chains
     from .._dls import solve_dls
     from .._fabrik import solve_fabrik, solve_fabrik_tree
+    from .._kernels._tier import compile_always
     from .._two_bone import solve_two_bone, solve_two_bone_2d
     from ..fk import FK_PARALLEL_MIN_JOINTS, world_to_local
     from ..goals import PositionGoal
     from ..io import load_bvh, save_bvh
     from ..limits import EulerRange, Hinge, SwingTwist
 
+    compile_always()  # the point of warming up: compiled code in the cache, not the plain kernels
     steps: list[tuple[str, float]] = []
 
     def step(what: str, fn: Any) -> None:

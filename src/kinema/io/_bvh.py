@@ -379,7 +379,9 @@ def _decode(data: bytes, path: PathLike | None) -> str:
 
 def _scan(data: bytes, start: int, n_frames: int, n_ch: int, first_line: int, path: PathLike | None) -> FloatArray:
     """The MOTION values as ``(n_frames, n_ch)``; ``first_line`` is the file line of ``data[start]``."""
-    from .._kernels import bvh as kb
+    from .._kernels._tier import kernels
+
+    kb = kernels("bvh")
 
     buf = np.frombuffer(data, dtype=np.uint8)
     if n_frames and n_ch == 0:
@@ -935,7 +937,9 @@ def _motion_bytes(values: FloatArray, precision: int) -> bytes:
         row = " ".join([f"%.{precision}f"] * n_ch) + "\n"
         clean = values + 0.0  # -0.0 + 0.0 is +0.0: no "-0.000000" from a negative zero
         return ((row * n_frames) % tuple(clean.ravel().tolist())).encode("ascii")
-    from .._kernels import bvh as kb
+    from .._kernels._tier import kernels
+
+    kb = kernels("bvh")
 
     width = max(len(str(int(biggest))), precision + 1) + 3  # sign, point, separator
     out = np.empty(n_frames * (n_ch * width + 1), dtype=np.uint8)

@@ -129,7 +129,7 @@ def test_no_worker_where_it_cannot_pay(monkeypatch: pytest.MonkeyPatch, tmp_path
     monkeypatch.setattr(_precompile, "cached", lambda group: False)
     monkeypatch.setattr(_precompile.subprocess, "Popen", refused)
     assert _precompile.start("two_bone") is False  # no process could start: this one compiles it all
-    assert _precompile._workers == {}
+    assert "two_bone" not in _precompile._workers
     with pytest.raises(KeyError, match="two_bone"):
         _precompile.start("nope")
     _precompile.wait("two_bone")  # none running: returns at once

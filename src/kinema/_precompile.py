@@ -30,7 +30,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-__all__ = ["GROUPS", "WAIT_EVENT", "cached", "start", "stop_all", "wait", "worker_command"]
+__all__ = ["GROUPS", "WAIT_EVENT", "cached", "running", "start", "stop_all", "wait",
+           "worker_command"]
 
 #: The longest this process waits for a worker (s): far beyond a cold compile on a loaded machine; after it
 #: the worker is stopped and this process compiles what it needs itself.
@@ -70,12 +71,32 @@ def _warm_second_half() -> None:
     warm_kernels(only=SECOND_PROCESS_STEPS)
 
 
-#: What a worker can compile: ``{group: (a file numba's cache holds once the group is compiled, the function
-#: that compiles it)}``.  A group named after a kernel module (``kinema._kernels.<name>``) is waited for on
-#: that module's first load (:func:`wait`); ``"warmup"`` is waited for by ``kinema warmup`` itself.
-GROUPS: dict[str, tuple[str, Callable[[], None]]] = {
+def _warm_in_use() -> None:
+    """The kernel calls a process ran plain until its budget ran out (:mod:`kinema._kernels._tier`), compiled for
+    the very argument types they had: a pickled ``{(module, name, driver field or ""): {numba signature}}`` read
+    from this worker's standard input (its parent's pipe)."""
+    import importlib
+    import pickle
+
+    calls = pickle.load(sys.stdin.buffer)
+    for (module, name, field), signatures in sorted(calls.items()):
+        kernel = getattr(importlib.import_module(f"kinema._kernels.{module}"), name)
+        if field:
+            kernel = getattr(kernel, field)
+        for sig in signatures:
+            kernel.compile(sig)
+
+
+#: What a worker can compile: ``{group: (a file numba's cache holds once the group is compiled (None: not
+#: looked for), the function that compiles it)}``.  A group
+#: named after a kernel module (``kinema._kernels.<name>``) is waited for on that module's first load
+#: (:func:`wait`); ``"warmup"`` is waited for by ``kinema warmup`` itself; ``"in_use"`` (the modules a process
+#: ran plain until its budget ran out) is never waited for: that process goes on with the plain kernels and
+#: asks :func:`running`.
+GROUPS: dict[str, tuple[str | None, Callable[[], None]]] = {
     "two_bone": ("drivers.two_bone_basic_serial-*.nbi", _warm_two_bone),
     "warmup": ("drivers.dls_parallel-*.nbi", _warm_second_half),
+    "in_use": (None, _warm_in_use),
 }
 
 _workers: dict[str, subprocess.Popen[bytes]] = {}
@@ -92,7 +113,7 @@ def cached(group: str) -> bool:
     """Whether numba's cache already holds ``group``'s driver (its index file; numba names it
     ``<module>.<function>-<line>.py<version>.nbi`` in one folder per source folder)."""
     pattern, _ = GROUPS[group]
-    return bool(glob.glob(os.path.join(glob.escape(_cache_folder()), "*", pattern)))
+    return pattern is not None and bool(glob.glob(os.path.join(glob.escape(_cache_folder()), "*", pattern)))
 
 
 def _cpus() -> int:
@@ -112,8 +133,9 @@ def worker_command(group: str) -> list[str]:
     return [sys.executable, "-c", code, group, str(os.getpid())]
 
 
-def start(group: str) -> bool:
-    """Start a worker compiling ``group`` (a key of :data:`GROUPS`) unless it would not pay; whether one runs."""
+def start(group: str, payload: bytes | None = None) -> bool:
+    """Start a worker compiling ``group`` (a key of :data:`GROUPS`) unless it would not pay; whether one runs.
+    ``payload``: bytes for the worker's standard input (``"in_use"``: the calls to compile)."""
     if group not in GROUPS:
         raise KeyError(f"no precompile group {group!r}; groups: {sorted(GROUPS)}")
     from ._kernels._jit import _config
@@ -124,10 +146,19 @@ def start(group: str) -> bool:
         if not sys.executable:  # an embedded interpreter: no Python to start
             return False
         try:
-            _workers[group] = subprocess.Popen(
-                worker_command(group), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(worker_command(group), stdin=subprocess.DEVNULL if payload is None else
+                                    subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         except OSError:  # no process could start (limits): this process compiles everything itself
             return False
+        if payload is not None:
+            assert proc.stdin is not None
+            try:
+                proc.stdin.write(payload)
+                proc.stdin.close()
+            except OSError:  # the worker is gone already: this process compiles what it needs itself
+                _stop(proc)
+                return False
+        _workers[group] = proc
         if len(_workers) == 1:
             atexit.register(stop_all)
     return True
@@ -148,6 +179,18 @@ def wait(group: str) -> None:
             proc.wait(timeout=WAIT_LIMIT_S)
         except subprocess.TimeoutExpired:
             _stop(proc)
+
+
+def running(group: str) -> bool:
+    """Whether ``group``'s worker still runs (one that ended is forgotten: its compiled code is in the cache)."""
+    with _lock:
+        proc = _workers.get(group)
+        if proc is None:
+            return False
+        if proc.poll() is None:
+            return True
+        del _workers[group]
+    return False
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

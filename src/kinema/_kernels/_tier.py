@@ -13,8 +13,11 @@ soon as one of these holds:
 * one call's arrays hold more than :data:`INTERPRET_MAX_ELEMENTS` numbers
   (a large batch: compiled code pays for its compile at once);
 * this process has spent :data:`INTERPRET_BUDGET_S` seconds in plain
-  kernels (every module is compiled from then on: a loop of many small
-  solves, a viewer);
+  kernels (a loop of many small solves, a viewer): a worker process
+  compiles the kernels it ran, for the argument types it ran them with,
+  while this one goes on with the plain kernels, and once the worker ends
+  they load from the cache (on one CPU, or when no process can start, they
+  compile here at once);
 * a plain call raised an arithmetic error where compiled code gives inf or
   NaN (numba's NumPy error model): the call's writable arrays are put back
   and it runs compiled;
@@ -68,15 +71,38 @@ _final: dict[str, Any] = {}
 _twins: dict[str, Any] = {}
 #: Plain functions by the id of their kernel (the kernel is kept beside its twin, so its id is never reused).
 _plain: dict[int, tuple[Any, Any]] = {}
+#: The calls run plain, for a worker to compile: ``{(module, name, driver field or ""): {numba signature}}``.
+_calls: dict[tuple[str, str, str], set[tuple[Any, ...]]] = {}
 #: Plain globals by the id of the kernel globals they mirror (the originals kept alive likewise).
 _plain_globals: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
 
 
 class _Spent:
-    """Seconds this process has spent in plain kernel calls, and whether ``always`` was asked in-process."""
+    """Seconds this process has spent in plain kernel calls, whether ``always`` was asked in-process, and whether
+    a worker compiles the modules in use beside it (None: not tried yet)."""
 
     seconds = 0.0
     always = False
+    beside: bool | None = None
+
+
+def _past_budget(start: bool = True) -> bool:
+    """Whether this process is past its plain budget with nothing compiling its kernels beside it: its modules
+    compile here, now.
+
+    When the budget first runs out a worker process compiles the modules in use (``kinema._precompile``'s
+    ``"in_use"`` group: on two or more CPUs, the JIT on) while this process goes on with the plain kernels; once
+    it ends they load from the cache in milliseconds.  Without one (``start`` False, one CPU, no process
+    could start) they compile here."""
+    if _Spent.seconds < INTERPRET_BUDGET_S:
+        return False
+    from .. import _precompile
+
+    if _Spent.beside is None and start:
+        import pickle
+
+        _Spent.beside = bool(_calls) and _precompile.start("in_use", pickle.dumps(_calls))
+    return not (_Spent.beside and _precompile.running("in_use"))
 
 
 def compile_always() -> None:
@@ -106,7 +132,7 @@ def compiles(numbers: int) -> bool:
     from ._jit import _config
 
     return bool(not _config.DISABLE_JIT and (_Spent.always or _mode() == "always" or numbers > INTERPRET_MAX_ELEMENTS
-                                             or _Spent.seconds >= INTERPRET_BUDGET_S))
+                                             or _past_budget(start=False)))
 
 
 def is_plain(module: Any) -> bool:
@@ -116,7 +142,7 @@ def is_plain(module: Any) -> bool:
 
 def _choose(name: str) -> Any:
     twin = _twins.get(name)
-    if twin is not None and not _Spent.always and _Spent.seconds < INTERPRET_BUDGET_S:
+    if twin is not None and not _Spent.always and not _past_budget():
         return twin  # (the cache was looked at when the twin was made)
     from .._precompile import wait
 
@@ -124,8 +150,7 @@ def _choose(name: str) -> Any:
     module = importlib.import_module(f"kinema._kernels.{name}")
     from ._jit import _config
 
-    if _config.DISABLE_JIT or _Spent.always or _mode() == "always" or _Spent.seconds >= INTERPRET_BUDGET_S \
-            or _compiled(name, module):
+    if _config.DISABLE_JIT or _Spent.always or _mode() == "always" or _past_budget() or _compiled(name, module):
         _final[name] = module
         return module
     if twin is None:
@@ -207,9 +232,9 @@ def _twin_module(name: str, module: Any) -> _PlainModule:
         if key in ("__name__", "__doc__"):
             continue
         if isinstance(value, Drivers):
-            space[key] = Drivers(_PlainKernel(name, value.serial), _PlainKernel(name, value.parallel))
+            space[key] = Drivers(*(_PlainKernel(name, getattr(value, f), (name, key, f)) for f in Drivers._fields))
         elif _is_kernel(value):
-            space[key] = _PlainKernel(name, value)
+            space[key] = _PlainKernel(name, value, (name, key, ""))
         else:
             space[key] = value
     for key, value in list(space.items()):
@@ -240,20 +265,35 @@ def _writable(args: Any, out: list[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
+def _record(where: tuple[str, str, str], args: tuple[Any, ...]) -> None:
+    """Note a plain call's numba signature (a worker compiles exactly these when the budget runs out)."""
+    from numba import typeof
+
+    try:
+        sig = tuple(typeof(a) for a in args)
+    except ValueError:  # a type numba has no name for: nothing to compile ahead
+        return
+    _calls.setdefault(where, set()).add(sig)
+
+
 class _PlainKernel:
     """A kernel of a module that is not compiled yet: its plain twin runs the call while that pays, else the
     kernel (which compiles, or loads from the cache, on its first call)."""
 
-    __slots__ = ("name", "kernel", "func")
+    __slots__ = ("name", "kernel", "func", "where")
 
-    def __init__(self, name: str, kernel: Any) -> None:
+    def __init__(self, name: str, kernel: Any, where: tuple[str, str, str] = ("", "", "")) -> None:
         self.name = name
         self.kernel = kernel
         self.func = plain(kernel)
+        #: ``(module, name, driver field or "")``: where a worker finds the kernel (:data:`_calls`).
+        self.where = where
 
     def __call__(self, *args: Any) -> Any:
-        if self.name not in _final and not _Spent.always and _Spent.seconds < INTERPRET_BUDGET_S and \
+        if self.name not in _final and not _Spent.always and not _past_budget() and \
                 _elements(args) <= INTERPRET_MAX_ELEMENTS:
+            if self.where[0]:
+                _record(self.where, args)
             arrays = _writable(args, [])
             saved = [a.copy() for a in arrays]
             t0 = time.perf_counter()

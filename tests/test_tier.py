@@ -405,3 +405,26 @@ def test_kernels_use_no_operation_whose_plain_form_differs() -> None:
                         isinstance(node.value, ast.Name) and node.value.id == "math":
                     found.append(f"{path.name}:{node.lineno} math.{node.attr}")
     assert not found, found
+
+
+@needs_jit
+def test_helpers_left_in_the_cache_do_not_count_as_compiled(tmp_path: Path) -> None:
+    """A worker killed half-way leaves helpers in the cache without their entry point: the module still runs
+    plain (taking it for compiled would compile the entry point here); with the entry point cached it runs
+    compiled."""
+    cache = tmp_path / "cache"
+    code = """
+        import numpy as np
+        from kinema import rotation as R
+        from kinema._kernels import _tier
+        R.from_two_vectors(np.ones((2, 3)), np.eye(3)[:2])
+        print(sorted(_tier._final), sorted(_tier._twins))
+    """
+    _python(code, NUMBA_CACHE_DIR=str(cache), KINEMA_COMPILE="always")
+    entries = [p for p in cache.rglob("rotation.*.nbi") if not p.name.startswith("rotation.vtamed-")]
+    assert entries and list(cache.rglob("rotation.vtamed-*.nbi"))  # (vtamed: a helper of rotation's kernels)
+    for p in entries:
+        p.unlink()
+    assert "[] ['rotation']" in _python(code, NUMBA_CACHE_DIR=str(cache))
+    _python(code, NUMBA_CACHE_DIR=str(cache), KINEMA_COMPILE="always")
+    assert "['rotation'] []" in _python(code, NUMBA_CACHE_DIR=str(cache))

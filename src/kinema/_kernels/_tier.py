@@ -171,16 +171,39 @@ def _is_kernel(value: Any) -> bool:
 
 
 def _compiled(name: str, module: Any) -> bool:
-    """Whether ``name``'s own kernels (not the helpers it imports) are compiled in this process or in numba's
-    cache (an index file of one of them: numba names them ``<module>.<function>-<line>.py<version>.nbi``, one
-    folder per source folder)."""
+    """Whether one of ``module``'s entry points (its drivers, and its kernels Python may call: not the
+    ``helper=True`` ones) is compiled in this process or in numba's cache.
+
+    Entry points only: a worker killed half-way (at its parent's exit) leaves the helpers it compiled in the
+    cache without the driver that calls them, and taking such a module for compiled would compile the driver
+    here, for seconds, instead of running it plain."""
+    return any(k.overloads or _in_cache(k) for k in _entry_points(module))
+
+
+def _entry_points(module: Any) -> list[Any]:
+    from ._jit import _HelperDispatcher
+    from .drivers import Drivers
+
+    found: list[Any] = []
+    for value in vars(module).values():
+        if isinstance(value, Drivers):
+            found.extend(value)
+        elif _is_kernel(value) and not isinstance(value, _HelperDispatcher) and \
+                value.py_func.__module__ == module.__name__:
+            found.append(value)
+    return found
+
+
+def _in_cache(kernel: Any) -> bool:
+    """Whether numba's cache holds an index of ``kernel``'s compiled code (numba names it
+    ``<module>.<qualified name>-<line>.py<version>.nbi``, in one folder per source folder)."""
     import glob
 
     from ._jit import _CACHE_DIR
 
-    if any(_is_kernel(v) and v.overloads and v.py_func.__module__ == module.__name__ for v in vars(module).values()):
-        return True
-    return bool(glob.glob(os.path.join(glob.escape(_CACHE_DIR), "*", f"{name}.*.nbi")))
+    py = kernel.py_func
+    name = f"{py.__module__.rsplit('.', 1)[-1]}.{py.__qualname__}-"
+    return bool(glob.glob(os.path.join(glob.escape(_CACHE_DIR), "*", glob.escape(name) + "*.nbi")))
 
 
 def plain(kernel: Any) -> Any:

@@ -9,9 +9,12 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import kinema
 from kinema._kernels import _tier
@@ -428,3 +431,52 @@ def test_helpers_left_in_the_cache_do_not_count_as_compiled(tmp_path: Path) -> N
     assert "[] ['rotation']" in _python(code, NUMBA_CACHE_DIR=str(cache))
     _python(code, NUMBA_CACHE_DIR=str(cache), KINEMA_COMPILE="always")
     assert "['rotation'] []" in _python(code, NUMBA_CACHE_DIR=str(cache))
+
+
+def _rotation_cases() -> list[tuple[str, tuple[int, ...], tuple[Any, ...]]]:
+    """``(kernel, input tails, extra scalar arguments)`` of every rotation kernel: inputs are float arrays
+    ``(n, *tail)``; the outputs are made to match by :func:`_rotation_outputs`."""
+    return [("mul", ((4,), (4,)), ()), ("normalize", ((4,),), ()), ("canonical", ((4,),), ()),
+            ("rotate", ((4,), (3,)), ()), ("to_matrix", ((4,),), ()), ("from_matrix", ((3, 3),), ()),
+            ("to_rotvec", ((4,),), ()), ("from_rotvec", ((3,),), ()),
+            ("from_euler", ((3,),), (2, 0, 1, True)), ("to_euler", ((4,),), (0, 1, 2, False)),
+            ("to_euler", ((4,),), (2, 0, 2, True)), ("slerp", ((4,), (4,), ()), ()), ("nlerp", ((4,), (4,), ()), ()),
+            ("angle_between", ((4,), (4,)), ()), ("from_two_vectors", ((3,), (3,)), ()),
+            ("from_axis_angle", ((3,), ()), ()), ("swing_twist", ((4,), (3,)), ())]
+
+
+_OUT_TAILS = {"mul": [(4,)], "normalize": [(4,)], "canonical": [(4,)], "rotate": [(3,)], "to_matrix": [(3, 3)],
+              "from_matrix": [(4,)], "to_rotvec": [(3,)], "from_rotvec": [(4,)], "from_euler": [(4,)],
+              "to_euler": [(3,)], "slerp": [(4,)], "nlerp": [(4,)], "angle_between": [()],
+              "from_two_vectors": [(4,)], "from_axis_angle": [(4,)], "swing_twist": [(4,), (4,)]}
+
+
+@needs_jit
+@settings(max_examples=60, deadline=None)
+@given(case=st.sampled_from(range(17)), seed=st.integers(0, 2**32 - 1), exponent=st.integers(-200, 200),
+       n=st.integers(1, 6))
+def test_plain_and_compiled_rotation_kernels_agree_on_random_inputs(case: int, seed: int, exponent: int,
+                                                                    n: int) -> None:
+    """Each rotation kernel and its plain twin (:func:`kinema._kernels._tier.plain`) on the same random inputs,
+    at sizes from 2**-200 to 2**200 (exact scalings), exactly equal (NaN where both give NaN).  A plain call that
+    raises is what the tier undoes and runs compiled: nothing to compare then."""
+    import importlib
+
+    krot = importlib.import_module("kinema._kernels.rotation")
+    name, tails, extra = _rotation_cases()[case]
+    rng = np.random.default_rng(seed)
+    inputs = []
+    for tail in tails:
+        a = rng.normal(size=(n, *tail)) * rng.choice([1e-9, 1.0, 1e9], size=(n, *tail))
+        if tail != ():  # (slerp and axis-angle amounts stay plain numbers)
+            a = np.ldexp(a, exponent)
+        inputs.append(np.ascontiguousarray(a))
+    outs = [[np.zeros((n, *t)) for t in _OUT_TAILS[name]] for _ in range(2)]
+    getattr(krot, name)(*[a.copy() for a in inputs], *extra, *outs[0])
+    try:
+        with np.errstate(all="ignore"):
+            _tier.plain(getattr(krot, name))(*[a.copy() for a in inputs], *extra, *outs[1])
+    except (ArithmeticError, ValueError):
+        return
+    for c, p in zip(outs[0], outs[1], strict=True):
+        np.testing.assert_array_equal(c, p, err_msg=name)

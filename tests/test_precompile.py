@@ -230,3 +230,21 @@ def test_a_clip_too_short_to_compile_for_starts_no_worker(monkeypatch: pytest.Mo
     monkeypatch.setenv("KINEMA_COMPILE", "always")
     _commands._start_precompile("two_bone", short)  # type: ignore[arg-type]
     assert started == ["two_bone", "two_bone"]
+
+
+def test_a_command_that_ends_while_its_kernels_compile_says_how_to_compile_them(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The worker compiling what a command ran plain stops with the command (kinema._kernels._tier): the command
+    says so on stderr, and how to compile the kernels once; nothing is said when no such worker runs, or with
+    --quiet."""
+    from kinema.cli import main
+
+    monkeypatch.setattr(_precompile, "running", lambda group: group == "in_use")
+    assert main(["sample", "walk", "-o", str(tmp_path / "a.bvh")]) == 0
+    err = capsys.readouterr().err
+    assert "this run's kernels ran as plain Python (not compiled yet); `kinema warmup` compiles them" in err
+    assert main(["sample", "walk", "-o", str(tmp_path / "b.bvh"), "--quiet"]) == 0
+    assert "plain Python" not in capsys.readouterr().err
+    monkeypatch.setattr(_precompile, "running", lambda group: False)
+    assert main(["sample", "walk", "-o", str(tmp_path / "c.bvh")]) == 0
+    assert "plain Python" not in capsys.readouterr().err

@@ -106,6 +106,17 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _compile_hint(ui: UI) -> None:
+    """A command that ends while a second process still compiles the kernels it ran as plain Python
+    (:mod:`kinema._kernels._tier`) says so on stderr: that process stops with the command, so the next run is
+    as slow unless the kernels are compiled once."""
+    from .._precompile import running
+
+    if running("in_use") and not ui.quiet:
+        print(f"{PROG}: this run's kernels ran as plain Python (not compiled yet); `{PROG} warmup` compiles them "
+              "once (a minute or two), and later runs are faster", file=sys.stderr, flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kinema`` console script; returns the exit status."""
     started = time.perf_counter()
@@ -124,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _sigterm_interrupts():
             code = _dispatch(args, extra, ui)
+            _compile_hint(ui)
             sys.stdout.flush()  # here, not at exit: a closed stdout is then handled below
             return code
     except BrokenPipeError:

@@ -22,6 +22,7 @@ this process then compiles what it needs itself.
 from __future__ import annotations
 
 import atexit
+import glob
 import os
 import subprocess
 import sys
@@ -102,13 +103,17 @@ _workers: dict[str, subprocess.Popen[bytes]] = {}
 _lock = threading.Lock()
 
 
-def cached(group: str) -> bool:
-    """Whether numba's cache already holds ``group``'s driver (its index file:
-    :func:`kinema._kernels._jit.in_cache`)."""
-    from ._kernels._jit import in_cache
+def _cache_folder() -> str:
+    from ._kernels._jit import _CACHE_DIR
 
+    return _CACHE_DIR
+
+
+def cached(group: str) -> bool:
+    """Whether numba's cache already holds ``group``'s driver (its index file; numba names it
+    ``<module>.<function>-<line>.py<version>.nbi`` in one folder per source folder)."""
     pattern, _ = GROUPS[group]
-    return pattern is not None and in_cache(pattern)
+    return pattern is not None and bool(glob.glob(os.path.join(glob.escape(_cache_folder()), "*", pattern)))
 
 
 def _cpus() -> int:

@@ -457,12 +457,47 @@ def _interrupt_when(proc: subprocess.Popen[str], ready: object, timeout: float =
     proc.send_signal(signal.SIGINT)
 
 
-@pytest.mark.skipif(os.name != "posix", reason="SIGINT to a subprocess is POSIX")
+def _stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (state ``T`` in Linux's ``/proc/PID/stat``; a zombie is ``Z``)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2] in "Tt"
+
+
+def _interrupt_mid_write(cmd: list[str], folder: Path, attempts: int = 5) -> subprocess.Popen[str]:
+    """Run ``cmd`` and send it SIGINT while its temporary output file is in ``folder`` (mid-write).
+
+    Seeing the file and sending the signal are two steps, and on a loaded machine the write (10 to 50 ms for
+    the long capture) can end between them: the command then ends normally (status 0) or after the rename.
+    So the command is stopped (SIGSTOP) once the file is seen and the file is looked for again while the
+    command cannot move; only if it is still there is SIGINT sent before the command is let go
+    (SIGCONT), so the signal is pending before the rename.  A command that got past the rename first is
+    run again, up to ``attempts`` times.
+    """
+    for _ in range(attempts):
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        t0 = time.monotonic()
+        while proc.poll() is None:
+            assert time.monotonic() - t0 < 600.0, "timed out waiting for the command to start writing"
+            if _temp_files(folder):
+                proc.send_signal(signal.SIGSTOP)
+                while proc.poll() is None and not _stopped(proc.pid):
+                    time.sleep(0.0005)
+                if proc.poll() is None and _temp_files(folder):
+                    proc.send_signal(signal.SIGINT)
+                    proc.send_signal(signal.SIGCONT)
+                    return proc
+                proc.send_signal(signal.SIGCONT)  # (a no-op for a command that has ended)
+            time.sleep(0.002)
+        proc.communicate(timeout=120)
+        for p in folder.iterdir():  # the finished output: the next attempt starts from an empty folder
+            p.unlink()
+    pytest.fail(f"the command finished writing before it could be interrupted, {attempts} times")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads a process's state in Linux's /proc")
 def test_ctrl_c_while_writing_leaves_no_partial_file(long_capture: Path, tmp_path: Path) -> None:
     out_path = tmp_path / "locked.bvh"
-    proc = subprocess.Popen([*CLI, "footlock", str(long_capture), "-o", str(out_path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    _interrupt_when(proc, lambda: bool(_temp_files(tmp_path)))  # the writer's temporary file exists: mid-write
+    proc = _interrupt_mid_write([*CLI, "footlock", str(long_capture), "-o", str(out_path)], tmp_path)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130
     assert one_error_line(err) == "kinema: interrupted (no partial output was left)"

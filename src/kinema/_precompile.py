@@ -22,7 +22,6 @@ this process then compiles what it needs itself.
 from __future__ import annotations
 
 import atexit
-import glob
 import os
 import subprocess
 import sys
@@ -103,17 +102,13 @@ _workers: dict[str, subprocess.Popen[bytes]] = {}
 _lock = threading.Lock()
 
 
-def _cache_folder() -> str:
-    from ._kernels._jit import _CACHE_DIR
-
-    return _CACHE_DIR
-
-
 def cached(group: str) -> bool:
-    """Whether numba's cache already holds ``group``'s driver (its index file; numba names it
-    ``<module>.<function>-<line>.py<version>.nbi`` in one folder per source folder)."""
+    """Whether numba's cache already holds ``group``'s driver (its index file:
+    :func:`kinema._kernels._jit.in_cache`)."""
+    from ._kernels._jit import in_cache
+
     pattern, _ = GROUPS[group]
-    return pattern is not None and bool(glob.glob(os.path.join(glob.escape(_cache_folder()), "*", pattern)))
+    return pattern is not None and in_cache(pattern)
 
 
 def _cpus() -> int:

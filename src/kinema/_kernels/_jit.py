@@ -56,6 +56,15 @@ def _cache_dir() -> str:
 
 _CACHE_DIR = _cache_dir()
 
+
+def in_cache(name: str) -> bool:
+    """Whether numba's cache (:data:`_CACHE_DIR`) holds an index of compiled code whose file name matches the
+    glob pattern ``name``: numba names them ``<module>.<qualified name>-<line>.py<version>.nbi``, in one folder
+    per source folder (a numba that names them otherwise fails ``tests/test_precompile.py``)."""
+    import glob
+
+    return bool(glob.glob(os.path.join(glob.escape(_CACHE_DIR), "*", name)))
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 prange = numba.prange

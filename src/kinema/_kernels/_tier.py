@@ -105,6 +105,14 @@ def _past_budget(start: bool = True) -> bool:
     return not (_Spent.beside and _precompile.running("in_use"))
 
 
+def _compile_everything(start: bool = True) -> bool:
+    """Whether every kernel module is compiled now: the JIT is off (everything is plain anyway), ``always`` was
+    asked, or the plain budget is spent with nothing compiling beside this process (:func:`_past_budget`)."""
+    from ._jit import _config
+
+    return bool(_config.DISABLE_JIT or _Spent.always or _mode() == "always" or _past_budget(start))
+
+
 def compile_always() -> None:
     """Compile every kernel on its first call from now on in this process (``kinema warmup``, a precompile
     worker): as ``KINEMA_COMPILE=always``."""
@@ -131,8 +139,7 @@ def compiles(numbers: int) -> bool:
     before it starts a worker to compile kernels beside it: :mod:`kinema._precompile`)."""
     from ._jit import _config
 
-    return bool(not _config.DISABLE_JIT and (_Spent.always or _mode() == "always" or numbers > INTERPRET_MAX_ELEMENTS
-                                             or _past_budget(start=False)))
+    return not _config.DISABLE_JIT and (numbers > INTERPRET_MAX_ELEMENTS or _compile_everything(start=False))
 
 
 def is_plain(module: Any) -> bool:
@@ -141,27 +148,24 @@ def is_plain(module: Any) -> bool:
 
 
 def _choose(name: str) -> Any:
+    everything = _compile_everything()
     twin = _twins.get(name)
-    if twin is not None and not _Spent.always and not _past_budget():
+    if twin is not None and not everything:
         return twin  # (the cache was looked at when the twin was made)
     from .._precompile import wait
 
     wait(name)  # a worker compiling these kernels (a command's cold first run): load its results
     module = importlib.import_module(f"kinema._kernels.{name}")
-    from ._jit import _config
-
-    if _config.DISABLE_JIT or _Spent.always or _mode() == "always" or _past_budget() or _compiled(name, module):
+    if everything or _compiled(name, module):
         _final[name] = module
         return module
-    if twin is None:
-        twin = _twins[name] = _twin_module(name, module)
+    twin = _twins[name] = _twin_module(name, module)
     return twin
 
 
-def _compile(name: str) -> Any:
+def _compile(name: str) -> None:
     """Compile module ``name`` from now on (its kernels compile, or load from the cache, on their next call)."""
-    module = _final[name] = importlib.import_module(f"kinema._kernels.{name}")
-    return module
+    _final[name] = importlib.import_module(f"kinema._kernels.{name}")
 
 
 def _is_kernel(value: Any) -> bool:
@@ -195,15 +199,13 @@ def _entry_points(module: Any) -> list[Any]:
 
 
 def _in_cache(kernel: Any) -> bool:
-    """Whether numba's cache holds an index of ``kernel``'s compiled code (numba names it
-    ``<module>.<qualified name>-<line>.py<version>.nbi``, in one folder per source folder)."""
+    """Whether numba's cache holds ``kernel``'s compiled code (:func:`kinema._kernels._jit.in_cache`)."""
     import glob
 
-    from ._jit import _CACHE_DIR
+    from ._jit import in_cache
 
     py = kernel.py_func
-    name = f"{py.__module__.rsplit('.', 1)[-1]}.{py.__qualname__}-"
-    return bool(glob.glob(os.path.join(glob.escape(_CACHE_DIR), "*", glob.escape(name) + "*.nbi")))
+    return in_cache(glob.escape(f"{py.__module__.rsplit('.', 1)[-1]}.{py.__qualname__}-") + "*.nbi")
 
 
 def plain(kernel: Any) -> Any:
@@ -211,13 +213,12 @@ def plain(kernel: Any) -> Any:
     kernels it calls (:func:`_mirror`).  A plain function comes back as it is."""
     if not _is_kernel(kernel):
         return kernel
+    from .drivers import _copy
+
     got = _plain.get(id(kernel))
     if got is None:
         py = kernel.py_func
-        f = types.FunctionType(py.__code__, _mirror(py.__globals__), py.__name__, py.__defaults__, py.__closure__)
-        f.__qualname__ = py.__qualname__
-        f.__doc__ = py.__doc__
-        got = _plain[id(kernel)] = (kernel, f)
+        got = _plain[id(kernel)] = (kernel, _copy(py, _mirror(py.__globals__), py.__qualname__))
     return got[1]
 
 
@@ -234,7 +235,7 @@ def _mirror(glob: dict[str, Any]) -> dict[str, Any]:
     _plain_globals[id(glob)] = (glob, copy)
     for key, value in glob.items():
         if isinstance(value, Drivers):
-            copy[key] = Drivers(plain(value.serial), plain(value.parallel))
+            copy[key] = Drivers(*map(plain, value))
         elif _is_kernel(value):
             copy[key] = plain(value)
     return copy
@@ -247,7 +248,7 @@ class _PlainModule(types.ModuleType):
 def _twin_module(name: str, module: Any) -> _PlainModule:
     """The plain twin of ``module``: its kernels (and drivers) as :class:`_PlainKernel` s, its Python functions
     rebound to the twin (``two_bone.drivers_for`` hands out the twin's drivers), everything else as it is."""
-    from .drivers import Drivers
+    from .drivers import Drivers, _copy
 
     twin = _PlainModule(f"{module.__name__} (plain)")
     space = twin.__dict__
@@ -262,29 +263,17 @@ def _twin_module(name: str, module: Any) -> _PlainModule:
             space[key] = value
     for key, value in list(space.items()):
         if isinstance(value, types.FunctionType) and value.__module__ == module.__name__:
-            f = types.FunctionType(value.__code__, space, value.__name__, value.__defaults__, value.__closure__)
-            f.__qualname__ = value.__qualname__
-            space[key] = f
+            space[key] = _copy(value, space, value.__qualname__)
     return twin
 
 
-def _elements(args: Any) -> int:
-    """How many numbers the arrays in ``args`` (nested tuples) hold."""
-    n = 0
+def _arrays(args: Any, out: list[np.ndarray]) -> list[np.ndarray]:
+    """The arrays in ``args`` (nested tuples), appended to ``out``."""
     for a in args:
         if isinstance(a, np.ndarray):
-            n += a.size
-        elif isinstance(a, tuple):
-            n += _elements(a)
-    return n
-
-
-def _writable(args: Any, out: list[np.ndarray]) -> list[np.ndarray]:
-    for a in args:
-        if isinstance(a, np.ndarray) and a.flags.writeable:
             out.append(a)
         elif isinstance(a, tuple):
-            _writable(a, out)
+            _arrays(a, out)
     return out
 
 
@@ -313,24 +302,30 @@ class _PlainKernel:
         self.where = where
 
     def __call__(self, *args: Any) -> Any:
-        if self.name not in _final and not _Spent.always and not _past_budget() and \
-                _elements(args) <= INTERPRET_MAX_ELEMENTS:
-            if self.where[0]:
-                _record(self.where, args)
-            arrays = _writable(args, [])
-            saved = [a.copy() for a in arrays]
-            t0 = time.perf_counter()
-            try:
-                # numba's NumPy error model: a division by zero is inf or NaN, silently (NumPy scalars warn).
-                with np.errstate(all="ignore"):
-                    return self.func(*args)
-            except (ArithmeticError, ValueError):
-                # Python floats raise where compiled code gives inf or NaN (1.0 / 0.0, math.sqrt(-0.5)): put
-                # back what the call wrote and run it compiled.
-                for a, s in zip(arrays, saved, strict=True):
-                    np.copyto(a, s)
-            finally:
-                _Spent.seconds += time.perf_counter() - t0
+        if self.name not in _final and not _compile_everything():
+            arrays = _arrays(args, [])
+            if sum(a.size for a in arrays) <= INTERPRET_MAX_ELEMENTS:
+                if self.where[0]:
+                    _record(self.where, args)
+                return self._plain([a for a in arrays if a.flags.writeable], args)
+        _compile(self.name)
+        return self.kernel(*args)
+
+    def _plain(self, writable: list[np.ndarray], args: tuple[Any, ...]) -> Any:
+        """The plain run of a call (its ``writable`` arrays put back and the call run compiled if it raises)."""
+        saved = [a.copy() for a in writable]
+        t0 = time.perf_counter()
+        try:
+            # numba's NumPy error model: a division by zero is inf or NaN, silently (NumPy scalars warn).
+            with np.errstate(all="ignore"):
+                return self.func(*args)
+        except (ArithmeticError, ValueError):
+            # Python floats raise where compiled code gives inf or NaN (1.0 / 0.0, math.sqrt(-0.5)): put back
+            # what the call wrote and run it compiled.
+            for a, s in zip(writable, saved, strict=True):
+                np.copyto(a, s)
+        finally:
+            _Spent.seconds += time.perf_counter() - t0
         _compile(self.name)
         return self.kernel(*args)
 

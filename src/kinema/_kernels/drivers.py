@@ -79,7 +79,7 @@ def _copy(func: Callable[..., Any], glob: dict[str, Any], qualname: str) -> Call
     """A copy of the plain function ``func`` with the globals ``glob``, named ``qualname`` (numba keys a
     cached compile by the function's file and qualified name, so each copy has its own cache entry)."""
     code = func.__code__
-    f = types.FunctionType(code, glob, code.co_name, func.__defaults__)
+    f = types.FunctionType(code, glob, code.co_name, func.__defaults__, func.__closure__)
     f.__qualname__ = qualname
     f.__doc__ = func.__doc__
     return f

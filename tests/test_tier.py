@@ -178,6 +178,19 @@ MORE_KERNELS = """
 """
 
 
+#: Prepended to a script: ``compiles``, the qualified names of the functions numba compiles in that process.
+COUNT_COMPILES = """
+    from numba.core import event
+    compiles = []
+    class Count(event.Listener):
+        def on_start(self, ev):
+            compiles.append(ev.data["dispatcher"].py_func.__qualname__)
+        def on_end(self, ev):
+            pass
+    event.register("numba:compile", Count())
+"""
+
+
 @needs_jit
 @pytest.mark.parametrize("script", ["ALL_KERNELS", "MORE_KERNELS"])
 def test_plain_kernels_give_the_compiled_numbers_bit_for_bit(tmp_path: Path, script: str) -> None:
@@ -201,18 +214,7 @@ def test_a_short_job_on_a_cold_cache_compiles_nothing_and_gives_the_compiled_num
     """The same script in the default mode on an empty numba cache: no kernel compiles (numba's compile events),
     nothing is written to the cache, and its numbers equal the compiled run's bit for bit."""
     cache = tmp_path / "cache"
-    counted = """
-        import sys
-        from numba.core import event
-        compiles = []
-        class Count(event.Listener):
-            def on_start(self, ev):
-                compiles.append(ev.data["dispatcher"].py_func.__qualname__)
-            def on_end(self, ev):
-                pass
-        event.register("numba:compile", Count())
-    """
-    code = textwrap.dedent(counted) + textwrap.dedent(ALL_KERNELS).replace(
+    code = textwrap.dedent(COUNT_COMPILES) + textwrap.dedent(ALL_KERNELS).replace(
         "sys.argv[1]", repr(str(tmp_path / "auto.npz"))) + "\nprint('compiles', len(compiles))\n"
     out = _python(code, NUMBA_CACHE_DIR=str(cache))
     assert "compiles 0" in out, out
@@ -334,16 +336,8 @@ def test_hypot_is_libm_s_compiled_or_not() -> None:
 BUDGET_LOOP = """
     import sys, time
     import numpy as np
-    from numba.core import event
     from kinema import _precompile, rotation as R
     from kinema._kernels import _tier
-    compiles = []
-    class Count(event.Listener):
-        def on_start(self, ev):
-            compiles.append(ev.data["dispatcher"].py_func.__qualname__)
-        def on_end(self, ev):
-            pass
-    event.register("numba:compile", Count())
     if sys.argv[1] == "one-cpu":
         _precompile._cpus = lambda: 1
     _tier.INTERPRET_BUDGET_S = 0.05
@@ -370,7 +364,7 @@ def test_past_the_budget_a_worker_compiles_what_ran_plain(tmp_path: Path) -> Non
     """Past its plain budget a process goes on with the plain kernels while a worker compiles the calls it ran
     (their very signatures); then it loads them from the cache, compiling nothing itself.  On one CPU it
     compiles them itself at once."""
-    code = "import sys\nsys.argv[1:] = [MODE]\n" + textwrap.dedent(BUDGET_LOOP)
+    code = "import sys\nsys.argv[1:] = [MODE]\n" + textwrap.dedent(COUNT_COMPILES) + textwrap.dedent(BUDGET_LOOP)
     out = _python(code.replace("MODE", "'two-cpus'"), NUMBA_CACHE_DIR=str(tmp_path / "two"))
     assert "beside True final ['rotation']" in out, out
     assert "plain after budget True" in out, out

@@ -248,3 +248,76 @@ def test_a_command_that_ends_while_its_kernels_compile_says_how_to_compile_them(
     monkeypatch.setattr(_precompile, "running", lambda group: False)
     assert main(["sample", "walk", "-o", str(tmp_path / "c.bvh")]) == 0
     assert "plain Python" not in capsys.readouterr().err
+
+
+# ------------------------------------------------------ no temporary file left in numba's cache
+#: A script that compiles one cached function with kinema's numba; numba's rename of each written cache file
+#: waits ``WAIT`` s after saying ``writing`` (the temporary file complete, not yet renamed), and ``WATCH`` set
+#: starts the precompile worker's watchdog then, for a parent that is gone (a pid that is not its parent).
+SLOW_WRITE = """
+    import os, sys, threading, time
+    import numba
+    from kinema import _precompile
+    import kinema._kernels._jit  # numba's cache writes made whole
+
+    real_replace = os.replace
+    def slow_replace(src, dst):
+        print("writing", flush=True)
+        if os.environ.get("WATCH"):
+            threading.Thread(target=_precompile._watch_parent, args=(-1,), daemon=True).start()
+        time.sleep(float(os.environ["WAIT"]))
+        real_replace(src, dst)
+    os.replace = slow_replace
+
+    @numba.njit(cache=True)
+    def add_one(x):
+        return x + 1
+
+    add_one(1)
+    print("compiled", flush=True)
+    time.sleep(10.0)
+    print("done", flush=True)
+"""
+
+
+def _slow_write(tmp_path: Path, **env: str) -> tuple[subprocess.Popen[str], Path]:
+    """Start :data:`SLOW_WRITE` (its cache in ``tmp_path/cache``) and wait until it says ``writing``."""
+    script = tmp_path / "slow_write.py"  # (numba caches only functions defined in a file)
+    script.write_text(textwrap.dedent(SLOW_WRITE))
+    cache = tmp_path / "cache"
+    proc = subprocess.Popen([sys.executable, str(script)], env={**_env(cache), "WAIT": "1.0", **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line == "writing\n", (line, proc.stderr.read() if proc.stderr else "")
+    return proc, cache
+
+
+def _cache_files(cache: Path) -> list[str]:
+    return sorted(p.name for p in cache.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_a_cache_write_waits_for_its_rename(tmp_path: Path, sig: int) -> None:
+    # Without the wait the signal ends the script in the middle of the write (SIGTERM's default action, or a
+    # KeyboardInterrupt that numba's writer does not clean up after): the temporary file stays in the cache.
+    proc, cache = _slow_write(tmp_path)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == -sig, err  # the signal acted as it would have (SIGINT: an uncaught Ctrl-C)
+    assert "compiled" not in out  # ... once the file was written, before the next one
+    files = _cache_files(cache)
+    assert not [f for f in files if ".tmp." in f], files
+    assert [f for f in files if f.endswith((".nbi", ".nbc"))], files  # the file being written, renamed whole
+    if sig == signal.SIGINT:
+        assert err.rstrip().endswith("KeyboardInterrupt")
+
+
+def test_the_watchdog_ends_a_worker_after_its_cache_write(tmp_path: Path) -> None:
+    proc, cache = _slow_write(tmp_path, WATCH="1")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "done" not in out  # the watchdog ended it (within 10 s of the compile)
+    files = _cache_files(cache)
+    assert not [f for f in files if ".tmp." in f], files
+    assert [f for f in files if f.endswith((".nbi", ".nbc"))], files

@@ -642,8 +642,12 @@ def test_validate_checks_a_pose_against_the_solver() -> None:
 def test_numba_is_a_tested_minor_and_the_hooks_we_use_exist() -> None:
     """numba is pinned to the minors tested (pyproject.toml); the parts of numba kinema relies on beyond
     ``njit`` fail here first if a release changes them: the ``_nrt`` option (``njit(borrows=True)``) and
-    ``numba.parallel_chunksize``."""
+    ``numba.parallel_chunksize``, and the cache-file writer kinema makes whole
+    (``numba.core.caching.IndexDataCacheFile._open_for_write``, tests/test_precompile.py)."""
+    import inspect
+
     import numba
+    import numba.core.caching
     import tomllib
 
     pins = [d for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
@@ -660,6 +664,10 @@ def test_numba_is_a_tested_minor_and_the_hooks_we_use_exist() -> None:
         return a.sum()
 
     assert total(np.arange(4.0)) == 6.0
+    writer = numba.core.caching.IndexDataCacheFile._open_for_write
+    numbas = writer.__wrapped_writer__  # kinema's wrapper is in place, around numba's own writer, whose
+    assert list(inspect.signature(numbas).parameters) == ["self", "filepath"]  # contract it relies on:
+    assert ".tmp." in inspect.getsource(numbas) and "os.replace(" in inspect.getsource(numbas)  # temp + rename
     if hasattr(total, "targetoptions"):
         assert total.targetoptions.get("_nrt") is False
         # njit_like (two-bone's basic drivers) reads the options back from ``targetoptions``: a copy keeps them.

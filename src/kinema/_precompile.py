@@ -208,16 +208,22 @@ def stop_all() -> None:
 
 
 def _watch_parent(parent: int) -> None:
-    """End this worker as soon as its parent is gone (it was killed: nothing will read the cache now)."""
+    """End this worker as soon as its parent is gone (it was killed: nothing will read the cache now), after
+    the cache file it may be writing is renamed (:data:`kinema._kernels._jit.CACHE_WRITE_LOCK`)."""
+    from ._kernels._jit import CACHE_WRITE_LOCK
+
     while True:
         if os.getppid() != parent:
-            os._exit(0)
+            with CACHE_WRITE_LOCK:
+                os._exit(0)
         time.sleep(PARENT_POLL_S)
 
 
 def main(argv: Sequence[str]) -> int:
     """The worker (:func:`worker_command`): ``main([group, parent pid])``."""
     group, parent = argv[0], int(argv[1])
+    import kinema._kernels._jit  # noqa: F401  (numba, and its cache writes made whole, before the watchdog starts)
+
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     from ._kernels._tier import compile_always
 

@@ -12,9 +12,12 @@ anything.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -27,6 +30,7 @@ from typing import Any, TypeVar, cast
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba  # noqa: E402
+import numba.core.caching  # noqa: E402
 import numba.core.config  # noqa: E402
 import numba.core.registry  # noqa: E402
 
@@ -64,6 +68,56 @@ def in_cache(name: str) -> bool:
     import glob
 
     return bool(glob.glob(os.path.join(glob.escape(_CACHE_DIR), "*", name)))
+
+
+# ---------------------------------------------------------------- whole cache writes
+#: Held while numba writes a cache file (:func:`_whole_writes`): a thread that ends the process at once (the
+#: precompile worker's watchdog, ``os._exit``) takes it first, so the write in progress is renamed before.
+CACHE_WRITE_LOCK = threading.Lock()
+
+#: The signals held during a cache write: Ctrl-C and the command line's SIGTERM (both end a command).
+_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _whole_writes(open_for_write: Callable[..., Any]) -> Callable[..., Any]:
+    """numba's cache-file writer ``open_for_write(self, filepath)`` made whole: no temporary file is left.
+
+    numba writes each cache file to ``<file>.tmp.<random>`` and renames it, and removes the temporary
+    file on an ``Exception`` only: a Ctrl-C (``KeyboardInterrupt``), the command line's SIGTERM (an
+    ``Interrupted``) or a watchdog's ``os._exit`` in the middle left it in the cache folder for good.
+    Around each write :data:`CACHE_WRITE_LOCK` is held and, in the main thread (the only one whose
+    signal handlers Python runs), SIGINT and SIGTERM are noted instead of handled; once the file is
+    renamed the handlers are put back and each noted signal is raised again, so it acts as it would
+    have (a ``KeyboardInterrupt``, or the default SIGTERM death), a few milliseconds later.
+    """
+
+    @contextlib.contextmanager
+    def whole(self: Any, filepath: str) -> Iterator[Any]:
+        with CACHE_WRITE_LOCK:
+            noted: list[int] = []
+            held = {}
+            if threading.current_thread() is threading.main_thread():
+                for sig in _HELD_SIGNALS:
+                    handler = signal.getsignal(sig)
+                    if handler is not None:  # (None: set outside Python, so it could not be put back)
+                        held[sig] = signal.signal(sig, lambda signum, frame: noted.append(signum))
+            try:
+                with open_for_write(self, filepath) as f:
+                    yield f
+            finally:
+                for sig, handler in held.items():
+                    signal.signal(sig, handler)
+                for signum in noted:
+                    signal.raise_signal(signum)
+
+    whole.__wrapped_writer__ = open_for_write  # type: ignore[attr-defined]
+    return whole
+
+
+# numba's private writer (its name and contract are checked by tests/test_solver_layer.py, numba pinned)
+_cache_file: Any = numba.core.caching.IndexDataCacheFile
+if not hasattr(_cache_file._open_for_write, "__wrapped_writer__"):
+    _cache_file._open_for_write = _whole_writes(_cache_file._open_for_write)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from kinema.cli import main
@@ -20,3 +22,11 @@ def one_error_line(err: str) -> str:
     assert len(lines) == 1, err
     assert "Traceback" not in err
     return lines[0]
+
+
+def default_sigint() -> None:
+    """A ``preexec_fn`` for a child that a test stops with SIGINT: the child starts with SIGINT's default action,
+    whatever this process has.  A process started with ``&`` by a non-interactive shell (a CI job run in the
+    background) ignores SIGINT and its children inherit that; Python then installs no ``KeyboardInterrupt``
+    handler, and the child would go on as if no Ctrl-C had come."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

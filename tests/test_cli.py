@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import kinema
-from _cli import one_error_line, run
+from _cli import default_sigint, one_error_line, run
 from kinema import Clip, Pose, mocap
 from kinema.io import load_bvh, load_gltf, save_bvh
 
@@ -474,7 +474,8 @@ def _interrupt_mid_write(cmd: list[str], folder: Path, attempts: int = 5) -> sub
     run again, up to ``attempts`` times.
     """
     for _ in range(attempts):
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=default_sigint)
         t0 = time.monotonic()
         while proc.poll() is None:
             assert time.monotonic() - t0 < 600.0, "timed out waiting for the command to start writing"
@@ -498,8 +499,8 @@ def _interrupt_mid_write(cmd: list[str], folder: Path, attempts: int = 5) -> sub
 def test_ctrl_c_while_writing_leaves_no_partial_file(long_capture: Path, tmp_path: Path) -> None:
     out_path = tmp_path / "locked.bvh"
     proc = _interrupt_mid_write([*CLI, "footlock", str(long_capture), "-o", str(out_path)], tmp_path)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
     assert one_error_line(err) == "kinema: interrupted (no partial output was left)"
     assert not out_path.exists()
     assert list(tmp_path.iterdir()) == []
@@ -516,7 +517,8 @@ def test_ctrl_c_stops_a_batch_cleanly_and_it_resumes(long_capture: Path, tmp_pat
     work.mkdir()
     env = dict(os.environ, TMPDIR=str(work))
     cmd = [*CLI, "batch", "footlock", str(src), "-o", str(out_dir), "--workers", "2"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=default_sigint)
 
     def first_done() -> bool:
         return out_dir.is_dir() and any(not p.name.startswith(".") for p in out_dir.iterdir())

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from _cli import default_sigint
 from kinema import _precompile
 
 pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing compiles without JIT")
@@ -286,7 +287,7 @@ def _slow_write(tmp_path: Path, **env: str) -> tuple[subprocess.Popen[str], Path
     script.write_text(textwrap.dedent(SLOW_WRITE))
     cache = tmp_path / "cache"
     proc = subprocess.Popen([sys.executable, str(script)], env={**_env(cache), "WAIT": "1.0", **env},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line == "writing\n", (line, proc.stderr.read() if proc.stderr else "")

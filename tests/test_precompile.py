@@ -322,3 +322,39 @@ def test_the_watchdog_ends_a_worker_after_its_cache_write(tmp_path: Path) -> Non
     files = _cache_files(cache)
     assert not [f for f in files if ".tmp." in f], files
     assert [f for f in files if f.endswith((".nbi", ".nbc"))], files
+
+
+#: Three files in a cache subfolder: an old numba temporary file (a killed process's), a fresh one (a write in
+#: progress elsewhere) and an old file of another name; then a compile that writes to the cache.
+STALE_TEMPS = """
+    import os, sys, time
+    import numba
+    from kinema._kernels import _jit
+
+    folder = os.path.join(_jit._CACHE_DIR, "elsewhere")
+    os.makedirs(folder)
+    names = ["m.f-1.py311.nbi.tmp.0123456789abcdef", "m.f-1.py311.nbc.tmp.fedcba9876543210", "notes.tmp.txt"]
+    for name in names:
+        open(os.path.join(folder, name), "w").close()
+    hour_ago = time.time() - 3600
+    for name in (names[0], names[2]):
+        os.utime(os.path.join(folder, name), (hour_ago, hour_ago))
+    numba.config.CACHE_DIR = _jit._CACHE_DIR
+
+    @numba.njit(cache=True)
+    def add_one(x):
+        return x + 1
+
+    add_one(1)
+    print(sorted(os.listdir(folder)))
+"""
+
+
+def test_the_first_cache_write_removes_stale_temporary_files(tmp_path: Path) -> None:
+    script = tmp_path / "stale_temps.py"
+    script.write_text(textwrap.dedent(STALE_TEMPS))
+    out = subprocess.run([sys.executable, str(script)], env=_env(tmp_path / "cache"), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    # the old temporary file is gone; the fresh one (perhaps still being written) and the other name stay
+    assert out.stdout.strip() == repr(["m.f-1.py311.nbc.tmp.fedcba9876543210", "notes.tmp.txt"])

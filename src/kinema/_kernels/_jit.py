@@ -15,8 +15,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -88,12 +90,16 @@ def _whole_writes(open_for_write: Callable[..., Any]) -> Callable[..., Any]:
     Around each write :data:`CACHE_WRITE_LOCK` is held and, in the main thread (the only one whose
     signal handlers Python runs), SIGINT and SIGTERM are noted instead of handled; once the file is
     renamed the handlers are put back and each noted signal is raised again, so it acts as it would
-    have (a ``KeyboardInterrupt``, or the default SIGTERM death), a few milliseconds later.
+    have (a ``KeyboardInterrupt``, or the default SIGTERM death), a few milliseconds later.  Before a
+    process's first write, the leftovers of processes killed outright are removed
+    (:func:`remove_stale_cache_temps`).
     """
 
     @contextlib.contextmanager
     def whole(self: Any, filepath: str) -> Iterator[Any]:
         with CACHE_WRITE_LOCK:
+            if not _swept:
+                _swept.append(remove_stale_cache_temps())
             noted: list[int] = []
             held = {}
             if threading.current_thread() is threading.main_thread():
@@ -112,6 +118,37 @@ def _whole_writes(open_for_write: Callable[..., Any]) -> Callable[..., Any]:
 
     whole.__wrapped_writer__ = open_for_write  # type: ignore[attr-defined]
     return whole
+
+
+#: Seconds after which a numba temporary file in kinema's cache folder is a leftover: a write takes
+#: milliseconds, so only a process killed outright (SIGKILL, a power loss: no handler runs) leaves one.
+STALE_CACHE_TEMP_S = 600.0
+
+#: numba's temporary name of a cache file: ``<index or data file>.tmp.<16 hex digits>``.
+_NUMBA_TEMP = re.compile(r"\.nb[ic]\.tmp\.[0-9a-f]{16}$")
+
+#: Whether this process has swept the cache folder (done before its first cache write): ``[removed]``.
+_swept: list[list[str]] = []
+
+
+def remove_stale_cache_temps() -> list[str]:
+    """Remove numba's temporary files older than :data:`STALE_CACHE_TEMP_S` from kinema's cache folder
+    (:data:`_CACHE_DIR`, one folder per source folder); returns their paths.  Run before a process's first
+    cache write.  Only kinema's own folder is swept, and only names of numba's temporary pattern."""
+    import glob
+
+    removed = []
+    cutoff = time.time() - STALE_CACHE_TEMP_S
+    for path in glob.glob(os.path.join(glob.escape(_CACHE_DIR), "*", "*.tmp.*")):
+        if not _NUMBA_TEMP.search(path):
+            continue
+        try:
+            if os.lstat(path).st_mtime < cutoff:
+                os.unlink(path)
+                removed.append(path)
+        except OSError:  # gone meanwhile, or not ours to remove: left as it is
+            pass
+    return removed
 
 
 # numba's private writer (its name and contract are checked by tests/test_solver_layer.py, numba pinned)

@@ -358,3 +358,26 @@ def test_the_first_cache_write_removes_stale_temporary_files(tmp_path: Path) -> 
     assert out.returncode == 0, out.stderr
     # the old temporary file is gone; the fresh one (perhaps still being written) and the other name stay
     assert out.stdout.strip() == repr(["m.f-1.py311.nbc.tmp.fedcba9876543210", "notes.tmp.txt"])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_process_forked_during_a_cache_write_can_write_to_the_cache(tmp_path: Path) -> None:
+    # Another thread holds the cache-write lock when this process forks: the child has no such thread, so the
+    # lock it inherited would never be released (its next cache write would hang for ever).
+    out = _run("""
+        import os, threading
+        from kinema._kernels import _jit
+        held, release = threading.Event(), threading.Event()
+        def writer():
+            with _jit.CACHE_WRITE_LOCK:
+                held.set()
+                release.wait()
+        threading.Thread(target=writer).start()
+        held.wait()
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if _jit.CACHE_WRITE_LOCK.acquire(timeout=5) else 1)
+        release.set()
+        print("child", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+    """, tmp_path / "cache")
+    assert out.strip() == "child 0"

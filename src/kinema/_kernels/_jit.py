@@ -77,6 +77,17 @@ def in_cache(name: str) -> bool:
 #: precompile worker's watchdog, ``os._exit``) takes it first, so the write in progress is renamed before.
 CACHE_WRITE_LOCK = threading.Lock()
 
+
+def _new_cache_write_lock() -> None:
+    """A process forked while another thread held :data:`CACHE_WRITE_LOCK` would inherit it held by a thread it
+    does not have, and its first cache write would wait for ever: the child starts with a new lock."""
+    global CACHE_WRITE_LOCK
+    CACHE_WRITE_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # (POSIX)
+    os.register_at_fork(after_in_child=_new_cache_write_lock)
+
 #: The signals held during a cache write: Ctrl-C and the command line's SIGTERM (both end a command).
 _HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

@@ -381,3 +381,31 @@ def test_a_process_forked_during_a_cache_write_can_write_to_the_cache(tmp_path: 
         print("child", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
     """, tmp_path / "cache")
     assert out.strip() == "child 0"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_has_none_of_its_parents_workers(tmp_path: Path) -> None:
+    # A worker of the parent's runs, and another thread holds the workers' lock when the parent forks: the child
+    # neither waits for that lock for ever nor takes the parent's worker for its own.
+    out = _run("""
+        import os, subprocess, sys, threading
+        from kinema import _precompile
+        _precompile._workers["in_use"] = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        held, release = threading.Event(), threading.Event()
+        def holder():
+            with _precompile._lock:
+                held.set()
+                release.wait()
+        threading.Thread(target=holder).start()
+        held.wait()
+        pid = os.fork()
+        if pid == 0:
+            ok = _precompile._lock.acquire(timeout=5)
+            _precompile._lock.release()
+            os._exit(0 if ok and not _precompile.running("in_use") else 1)
+        release.set()
+        child = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        print("child", child, "parent's worker", _precompile.running("in_use"))
+        _precompile.stop_all()
+    """, tmp_path / "cache")
+    assert out.strip() == "child 0 parent's worker True"

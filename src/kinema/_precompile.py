@@ -102,6 +102,18 @@ _workers: dict[str, subprocess.Popen[bytes]] = {}
 _lock = threading.Lock()
 
 
+def _forked() -> None:
+    """In a forked child: the parent's workers are not its own (it can neither wait for nor stop them), and a
+    lock another thread of the parent held at the fork would never be released here."""
+    global _lock
+    _lock = threading.Lock()
+    _workers.clear()
+
+
+if hasattr(os, "register_at_fork"):  # (POSIX)
+    os.register_at_fork(after_in_child=_forked)
+
+
 def cached(group: str) -> bool:
     """Whether numba's cache already holds ``group``'s driver (its index file:
     :func:`kinema._kernels._jit.in_cache`)."""

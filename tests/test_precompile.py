@@ -259,8 +259,9 @@ SLOW_WRITE = """
     import os, sys, threading, time
     import numba
     from kinema import _precompile
-    import kinema._kernels._jit  # numba's cache writes made whole
+    from kinema._kernels import _jit  # numba's cache writes made whole, in kinema's cache folder
 
+    numba.config.CACHE_DIR = _jit._CACHE_DIR  # (this script's function is cached there)
     real_replace = os.replace
     def slow_replace(src, dst):
         print("writing", flush=True)
@@ -409,3 +410,48 @@ def test_a_forked_child_has_none_of_its_parents_workers(tmp_path: Path) -> None:
         _precompile.stop_all()
     """, tmp_path / "cache")
     assert out.strip() == "child 0 parent's worker True"
+
+
+
+
+#: A function of the user's own cached where numba caches it, then one cached in kinema's folder; prints how many
+#: cache writes took kinema's cache-write lock for each.
+OTHER_NUMBA = """
+    import threading
+    import numba
+    from kinema._kernels import _jit
+
+    taken = []
+    class Lock:
+        def __enter__(self):
+            taken.append(1)
+        def __exit__(self, *exc):
+            return False
+    _jit.CACHE_WRITE_LOCK = Lock()
+
+    @numba.njit(cache=True)
+    def users_own(x):
+        return x + 1
+
+    users_own(1)
+    print("user's own", len(taken))
+    numba.config.CACHE_DIR = _jit._CACHE_DIR
+
+    @numba.njit(cache=True)
+    def kinemas(x):
+        return x + 2
+
+    kinemas(1)
+    print("kinema's", len(taken))
+"""
+
+
+def test_only_kinema_s_cache_folder_gets_whole_writes(tmp_path: Path) -> None:
+    # Other numba code in the process (the user's own cached functions) is written the way numba writes it.
+    script = tmp_path / "other_numba.py"
+    script.write_text(textwrap.dedent(OTHER_NUMBA))
+    out = subprocess.run([sys.executable, str(script)], env=_env(tmp_path / "cache"), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == "user's own 0"
+    assert out.stdout.split("\n")[1] == "kinema's 2"  # its data file and its index

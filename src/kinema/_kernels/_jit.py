@@ -93,7 +93,9 @@ _HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _whole_writes(open_for_write: Callable[..., Any]) -> Callable[..., Any]:
-    """numba's cache-file writer ``open_for_write(self, filepath)`` made whole: no temporary file is left.
+    """numba's cache-file writer ``open_for_write(self, filepath)`` made whole for kinema's cache folder
+    (:data:`_CACHE_DIR`; other numba code's cache files are written as numba writes them): no temporary file
+    is left.
 
     numba writes each cache file to ``<file>.tmp.<random>`` and renames it, and removes the temporary
     file on an ``Exception`` only: a Ctrl-C (``KeyboardInterrupt``), the command line's SIGTERM (an
@@ -108,6 +110,10 @@ def _whole_writes(open_for_write: Callable[..., Any]) -> Callable[..., Any]:
 
     @contextlib.contextmanager
     def whole(self: Any, filepath: str) -> Iterator[Any]:
+        if not os.path.abspath(filepath).startswith(os.path.join(os.path.abspath(_CACHE_DIR), "")):
+            with open_for_write(self, filepath) as f:  # another numba user's cache: numba's own way
+                yield f
+            return
         with CACHE_WRITE_LOCK:
             if not _swept:
                 _swept.append(remove_stale_cache_temps())

@@ -474,3 +474,28 @@ def test_plain_and_compiled_rotation_kernels_agree_on_random_inputs(case: int, s
         return
     for c, p in zip(outs[0], outs[1], strict=True):
         np.testing.assert_array_equal(c, p, err_msg=name)
+
+
+def test_calls_recorded_while_the_budget_s_calls_are_pickled_do_not_break_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pickling the calls for the worker runs Python code (a type's ``__reduce__``), between which another
+    thread's plain call may record a new one: the budget's check must not fail on it."""
+    from kinema import _precompile
+
+    class RecordsWhilePickled:
+        def __reduce__(self) -> tuple[Any, ...]:
+            # what other threads' plain calls would do: a new kernel's call, a new signature of a recorded one
+            _tier._calls[("rotation", "mul", "")] = {("another",)}
+            _tier._calls[("fk", "fk_serial", "")].add(("float64",))
+            return (str, ("recorded",))
+
+    monkeypatch.setattr(_tier, "_calls", {("quat", "qmul", ""): {(RecordsWhilePickled(),)},
+                                          ("fk", "fk_serial", ""): {("int64",)}})
+    monkeypatch.setattr(_tier._Spent, "seconds", _tier.INTERPRET_BUDGET_S)
+    monkeypatch.setattr(_tier._Spent, "beside", None)
+    payloads: list[bytes] = []
+    monkeypatch.setattr(_precompile, "start", lambda group, payload=None: payloads.append(payload) or True)
+    monkeypatch.setattr(_precompile, "running", lambda group: True)
+    assert _tier._past_budget() is False  # a worker compiles beside this process
+    import pickle
+
+    assert pickle.loads(payloads[0]) == {("quat", "qmul", ""): {("recorded",)}, ("fk", "fk_serial", ""): {("int64",)}}

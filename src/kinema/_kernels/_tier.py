@@ -101,8 +101,15 @@ def _past_budget(start: bool = True) -> bool:
     if _Spent.beside is None and start:
         import pickle
 
-        _Spent.beside = bool(_calls) and _precompile.start("in_use", pickle.dumps(_calls))
+        _Spent.beside = bool(_calls) and _precompile.start("in_use", pickle.dumps(_calls_now()))
     return not (_Spent.beside and _precompile.running("in_use"))
+
+
+def _calls_now() -> dict[tuple[str, str, str], set[tuple[Any, ...]]]:
+    """A copy of :data:`_calls` to pickle: other threads' plain calls go on recording theirs, and pickling runs
+    Python code (numba's types' ``__reduce__``) between which they may, so pickling ``_calls`` itself could see it
+    change size.  The copy's two steps (``list`` of the items, ``set`` of each) run no Python code."""
+    return {where: set(signatures) for where, signatures in list(_calls.items())}
 
 
 def _compile_everything(start: bool = True) -> bool:

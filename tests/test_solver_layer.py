@@ -587,6 +587,43 @@ def test_solver_cache_misses_from_many_threads_at_once() -> None:
     assert len(cache) <= 4
 
 
+#: A free function's cache miss in a child forked while another thread of its parent held the cache's lock.
+_FORK_DURING_INSERT = """
+import os, threading
+import numpy as np
+import kinema
+from kinema._solve import SOLVERS
+
+sk = kinema.Skeleton(["a", "b", "c"], [-1, 0, 1], [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
+held, release = threading.Event(), threading.Event()
+def holder():
+    with SOLVERS._lock:
+        held.set()
+        release.wait()
+threading.Thread(target=holder).start()
+held.wait()
+pid = os.fork()
+if pid == 0:
+    done = []
+    target = [1.0, 1.0, 0.0]
+    solve = threading.Thread(target=lambda: done.append(kinema.solve_ccd(sk, sk.rest_pose(), ("a", "c"), target)))
+    solve.start()
+    solve.join(timeout=60)
+    os._exit(0 if done else 1)
+release.set()
+print("child", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_process_forked_while_a_solver_is_cached_can_cache_solvers() -> None:
+    """The child of a fork during another thread's insert into the solver cache has no such thread: the lock it
+    inherited held would never be released, and its first cache miss would wait for ever."""
+    proc = subprocess.run([sys.executable, "-c", _FORK_DURING_INSERT], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "child 0"
+
+
 def test_solver_cache_keeps_equal_arguments_of_other_types_apart() -> None:
     """1, 1.0 and True are equal and hash alike, but the constructors refuse some of them: a cached solver
     built from one must not answer for another (the key carries the arguments' types)."""

@@ -19,6 +19,7 @@ Flat arrays handed to the kernels:
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -872,3 +873,13 @@ def _build(cls: type[S], skeleton: Skeleton, args: tuple[Any, ...]) -> S:
 
 #: The one cache of prepared solvers behind the free functions.
 SOLVERS = SolverCache()
+
+
+def _forked() -> None:
+    """In a forked child :data:`SOLVERS` starts with a new lock: one another thread of the parent held at the fork
+    (inserting a solver) would never be released here, and the child's next cache miss would wait for ever."""
+    SOLVERS._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # (POSIX)
+    os.register_at_fork(after_in_child=_forked)

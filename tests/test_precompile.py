@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from _cli import default_sigint
+from _fork import fork_while_held
 from kinema import _precompile
 
 pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing compiles without JIT")
@@ -365,22 +366,8 @@ def test_the_first_cache_write_removes_stale_temporary_files(tmp_path: Path) -> 
 def test_a_process_forked_during_a_cache_write_can_write_to_the_cache(tmp_path: Path) -> None:
     # Another thread holds the cache-write lock when this process forks: the child has no such thread, so the
     # lock it inherited would never be released (its next cache write would hang for ever).
-    out = _run("""
-        import os, threading
-        from kinema._kernels import _jit
-        held, release = threading.Event(), threading.Event()
-        def writer():
-            with _jit.CACHE_WRITE_LOCK:
-                held.set()
-                release.wait()
-        threading.Thread(target=writer).start()
-        held.wait()
-        pid = os.fork()
-        if pid == 0:
-            os._exit(0 if _jit.CACHE_WRITE_LOCK.acquire(timeout=5) else 1)
-        release.set()
-        print("child", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
-    """, tmp_path / "cache")
+    out = _run(fork_while_held("from kinema._kernels import _jit", "_jit.CACHE_WRITE_LOCK",
+                               "ok = _jit.CACHE_WRITE_LOCK.acquire(timeout=5)"), tmp_path / "cache")
     assert out.strip() == "child 0"
 
 
@@ -388,30 +375,19 @@ def test_a_process_forked_during_a_cache_write_can_write_to_the_cache(tmp_path: 
 def test_a_forked_child_has_none_of_its_parents_workers(tmp_path: Path) -> None:
     # A worker of the parent's runs, and another thread holds the workers' lock when the parent forks: the child
     # neither waits for that lock for ever nor takes the parent's worker for its own.
-    out = _run("""
-        import os, subprocess, sys, threading
+    out = _run(fork_while_held("""
+        import subprocess, sys
         from kinema import _precompile
         _precompile._workers["in_use"] = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-        held, release = threading.Event(), threading.Event()
-        def holder():
-            with _precompile._lock:
-                held.set()
-                release.wait()
-        threading.Thread(target=holder).start()
-        held.wait()
-        pid = os.fork()
-        if pid == 0:
-            ok = _precompile._lock.acquire(timeout=5)
-            _precompile._lock.release()
-            os._exit(0 if ok and not _precompile.running("in_use") else 1)
-        release.set()
-        child = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        print("child", child, "parent's worker", _precompile.running("in_use"))
+    """, "_precompile._lock", """
+        ok = _precompile._lock.acquire(timeout=5)
+        _precompile._lock.release()
+        ok = ok and not _precompile.running("in_use")
+    """, """
+        print("parent's worker", _precompile.running("in_use"))
         _precompile.stop_all()
-    """, tmp_path / "cache")
-    assert out.strip() == "child 0 parent's worker True"
-
-
+    """), tmp_path / "cache")
+    assert out.split() == ["child", "0", "parent's", "worker", "True"]
 
 
 #: A function of the user's own cached where numba caches it, then one cached in kinema's folder; prints how many

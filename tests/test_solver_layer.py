@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import kinema
+from _fork import fork_while_held
 from kinema import rotation as R
 from kinema._solve import PARALLEL_MIN_ITEMS, SOLVER_CACHE_MAX, SOLVERS
 from kinema.limits import EulerRange, Hinge, SwingTwist
@@ -587,39 +588,23 @@ def test_solver_cache_misses_from_many_threads_at_once() -> None:
     assert len(cache) <= 4
 
 
-#: A free function's cache miss in a child forked while another thread of its parent held the cache's lock.
-_FORK_DURING_INSERT = """
-import os, threading
-import numpy as np
-import kinema
-from kinema._solve import SOLVERS
-
-sk = kinema.Skeleton(["a", "b", "c"], [-1, 0, 1], [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
-held, release = threading.Event(), threading.Event()
-def holder():
-    with SOLVERS._lock:
-        held.set()
-        release.wait()
-threading.Thread(target=holder).start()
-held.wait()
-pid = os.fork()
-if pid == 0:
-    done = []
-    target = [1.0, 1.0, 0.0]
-    solve = threading.Thread(target=lambda: done.append(kinema.solve_ccd(sk, sk.rest_pose(), ("a", "c"), target)))
-    solve.start()
-    solve.join(timeout=60)
-    os._exit(0 if done else 1)
-release.set()
-print("child", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
-"""
-
-
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
 def test_a_process_forked_while_a_solver_is_cached_can_cache_solvers() -> None:
     """The child of a fork during another thread's insert into the solver cache has no such thread: the lock it
     inherited held would never be released, and its first cache miss would wait for ever."""
-    proc = subprocess.run([sys.executable, "-c", _FORK_DURING_INSERT], capture_output=True, text=True, timeout=300)
+    script = fork_while_held("""
+        import kinema
+        from kinema._solve import SOLVERS
+        sk = kinema.Skeleton(["a", "b", "c"], [-1, 0, 1], [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
+    """, "SOLVERS._lock", """
+        done = []
+        solve = threading.Thread(target=lambda: done.append(kinema.solve_ccd(sk, sk.rest_pose(), ("a", "c"),
+                                                                             [1.0, 1.0, 0.0])))
+        solve.start()
+        solve.join(timeout=60)  # a cache miss: the child's first insert
+        ok = bool(done)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "child 0"
 

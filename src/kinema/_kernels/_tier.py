@@ -312,7 +312,7 @@ class _PlainKernel:
         if self.name not in _final and not _compile_everything():
             arrays = _arrays(args, [])
             if sum(a.size for a in arrays) <= INTERPRET_MAX_ELEMENTS:
-                if self.where[0]:
+                if self.where[0] and _Spent.beside is None:  # (once a worker has its calls, none are sent again)
                     _record(self.where, args)
                 return self._plain([a for a in arrays if a.flags.writeable], args)
         _compile(self.name)

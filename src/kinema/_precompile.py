@@ -222,11 +222,11 @@ def stop_all() -> None:
 def _watch_parent(parent: int) -> None:
     """End this worker as soon as its parent is gone (it was killed: nothing will read the cache now), after
     the cache file it may be writing is renamed (:data:`kinema._kernels._jit.CACHE_WRITE_LOCK`)."""
-    from ._kernels._jit import CACHE_WRITE_LOCK
+    from ._kernels import _jit
 
     while True:
         if os.getppid() != parent:
-            with CACHE_WRITE_LOCK:
+            with _jit.CACHE_WRITE_LOCK:  # (looked up now: the module's current lock, the one writes take)
                 os._exit(0)
         time.sleep(PARENT_POLL_S)
 

@@ -8,7 +8,11 @@ numba cache folder, the two trees in turn for ``--rounds`` rounds, so both see t
 
 * the free functions: two-bone with a pole (4-joint arm), CCD on the 10-bone chain (default tolerance, and
   ``tolerance=0``: always 20 sweeps, the three.js-like row) and FABRIK on the same chain;
-* this tree's prepared objects (``TwoBone``, ``CCD``, ``FABRIK``) on the same calls.
+* this tree's prepared objects (``TwoBone``, ``CCD``, ``FABRIK``) on the same calls;
+* this tree's floor for two-bone and CCD tol=0: ``kernel``, the compiled call alone (the serial driver the
+  objects call, on the arguments they gave it), and ``floor``, the per-frame call written out by hand with only
+  what a checked call must do around it (pose check, input conversion, the result's pose copies, the kernel's
+  rows, the result record); each ratio is against the earlier tree's free function.
 
 Each figure is a median over rounds of the best of 15 blocks of 300 calls, in microseconds, with the copy
 probe of ``_machine.py`` for the machine's phase.  The problems use only the public API both trees have.
@@ -88,6 +92,88 @@ def block(f):
 probe = np.zeros((21, 4))
 out = {"probe_ns": min(timeit.repeat(probe.copy, number=20000, repeat=3)) / 20000 * 1e9}
 out.update({name: block(f) for name, f in cases.items()})
+
+if hasattr(kinema, "TwoBone"):
+    # The floor of a checked single call: the compiled serial driver the objects call, with the
+    # arguments it got from each of the 300 solves above, caught at the solver module's run_driver (private:
+    # this is a measurement of this tree, not API).  "kernel" times that compiled call alone, on fresh copies of
+    # its arrays (it edits the rotations in place); "floor" is the per-frame call written out by hand with only
+    # what a checked call must do: the pose's type and shapes, the inputs' conversion (as_float_array), three
+    # pose copies for the result, the kernel's rows, the compiled call, its status and the result record.
+    from kinema import _ccd as ccd_mod, _solve as solve_mod, _two_bone as two_mod
+    from kinema._validate import as_float_array
+    from kinema.pose import Pose
+    from kinema.result import SolveResult
+
+    def caught(mod, call):
+        got, real = [], mod.run_driver
+
+        def spy(d, n, args, own=False):
+            got.append((d, [a.copy() for a in args]))
+            return real(d, n, args, own)
+
+        mod.run_driver = spy
+        try:
+            for i in range(300):
+                call(i)
+        finally:
+            mod.run_driver = real
+        return solve_mod._SERIAL_ENTRIES[got[0][0].serial], [tuple(a) for _, a in got]
+
+    def kernel_block(entry, calls):
+        best = float("inf")
+        for _ in range(16):
+            fresh = [tuple(a.copy() for a in args) for args in calls]
+            t0 = timeit.default_timer()
+            for args in fresh:
+                entry(1, args)
+            best = min(best, timeit.default_timer() - t0)
+        return best / len(calls) * 1e6
+
+    ccd_entry, ccd_calls = caught(ccd_mod, lambda i: ccd0.solve(pose, targets[i]))
+    two_entry, two_calls = caught(two_mod, lambda i: two.solve(arm_pose, arm_targets[i], pole=arm_pole))
+    out["CCD kernel tol=0"] = kernel_block(ccd_entry, ccd_calls)
+    out["two-bone kernel"] = kernel_block(two_entry, two_calls)
+    shapes_sk, shapes_arm = ccd0._pose_shapes, two._pose_shapes
+
+    def ccd_floor(pose, target, index=ccd_calls[0][0], values=ccd_calls[0][1], opts=ccd_calls[0][7],
+                  no_pole=ccd_calls[0][6]):
+        if type(pose) is not Pose or (pose._translations.shape, pose._rotations.shape,
+                                      pose._scales.shape) != shapes_sk:
+            raise TypeError("not a pose of the chain's skeleton")
+        tg = as_float_array(target, "target", (3,))
+        pt, pr, ps = pose._translations.copy(), pose._rotations.copy(), pose._scales.copy()
+        err, counts = ccd_mod._ONE_ITEM.outputs
+        if ccd_entry(1, (index, values, pt[None], pr[None], ps[None], tg[None].copy(), no_pole, opts, err, counts)):
+            raise ValueError("status")
+        e = err[0]
+        return SolveResult._trusted(Pose._trusted(pt, pr, ps), e <= 0.0, e, counts[0, 0], counts[1, 0],
+                                    {"joints": ccd0.joints, "moved": counts[2, 0] != 0})
+
+    fixed = two_calls[0][7:13] + (two_calls[0][-1],)  # (bend hint, end rotation, history, weight, soft, margin), hist
+
+    def two_floor(pose, target, pole, plan=two_calls[0][0], opts=two_calls[0][1]):
+        if type(pose) is not Pose or (pose._translations.shape, pose._rotations.shape,
+                                      pose._scales.shape) != shapes_arm:
+            raise TypeError("not a pose of the arm's skeleton")
+        tg = as_float_array(target, "target", (3,))
+        po = as_float_array(pole, "pole", (3,))
+        pt, pr, ps = pose._translations.copy(), pose._rotations.copy(), pose._scales.copy()
+        err, reached, status, hits = two_mod._ONE_ITEM.outputs
+        bend = np.empty((1, 3))
+        if two_entry(1, (plan, opts, pt[None], pr[None], ps[None], tg[None].copy(), po[None].copy()) + fixed[:6]
+                     + (err, reached, bend, status, hits, fixed[6])) or status[0]:
+            raise ValueError("status")
+        return SolveResult._trusted(Pose._trusted(pt, pr, ps), reached[0], err[0], np.int64(1), hits[0],
+                                    {"bend_direction": bend[0], "moved": np.True_})
+
+    for i in (0, 7):  # the same numbers as the object's call
+        a, b = ccd_floor(pose, targets[i]), ccd0.solve(pose, targets[i])
+        c, d = two_floor(arm_pose, arm_targets[i], arm_pole), two.solve(arm_pose, arm_targets[i], pole=arm_pole)
+        assert np.array_equal(a.pose.rotations, b.pose.rotations) and a.error == b.error
+        assert np.array_equal(c.pose.rotations, d.pose.rotations) and c.error == d.error
+    out["CCD floor tol=0"] = block(lambda i: ccd_floor(pose, targets[i]))
+    out["two-bone floor"] = block(lambda i: two_floor(arm_pose, arm_targets[i], arm_pole))
 print(json.dumps(out))
 '''
 
@@ -127,7 +213,8 @@ def main(argv: list[str]) -> None:
     for name in names:
         now = statistics.median(run[name] for run in runs["this tree"])
         # the same call in the earlier tree, or its free function where it has no prepared objects
-        ref_name = name if name in base else name.replace("object", "free")
+        ref_name = name if name in base else " ".join("free" if w in ("object", "kernel", "floor") else w
+                                                       for w in name.split())
         line = f"  {name:18s} this tree {now:7.2f}"
         if ref_name in base:
             line += f"   {rev} {ref_name.split()[1]:6s} {base[ref_name]:7.2f}   ratio {now / base[ref_name]:5.2f}"

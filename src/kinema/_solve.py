@@ -240,18 +240,6 @@ def fill_broadcast(dst: FloatArray, src: FloatArray) -> FloatArray:
     return dst
 
 
-def _own_row(a: FloatArray) -> FloatArray:
-    """``a`` with a leading batch axis of 1: a fresh C-contiguous float64 copy."""
-    return a[None].copy() if a.dtype is _F64 else np.array(a[None], dtype=np.float64, order="C")
-
-
-def _own_copy(a: FloatArray) -> FloatArray:
-    """A fresh C-contiguous float64 copy of ``a`` (same shape)."""
-    return a.copy() if a.dtype is _F64 else np.array(a, dtype=np.float64, order="C")
-
-
-_F64 = np.dtype(np.float64)
-
 #: The stand-in for an absent per-item ``(1|N, 3)`` input (no pole, no bend hint): a kernel reads no row of it
 #: (its options say the input is absent).  Never written.
 ABSENT_ROW3 = np.zeros((1, 3))
@@ -360,18 +348,15 @@ def item_pose(pose: Pose) -> tuple[Pose, FloatArray, FloatArray, FloatArray]:
     fresh C-contiguous float64 copies of its arrays and ``t, r, s`` are ``(1, J, k)`` views of them (the
     drivers' flat pose arrays).  The kernel writes ``t, r, s``; the input is never written.
     """
-    pt, pr, ps = pose._translations, pose._rotations, pose._scales  # (Pose's fields: checked, see above)
-    if pt.dtype is _F64 and pr.dtype is _F64 and ps.dtype is _F64:
-        t2, r2, s2 = pt.copy(), pr.copy(), ps.copy()
-    else:
-        t2, r2, s2 = _own_copy(pt), _own_copy(pr), _own_copy(ps)
+    # (Pose's fields, native float64 by its constructor's and setters' conversion; see check_pose_item)
+    t2, r2, s2 = pose._translations.copy(), pose._rotations.copy(), pose._scales.copy()
     return Pose._trusted(t2, r2, s2), t2[None], r2[None], s2[None]
 
 
 def item_row(a: FloatArray) -> FloatArray:
     """One item's input ``a`` (no batch dimensions, float64 from :func:`~kinema._validate.as_float_array`) as
     the kernels' rows ``(1, *a.shape)``: a fresh C-contiguous copy (never the caller's array)."""
-    return a[None].copy() if a.dtype is _F64 else _own_row(a)
+    return a[None].copy()
 
 
 class OneItemOutputs(threading.local):

@@ -397,3 +397,25 @@ def test_array_subclasses_are_read_as_the_numbers_they_hold() -> None:
 
     m = as_float_array(matrix_row, "v", (3,))
     assert type(m) is np.ndarray and np.signbit(m[0, 1])
+
+
+#: Every public call that takes a skeleton first, with valid other arguments.
+SKELETON_CALLS: dict[str, Callable[[Any], Any]] = {
+    "solve_chains": lambda sk: kinema.solve_chains(sk, POSE, [{"chain": ("right_shoulder", "right_wrist"),
+                                                                "target": T5}]),
+    "solve_ccd": lambda sk: kinema.solve_ccd(sk, POSE, ("right_shoulder", "right_wrist"), T5),
+    "solve_fabrik": lambda sk: kinema.solve_fabrik(sk, POSE, ("right_shoulder", "right_wrist"), T5),
+    "solve_fabrik_tree": lambda sk: kinema.solve_fabrik_tree(sk, POSE, {"right_wrist": T5}),
+    "solve_two_bone": lambda sk: kinema.solve_two_bone(sk, POSE, ("right_shoulder", "right_elbow", "right_wrist"), T5),
+    "solve_dls": lambda sk: kinema.solve_dls(sk, POSE, [kinema.PositionGoal("right_wrist", T5)]),
+    "forward_kinematics": lambda sk: kinema.forward_kinematics(sk, POSE),
+    "Rig": lambda sk: kinema.Rig(sk, []),
+}
+
+
+@pytest.mark.parametrize("call", sorted(SKELETON_CALLS))
+@pytest.mark.parametrize("bad", [None, "humanoid", 1.5, np.zeros((15, 3)), POSE], ids=lambda b: type(b).__name__)
+def test_a_skeleton_that_is_not_one_is_refused_naming_its_type(call: str, bad: Any) -> None:
+    """solve_chains read ``skeleton.n_joints`` first (AttributeError for anything else)."""
+    with pytest.raises(SolverInputError, match=f"skeleton must be a kinema.Skeleton, got {type(bad).__name__}"):
+        SKELETON_CALLS[call](bad)

@@ -320,6 +320,43 @@ def test_pack_limits_refuses_a_bad_skeleton_or_joints(skeleton: Any, joints: Any
         L.pack_limits(skeleton, joints, {"right_elbow": HINGE})
 
 
+#: ``limits=`` values that are not a ``{joint: Limit}`` mapping: an array's truth value was a bare ValueError
+#: (``if not limits``), a list or a set of limits is no mapping.
+BAD_LIMIT_MAPS = [np.array([0.1, 0.2, 0.3]), np.zeros((0, 3)), np.array([True, False]), [HINGE], {HINGE}, "elbow",
+                  3.0]
+#: Every solver's ``limits`` with an arm and its chain (two-bone: the hinge only it takes, on the elbow).
+LIMITED_SOLVERS: dict[str, Callable[[Any], Any]] = {
+    "TwoBone": lambda lim: kinema.TwoBone(SK, ("right_shoulder", "right_elbow", "right_wrist"), limits=lim),
+    "CCD": lambda lim: kinema.CCD(SK, ("right_shoulder", "right_wrist"), limits=lim),
+    "FABRIK": lambda lim: kinema.FABRIK(SK, ("right_shoulder", "right_wrist"), limits=lim),
+    "FABRIKTree": lambda lim: kinema.FABRIKTree(SK, ["right_wrist", "left_wrist"], limits=lim),
+    "DLS": lambda lim: kinema.DLS(SK, [kinema.PositionGoal("right_wrist", TARGET)], limits=lim),
+    "solve_ccd": lambda lim: kinema.solve_ccd(SK, SK.rest_pose(), ("right_shoulder", "right_wrist"), TARGET,
+                                              limits=lim),
+    "solve_two_bone": lambda lim: kinema.solve_two_bone(SK, SK.rest_pose(), ("right_shoulder", "right_elbow",
+                                                                             "right_wrist"), TARGET, limits=lim),
+    "pack_limits": lambda lim: L.pack_limits(SK, [3, 4], lim),
+}
+
+
+@pytest.mark.parametrize("solver", sorted(LIMITED_SOLVERS))
+@pytest.mark.parametrize("bad", BAD_LIMIT_MAPS, ids=lambda b: type(b).__name__ + str(np.shape(b)))
+def test_limits_that_are_not_a_mapping_are_refused_by_every_solver(solver: str, bad: Any) -> None:
+    with pytest.raises(SolverInputError, match=f"limits must map joint names or indices to limit objects, got "
+                                               f"{type(bad).__name__}"):
+        LIMITED_SOLVERS[solver](bad)
+
+
+@pytest.mark.parametrize("solver", ["TwoBone", "CCD", "FABRIK", "FABRIKTree", "solve_ccd", "solve_two_bone"])
+def test_an_empty_limit_map_is_no_limits(solver: str) -> None:
+    """``{}`` is None: no limit kept, the same solve."""
+    made, plain = LIMITED_SOLVERS[solver]({}), LIMITED_SOLVERS[solver](None)
+    if isinstance(made, kinema.SolveResult):
+        assert np.array_equal(made.pose.rotations, plain.pose.rotations)
+    else:
+        assert made.limits is None and plain.limits is None
+
+
 def test_pack_limits_reads_joints_given_any_way_alike() -> None:
     """Indices as a list, an int array of any width, negative ones and names: the same packing."""
     n = SK.n_joints

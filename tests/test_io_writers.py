@@ -334,11 +334,11 @@ def test_writers_refuse_wrong_argument_types(tmp_path: Path) -> None:
     mesh = dataclasses.replace(bone_mesh(sk), material=["red"])  # type: ignore[arg-type]
     with pytest.raises(SolverInputError, match="material must be a dict .* got a list"):
         save_gltf(tmp_path / "x.glb", sk, clip, mesh=mesh)
-    with pytest.raises(SolverInputError, match="skeleton must be a kinema.Skeleton, got a str"):
+    with pytest.raises(SolverInputError, match="save_gltf: skeleton must be a kinema.Skeleton, got str"):
         save_gltf(tmp_path / "x.glb", "sk", clip)  # type: ignore[arg-type]
     with pytest.raises(SolverInputError, match="clip must be a kinema.Clip, got a Pose"):
         save_bvh(tmp_path / "x.bvh", sk, clip.pose)  # type: ignore[arg-type]
-    with pytest.raises(SolverInputError, match="skeleton must be a kinema.Skeleton, got a NoneType"):
+    with pytest.raises(SolverInputError, match="save_bvh: skeleton must be a kinema.Skeleton, got NoneType"):
         save_bvh(tmp_path / "x.bvh", None, clip)  # type: ignore[arg-type]
     for bad in (True, np.bool_(True), 3.0, 18, np.int64(-1)):
         with pytest.raises(SolverInputError, match="precision must be an int"):

@@ -44,11 +44,11 @@ from ._solve import (
 from ._types import FloatArray, IntArray
 from ._validate import as_float_array, as_float_scalar, broadcast_batch, check_flag, is_sequence, resolve_joint
 from .errors import ShapeError, SolverInputError
-from .limits import Limit, pack_limits
+from .limits import Limit, limit_map, pack_limits
 from .pose import Pose
 from .result import SolveResult
 from .rig import Rig, Step
-from .skeleton import Skeleton
+from .skeleton import Skeleton, check_skeleton
 
 __all__ = ["CCD", "solve_ccd", "Goal", "solve_chains"]
 
@@ -158,8 +158,7 @@ class CCD(PackedChain):
                  max_step: float | None = None, adaptive_step: bool = True,
                  limits: Mapping[Any, Limit] | None = None, fixed_root: bool = True, twist: str = "input",
                  pole_max_twist: float | None = None) -> None:
-        if not isinstance(skeleton, Skeleton):
-            raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+        check_skeleton(skeleton)
         self._skeleton = skeleton
         self._pose_shapes = pose_shapes(skeleton)
         # The options are checked here as their setters check them, and packed once at the end.
@@ -178,7 +177,7 @@ class CCD(PackedChain):
         self._base = ancestors_root_first(skeleton, int(joints[0]))
         self.scale_joints = np.concatenate([self._base, joints]).astype(np.int64)
         self._packed = pack_limits(skeleton, joints, limits)
-        self._limits = _limit_map(limits)
+        self._limits = limit_map(limits)
         self._pack_plan()
         self._pack_options()
 
@@ -241,7 +240,7 @@ class CCD(PackedChain):
     @limits.setter
     def limits(self, value: Mapping[Any, Limit] | None) -> None:
         self._packed = pack_limits(self.skeleton, self.joints, value)
-        self._limits = _limit_map(value)
+        self._limits = limit_map(value)
         self._pack_plan()
 
     def solve(self, pose: Pose, target: ArrayLike, *, pole: ArrayLike | None = None, weight: ArrayLike = 1.0,
@@ -316,11 +315,6 @@ def _read_only(a: A) -> A:
     """``a`` made read-only (a solver's packed array handed out: writing it would change nothing)."""
     a.flags.writeable = False
     return a
-
-
-def _limit_map(limits: Mapping[Any, Limit] | None) -> dict[Any, Limit] | None:
-    """A snapshot of a (checked) ``limits`` argument, None for none (a dict: a solver deep-copies and pickles)."""
-    return dict(limits) if isinstance(limits, Mapping) and limits else None
 
 
 def _end_error(skeleton: Skeleton, pose: Pose, end: int, target_rows: FloatArray, n: int) -> FloatArray:
@@ -543,6 +537,7 @@ def solve_chains(skeleton: Skeleton, pose: Pose, goals: Sequence[Goal | Mapping[
     """
     from .fk import forward_kinematics
 
+    check_skeleton(skeleton, "solve_chains")
     check_pose(skeleton, pose, "solve_chains")
     if out is not None and not isinstance(out, Pose):
         raise SolverInputError(f"solve_chains: out must be a kinema.Pose (or None), got {type(out).__name__}")

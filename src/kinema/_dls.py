@@ -32,7 +32,7 @@ from .goals import (
 from .limits import LIMIT_HINGE, LIMIT_PARAMS, Limit, pack_limits
 from .pose import Pose
 from .result import SolveResult
-from .skeleton import Skeleton
+from .skeleton import Skeleton, check_skeleton
 
 __all__ = ["DLS", "solve_dls"]
 
@@ -91,8 +91,7 @@ class DLS:
                  root_translation: bool = False, iterations: int = DEFAULT_ITERATIONS,
                  tolerance: float = DEFAULT_TOLERANCE, damping: float = DEFAULT_DAMPING,
                  limits: Mapping[Any, Limit] | None = None) -> None:
-        if not isinstance(skeleton, Skeleton):
-            raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+        check_skeleton(skeleton)
         if isinstance(goals, (str, bytes, Mapping)) or not isinstance(goals, Sequence):
             why = " (its order is arbitrary: give a list or a tuple)" if is_unordered(goals) else ""
             raise SolverInputError(f"goals must be a sequence of kinema.goals objects, got {type(goals).__name__}"

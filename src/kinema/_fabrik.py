@@ -45,10 +45,10 @@ from ._solve import (
 from ._types import FloatArray, IntArray
 from ._validate import as_float_array, as_float_scalar, check_flag, is_sequence, resolve_joint
 from .errors import SolverInputError
-from .limits import PackedLimits, pack_limits
+from .limits import PackedLimits, limit_map, pack_limits
 from .pose import Pose
 from .result import SolveResult
-from .skeleton import Skeleton
+from .skeleton import Skeleton, check_skeleton
 
 __all__ = ["FABRIK", "FABRIKTree", "solve_fabrik", "solve_fabrik_tree"]
 
@@ -263,9 +263,10 @@ class _FabrikSolver(PackedChain):
         """Check and pack ``limits`` (as the constructor does): the kernel's packed limits, the limited joints a
         blend clamps again and the kernel's mode (positions only for a chain without limits)."""
         plan = self._plan
-        packed = plan.no_limits if not limits else pack_limits(self._skeleton, plan.joints[plan.node_j], limits)
+        limits = limit_map(limits)  # (a snapshot: the caller may change its mapping)
+        packed = plan.no_limits if limits is None else pack_limits(self._skeleton, plan.joints[plan.node_j], limits)
         self._packed = packed
-        self._limits = dict(limits) if limits else None  # (a snapshot: the caller may change its mapping)
+        self._limits = limits
         #: The limited joints a blend (weight < 1) clamps again.
         self._blend_limits = blend_limits(plan.joints[plan.node_j], packed, np.ones(plan.node_j.size, dtype=bool))
         k = _kernels()
@@ -399,8 +400,7 @@ class FABRIK(_FabrikSolver):
     def __init__(self, skeleton: Skeleton, chain: Any, *, iterations: int = 20, tolerance: float = 1e-3,
                  limits: Any = None, fixed_root: bool = True, twist: str = "input",
                  pole_max_twist: float | None = None) -> None:
-        if not isinstance(skeleton, Skeleton):
-            raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+        check_skeleton(skeleton)
         self._setup(skeleton, _chain_plan(skeleton, chain), iterations, tolerance, limits, fixed_root, twist,
                     pole_max_twist)
 
@@ -443,8 +443,7 @@ class FABRIKTree(_FabrikSolver):
     def __init__(self, skeleton: Skeleton, end_joints: Sequence[Any], *, root: Any = None,
                  weights: Mapping[Any, float] | None = None, iterations: int = 20, tolerance: float = 1e-3,
                  limits: Any = None, fixed_root: bool = True, twist: str = "input") -> None:
-        if not isinstance(skeleton, Skeleton):
-            raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+        check_skeleton(skeleton)
         goal_joints = tuple(resolve_joint(skeleton, j) for j in _end_joint_items(end_joints))
         if len(set(goal_joints)) != len(goal_joints):
             raise SolverInputError("goals name the same joint twice")

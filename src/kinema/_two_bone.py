@@ -58,10 +58,10 @@ from ._validate import (
     resolve_joint,
 )
 from .errors import ShapeError, SolverInputError
-from .limits import Hinge, Limit
+from .limits import Hinge, Limit, limit_map
 from .pose import Pose
 from .result import SolveResult
-from .skeleton import Skeleton
+from .skeleton import Skeleton, check_skeleton
 
 __all__ = ["TwoBone", "solve_two_bone", "solve_two_bone_2d", "TwoBoneIK", "TwoBone2D"]
 
@@ -192,8 +192,7 @@ class TwoBone(PackedChain):
                  margin: float | None = None, twist_spread: float = 0.0, continuity: bool = False,
                  history: bool = False, limits: Mapping[Any, Limit] | None = None, smooth: bool = False,
                  bend_speed: float = DEFAULT_BEND_SPEED, twist: str = "input") -> None:
-        if not isinstance(skeleton, Skeleton):
-            raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+        check_skeleton(skeleton)
         items = _joint_items(joints)
         path, _ = resolve_chain(skeleton, items)
         lower = resolve_joint(skeleton, items[1])
@@ -248,9 +247,10 @@ class TwoBone(PackedChain):
     def _set_limits(self, limits: Any) -> None:
         """Check and pack ``limits``: the hinge row of the kernel's options and its flag bit."""
         #: ``[axis, min, max, rest rotation]`` of a hinge on the lower joint, or None.
+        limits = limit_map(limits)  # (a snapshot: the caller may change its mapping)
         hinge = _hinge_row(self._skeleton, self._joints, int(self._plan[0]), limits)
         self._hinge = hinge
-        self._limits = dict(limits) if limits else None  # (a snapshot: the caller may change its mapping)
+        self._limits = limits
         self._flags = (self._flags & ~_HAS_HINGE) | (_HAS_HINGE if hinge is not None else 0)
         self._params[_P_HINGE:_P_REST_UPPER] = 0.0 if hinge is None else hinge
         #: ``self._params`` with a call's option bits, ``shared`` and the twist spread set, by
@@ -589,10 +589,8 @@ def _hinge_row(skeleton: Skeleton, joints: IntArray, kl: int, limits: Mapping[An
     ``(upper, lower, end)`` chain (its angle range becomes a reach range).  Limits of joints outside the
     chain are ignored; any other limit on the chain is refused.
     """
-    if not limits:
+    if limits is None:  # (limit_map's: none, or an empty mapping)
         return None
-    if not isinstance(limits, Mapping):
-        raise SolverInputError(f"limits must be a mapping {{joint: Limit}}, got {type(limits).__name__}")
     on_chain = {}
     seen: set[int] = set()
     for key, lim in limits.items():

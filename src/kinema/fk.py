@@ -12,7 +12,7 @@ from . import _validate
 from ._validate import as_float_array, broadcast_batch, check_allocation, require_finite, uniform_scale
 from .errors import ShapeError, SolverInputError
 from .pose import Pose
-from .skeleton import Skeleton
+from .skeleton import Skeleton, check_skeleton
 
 __all__ = ["FKResult", "forward_kinematics", "world_to_local"]
 
@@ -53,13 +53,8 @@ def _batch_view(a: NDArray[np.float64], batch: tuple[int, ...], n: int, tail: tu
     return _rows(a, batch, n, tail)
 
 
-def _check_skeleton(skeleton: Skeleton) -> None:
-    if not isinstance(skeleton, Skeleton):
-        raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
-
-
 def _check_pose(skeleton: Skeleton, pose: Pose) -> None:
-    _check_skeleton(skeleton)
+    check_skeleton(skeleton)
     if not isinstance(pose, Pose):
         raise SolverInputError(f"pose must be a kinema.Pose, got {type(pose).__name__}")
     if pose.n_joints != skeleton.n_joints:
@@ -204,7 +199,7 @@ def world_to_local(
 
     kfk = kernels("fk")
 
-    _check_skeleton(skeleton)
+    check_skeleton(skeleton)
     nj = skeleton.n_joints
     rw = as_float_array(world_rotations, "world_rotations", (nj, 4))
     pw = as_float_array(world_positions, "world_positions", (nj, 3))

@@ -50,7 +50,7 @@ from .errors import ShapeError, SkeletonError, SolverInputError
 from .fk import forward_kinematics
 from .limits import Hinge
 from .pose import Pose
-from .skeleton import Skeleton
+from .skeleton import Skeleton, check_skeleton
 
 __all__ = [
     "Finger",
@@ -139,8 +139,7 @@ class Hand:
         :class:`~kinema.BoneNotFoundError` (listing the closest names); a
         missing entry raises :class:`~kinema.SkeletonError`.
         """
-        if not isinstance(skeleton, Skeleton):
-            raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+        check_skeleton(skeleton)
         if not isinstance(side, str):
             raise SolverInputError(f"side must be a name such as 'left' or 'right', got {side!r}")
         hands = skeleton.meta.get("hands")

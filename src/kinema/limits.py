@@ -441,6 +441,18 @@ class PackedLimits:
     count: int
 
 
+def limit_map(limits: Any) -> dict[Any, Limit] | None:
+    """A solver's ``limits`` argument as it keeps it: a snapshot (a new dict) of a ``{joint: Limit}`` mapping, or
+    None for None and for an empty mapping (no limits).  Anything else (an array, a list of limits, a
+    set) raises :class:`~kinema.SolverInputError` naming its type; the entries are checked by
+    :func:`pack_limits`."""
+    if limits is None:
+        return None
+    if not isinstance(limits, Mapping):
+        raise SolverInputError(f"limits must map joint names or indices to limit objects, got {type(limits).__name__}")
+    return dict(limits) or None
+
+
 def pack_limits(skeleton: Skeleton, joints: Sequence[int] | NDArray[np.int64],
                 limits: Mapping[Any, Limit] | None) -> PackedLimits:
     """Pack ``limits`` (``{joint name or index: Limit}``) for the chain ``joints (K,)``.
@@ -459,10 +471,9 @@ def pack_limits(skeleton: Skeleton, joints: Sequence[int] | NDArray[np.int64],
     """
     from ._validate import is_sequence, resolve_joint
     from .errors import BoneNotFoundError
-    from .skeleton import Skeleton
+    from .skeleton import check_skeleton
 
-    if not isinstance(skeleton, Skeleton):
-        raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+    check_skeleton(skeleton)
     if not is_sequence(joints) or (isinstance(joints, np.ndarray) and joints.ndim != 1):
         raise SolverInputError(f"joints must be a sequence of joint indices or names, got {joints!r}")
     n = skeleton.n_joints
@@ -482,9 +493,8 @@ def pack_limits(skeleton: Skeleton, joints: Sequence[int] | NDArray[np.int64],
     params = np.zeros((k, LIMIT_PARAMS))
     rest = np.ascontiguousarray(skeleton.rotations[j])
     count = 0
+    limits = limit_map(limits)
     if limits:
-        if not isinstance(limits, Mapping):
-            raise SolverInputError(f"limits must map joint names or indices to limit objects, got {type(limits)}")
         pos = {int(x): a for a, x in enumerate(j)}
         seen: set[int] = set()
         for key, lim in limits.items():

@@ -36,7 +36,7 @@ from ._validate import (
 )
 from .errors import ShapeError, SolverInputError
 from .pose import Pose
-from .skeleton import Skeleton
+from .skeleton import Skeleton, check_skeleton
 
 __all__ = ["SkinnedMesh", "linear_blend_skinning", "bone_mesh", "BONE_MIN_LENGTH_RATIO", "WEIGHT_SUM_TOL"]
 
@@ -283,9 +283,7 @@ class SkinnedMesh:
         """World vertex positions ``(*batch, V, 3)`` of ``pose`` by linear blend skinning."""
         from .fk import forward_kinematics
 
-        if not isinstance(skeleton, Skeleton):
-            raise SolverInputError(f"skinned_positions: skeleton must be a kinema.Skeleton, got "
-                                   f"{type(skeleton).__name__}")
+        check_skeleton(skeleton, "skinned_positions")
         n_ibm = np.shape(self.inverse_bind_matrices)[0]
         if skeleton.n_joints != n_ibm:
             raise ShapeError("skeleton", f"{n_ibm} joints (one per inverse bind matrix of mesh {self.name!r})",
@@ -430,8 +428,7 @@ def bone_mesh(skeleton: Skeleton, *, radius: float | None = None, segments: int 
     """
     from .fk import forward_kinematics
 
-    if not isinstance(skeleton, Skeleton):
-        raise SolverInputError(f"bone_mesh: skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+    check_skeleton(skeleton, "bone_mesh")
     if radius is not None:
         radius = positive_number(radius, "bone_mesh radius")
     for what, count, least in (("segments", segments, 3), ("rings", rings, 1)):

@@ -53,7 +53,7 @@ from ._validate import (
 from .errors import ShapeError, SkeletonError, SolverInputError
 from .fk import forward_kinematics
 from .pose import Clip, Pose, key_brackets, resample_times
-from .skeleton import Skeleton
+from .skeleton import Skeleton, check_skeleton
 
 __all__ = [
     "UP_AXIS",
@@ -210,14 +210,6 @@ def _frames(seconds: float, fps: float, what: str) -> int:
         raise SolverInputError(f"{what} = {seconds!r} s is {f:.3g} frames at {fps:g} fps, longer than any clip "
                                f"(at most {MAX_DURATION_FRAMES} frames)")
     return int(round(f))
-
-
-def _check_skeleton(skeleton: Any) -> Skeleton:
-    """``skeleton`` itself when it is a :class:`~kinema.Skeleton`; :class:`SolverInputError` naming the type
-    given otherwise."""
-    if not isinstance(skeleton, Skeleton):
-        raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
-    return skeleton
 
 
 def _check_clip(clip: Any) -> Clip:
@@ -714,7 +706,7 @@ def find_feet(skeleton: Skeleton) -> tuple[int, ...]:
     :class:`~kinema.BoneNotFoundError`-style :class:`SkeletonError` when none
     is found (pass the names explicitly then).
     """
-    names = _check_skeleton(skeleton).names
+    names = check_skeleton(skeleton).names
     cand = [j for j, n in enumerate(names) if _FOOT_RE.search(n) and not _NOT_FOOT_RE.search(n)]
     chosen = [j for j in cand if not any(a in cand for a in skeleton.ancestors(j)) and len(skeleton.ancestors(j)) >= 2]
     if not chosen:
@@ -898,7 +890,7 @@ def detect_contacts(
 
     kc = kernels("contact")
 
-    _check_skeleton(skeleton)
+    check_skeleton(skeleton)
     _check_clip(clip)
     _require_frames(clip, "there are no contacts to detect")
     t_all, r_all, s_all = _clip_arrays(skeleton, clip, copy=False)
@@ -1300,7 +1292,7 @@ def footlock(
     """
     from ._two_bone import solve_two_bone
 
-    _check_skeleton(skeleton)
+    check_skeleton(skeleton)
     _check_clip(clip)
     _check_detect_options(detect_options)
     lower_hips = check_flag(lower_hips, "lower_hips")
@@ -1538,7 +1530,7 @@ def reach(
       number ``>= 0`` and an int from 0 to ``MAX_ITERATIONS``; checked even
       without ``chain``).
     """
-    _check_skeleton(skeleton)
+    check_skeleton(skeleton)
     _check_clip(clip)
     keep_orientation = check_flag(keep_orientation, "keep_orientation")
     # Checked whether or not a chain uses them: a bad value is a mistake either way.

@@ -47,7 +47,7 @@ from ._validate import as_float_scalar, check_flag, is_sequence, resolve_joint
 from .errors import KinemaError, SolverInputError
 from .pose import Pose
 from .result import SolveResult
-from .skeleton import Skeleton
+from .skeleton import Skeleton, check_skeleton
 
 __all__ = ["Step", "Rig", "RigResult"]
 
@@ -124,8 +124,7 @@ class Rig:
     """Prepared solvers composed in order over an input pose (see the module docstring)."""
 
     def __init__(self, skeleton: Skeleton, steps: Sequence[Step]) -> None:
-        if not isinstance(skeleton, Skeleton):
-            raise SolverInputError(f"skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+        check_skeleton(skeleton)
         self.skeleton = skeleton
         if not is_sequence(steps):
             raise SolverInputError(f"steps must be a sequence of kinema.Step, got {type(steps).__name__}")

@@ -18,7 +18,7 @@ from ._validate import (
     not_sequence_text,
     unit_and_length,
 )
-from .errors import BoneNotFoundError, ShapeError, SkeletonError
+from .errors import BoneNotFoundError, ShapeError, SkeletonError, SolverInputError
 
 if TYPE_CHECKING:
     from .pose import Pose
@@ -343,6 +343,15 @@ class Skeleton:
         has = par >= 0
         out[..., has] = np.linalg.norm(p[..., has, :] - p[..., par[has], :], axis=-1)
         return out
+
+
+def check_skeleton(skeleton: Any, what: str = "") -> Skeleton:
+    """``skeleton`` itself when it is a :class:`Skeleton`; :class:`~kinema.SolverInputError` naming the type given
+    otherwise (``what``: the function or class, put before the message)."""
+    if not isinstance(skeleton, Skeleton):
+        prefix = f"{what}: " if what else ""
+        raise SolverInputError(f"{prefix}skeleton must be a kinema.Skeleton, got {type(skeleton).__name__}")
+    return skeleton
 
 
 def _names(names: Any) -> tuple[tuple[str, ...], dict[str, int]]:

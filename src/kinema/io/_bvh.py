@@ -54,7 +54,7 @@ from .._types import FloatArray
 from .._validate import as_float_scalar, check_flag
 from ..errors import FileFormatError, ShapeError, SkeletonError, SolverInputError
 from ..pose import Clip, Pose
-from ..skeleton import Skeleton
+from ..skeleton import Skeleton, check_skeleton
 from ._atomic import atomic_write, source_files
 from ._read import check_path, read_regular, short_repr
 from .gltf.reader import DECODE_BUDGET_FACTOR, DECODE_BUDGET_FLOOR
@@ -660,8 +660,7 @@ def save_bvh(
     a number) raise :class:`kinema.SolverInputError`.
     """
     spath = check_path(path)
-    if not isinstance(skeleton, Skeleton):
-        raise SolverInputError(f"save_bvh: skeleton must be a kinema.Skeleton, got a {type(skeleton).__name__}")
+    check_skeleton(skeleton, "save_bvh")
     if not isinstance(clip, Clip):
         raise SolverInputError(f"save_bvh: clip must be a kinema.Clip, got a {type(clip).__name__}"
                                + (" (wrap it: Clip(pose, fps))" if isinstance(clip, Pose) else ""))

@@ -18,7 +18,7 @@ from ... import rotation
 from ...errors import FileFormatError, ShapeError, SolverInputError
 from ...mesh import SkinnedMesh, bone_mesh
 from ...pose import Clip
-from ...skeleton import ZERO_QUAT_EPS, Skeleton
+from ...skeleton import ZERO_QUAT_EPS, Skeleton, check_skeleton
 from .._read import check_path
 from .bvh_layout import clip_extras, layout_extras
 from .reader import ARRAY_BUFFER, COMPONENTS, ELEMENT_ARRAY_BUFFER, FLOAT, UBYTE, UINT, USHORT, ceil4, short_repr
@@ -141,8 +141,7 @@ def save_gltf(
     ext = os.path.splitext(spath)[1].lower()
     if ext not in (".gltf", ".glb"):
         raise SolverInputError(f"save_gltf writes .gltf or .glb, got {spath!r}")
-    if not isinstance(skeleton, Skeleton):
-        raise SolverInputError(f"save_gltf: skeleton must be a kinema.Skeleton, got a {type(skeleton).__name__}")
+    check_skeleton(skeleton, "save_gltf")
     clip_map: dict[str, Clip]
     if clips is None:
         clip_map = {}

@@ -100,6 +100,22 @@ def test_footlock_flags_are_read_as_the_bools_they_are() -> None:
     assert np.abs(walk_kept.clip.pose.rotations - walk_free.clip.pose.rotations).max() > 0.1
 
 
+@pytest.mark.parametrize("frames", [(5, 10), [5, 10], np.array([5, 10]), "gen"], ids=["tuple", "list", "array", "gen"])
+def test_reach_frames_are_any_pair_read_once(frames: Any) -> None:
+    """A generator pair (a sequence to ``is_sequence``) was measured with ``len``: a bare TypeError."""
+    frames = (f for f in (5, 10)) if isinstance(frames, str) else frames
+    got = mocap.reach(SK, SUB, "right_wrist", TARGET, frames)
+    assert _same_clip(got.clip, mocap.reach(SK, SUB, "right_wrist", TARGET, (5, 10)).clip)
+
+
+@pytest.mark.parametrize("frames", [(f for f in (5, 10, 12)), (f for f in (5,)), iter(range(10**9)), (5, 10, 12),
+                                    "ab", {5: 10}, {5, 10}], ids=["gen3", "gen1", "endless", "triple", "str", "dict",
+                                                                  "set"])
+def test_reach_frames_that_are_not_a_pair_are_refused(frames: Any) -> None:
+    with pytest.raises(SolverInputError, match=r"frames must be a pair \(A, B\)"):
+        mocap.reach(SK, SUB, "right_wrist", TARGET, frames)
+
+
 def test_reach_keep_orientation_is_read_as_the_bool_it_is() -> None:
     eff = SK.index("right_wrist")
     kept = mocap.reach(SK, SUB, eff, TARGET, (5, 10), keep_orientation=np.True_)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -1548,9 +1549,11 @@ def reach(
         tgt = np.full(3, np.nan)  # not three numbers: refused below, with what was given
     if not np.all(np.isfinite(tgt)):
         raise SolverInputError(f"target must be three finite numbers, got {target!r}")
-    if not is_sequence(frames) or len(frames) != 2:
+    # (read once, at most three items: a generator is a sequence too, and has no len)
+    pair = tuple(itertools.islice(frames, 3)) if is_sequence(frames) else ()
+    if len(pair) != 2:
         raise SolverInputError(f"frames must be a pair (A, B) of frame numbers, got {frames!r}")
-    a, b = (_frame_number(f, "frames") for f in frames)
+    a, b = (_frame_number(f, "frames") for f in pair)
     if not (0 <= a <= b < n):
         raise SolverInputError(f"frames {a}:{b} are outside the clip's 0:{n - 1} (A <= B, both inclusive)")
     t = frame_times(clip)

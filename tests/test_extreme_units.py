@@ -46,3 +46,26 @@ def test_a_solve_in_extreme_units_is_truthful_or_refused(name: str, scale: float
     real = float(np.linalg.norm((end - target) / scale))  # (divided first: the squares of 1e-300 underflow)
     reported = float(np.max(res.error)) / scale
     assert abs(reported - real) <= 1e-9 * max(1.0, real), (reported, real)
+
+
+#: The range of units docs/files.md says every solver solves in as it does in metres (the humanoid's arm, bones
+#: of about 0.3 m, scaled by these): below about 1e-11 the foundation's ``VEC_NORM_EPS`` (an absolute 1e-12)
+#: takes two-bone's, FABRIK's and CCD's shortest vectors for points, and above about 1e77 CCD's squared
+#: lengths squared overflow (they then refuse or report the miss, as above).
+SOLVING_SCALES = [1e-10, 1e-6, 1e-3, 1e3, 1e6, 1e75]
+
+
+@pytest.mark.parametrize("scale", SOLVING_SCALES)
+@pytest.mark.parametrize("name", list(SOLVERS))
+def test_a_solve_in_the_documented_range_of_units_is_the_solve_in_metres(name: str, scale: float) -> None:
+    """The same turns as the rig in metres (to 1e-9 rad), and the same error in the rig's units (to 1e-9 of it):
+    a change of units changes nothing but the lengths (the tolerances, lengths too, are scaled with them; DLS
+    measures its damping in the rig's own reach already)."""
+    solve = SOLVERS[name] if name != "dls" else lambda sk, pose, t, s: kinema.solve_dls(
+        sk, pose, [kinema.PositionGoal(ARM[2], t)], joints=list(ARM[:2]), tolerance=1e-6 * s)
+    sk = kinema.Skeleton(SK.names, SK.parents, SK.translations * scale, SK.rotations)
+    ref = solve(SK, SK.rest_pose(), TARGET, 1.0)
+    res = solve(sk, sk.rest_pose(), TARGET * scale, scale)
+    assert bool(np.all(res.reached)) == bool(np.all(ref.reached))
+    assert np.all(kinema.rotation.equal(res.pose.rotations, ref.pose.rotations, atol=1e-9))
+    np.testing.assert_allclose(np.asarray(res.error) / scale, np.asarray(ref.error), rtol=1e-9, atol=1e-9)

@@ -227,7 +227,7 @@ def test_from_two_vectors_near_180_is_exact(miss: float, rng: np.random.Generato
         assert abs(R.angle_between([0, 0, 0, 1], q) - (np.pi - miss)) <= 1e-9
 
 
-@pytest.mark.parametrize("scale", [1e-11, 1.0, 1e3, 1e100])
+@pytest.mark.parametrize("scale", [1e-140, 1e-100, 1e-40, 1e-11, 1.0, 1e3, 1e100])
 def test_from_two_vectors_both_forms_meet_at_90_degrees(scale: float, rng: np.random.Generator) -> None:
     """Angles just below 90 degrees take the raw-vector form, just above the normalised one (and vectors past
     HALFWAY_MAX_NORM2, 1e100 here, the normalised one at every angle): each rotates ``a`` onto ``b`` to 2e-15
@@ -242,6 +242,24 @@ def test_from_two_vectors_both_forms_meet_at_90_degrees(scale: float, rng: np.ra
             assert abs(np.linalg.norm(q) - 1.0) <= 4e-16
             assert np.linalg.norm(R.rotate(q, u) - v) <= 2e-15
             assert abs(R.angle_between([0, 0, 0, 1], q) - ang) <= 4e-15
+
+
+def test_a_direction_is_a_direction_at_any_length_above_vec_norm_eps() -> None:
+    """The kernels' "no direction" is tied to float64's range (``sqrt(SQUARES_SAFE_MIN)``), not to a unit: it was
+    an absolute 1e-12, under which a rig in small units lost every direction.  ``kinema.rotation`` keeps its own
+    copy for ``swing_twist``'s refusal (it must not import the kernels): the two agree."""
+    from kinema._kernels import quat
+
+    assert quat.VEC_NORM_EPS == R._VEC_NORM_EPS
+    assert abs(quat.VEC_NORM_EPS**2 / quat.SQUARES_SAFE_MIN - 1.0) < 1e-15
+    a, b = np.array([1.0, 2.0, -0.5]), np.array([-1.0, -1.9, 0.6])  # beyond 90 degrees: the normalised form
+    q = R.from_rotvec([0.3, 0.5, 0.2])
+    for scale in (2.0**-40, 2.0**-330, 2.0**-470):  # about 1e-12, 5e-100 and 3e-142: exact scalings, the same bits
+        assert np.array_equal(R.from_two_vectors(a * scale, b * scale), R.from_two_vectors(a, b)), scale
+        assert np.array_equal(R.swing_twist(q, a * scale)[1], R.swing_twist(q, a)[1]), scale
+    assert np.array_equal(R.from_two_vectors(a * quat.VEC_NORM_EPS / 3.0, b), [0, 0, 0, 1])
+    with pytest.raises(ShapeError, match="a zero vector or a shorter one"):
+        R.swing_twist(q, a * quat.VEC_NORM_EPS / 3.0)
 
 
 def test_from_two_vectors_degenerate() -> None:

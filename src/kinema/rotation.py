@@ -64,8 +64,8 @@ __all__ = [
 ]
 
 
-#: A vector shorter than this has no direction (:data:`kinema._kernels.quat.VEC_NORM_EPS`).
-_VEC_NORM_EPS = 1e-12
+#: A vector no longer than this has no direction (:data:`kinema._kernels.quat.VEC_NORM_EPS`).
+_VEC_NORM_EPS = 1e-145
 
 #: The 12 intrinsic Euler sequences (their lower-case forms are extrinsic).
 EULER_SEQUENCES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "XYX", "XZX", "YXY", "YZY", "ZXZ", "ZYZ")
@@ -397,7 +397,8 @@ def swing_twist(q: ArrayLike, axis: ArrayLike) -> tuple[FloatArray, FloatArray]:
     qa = _finite_numbers(q, "q", (4,))
     ax = _finite_numbers(axis, "axis", (3,))
     if np.any(unit_and_length(ax)[1] <= _VEC_NORM_EPS):  # the kernel's "no direction" (any size above is exact)
-        raise ShapeError("axis", "non-zero vectors", "a zero vector")
+        raise ShapeError("axis", f"non-zero vectors longer than {_VEC_NORM_EPS:g} (a direction)",
+                         "a zero vector or a shorter one")
     batch, n, (fq, fa) = _flat([(qa, (4,), "q"), (ax, (3,), "axis")])
     sw = np.empty((n, 4))
     tw = np.empty((n, 4))

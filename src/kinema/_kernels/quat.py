@@ -31,9 +31,13 @@ QUAT_NEAR_UNIT_TOL = 1e-8
 #: are normalised first.
 HALFWAY_MAX_NORM2 = 1e300
 
-#: Below this length a direction vector carries no direction; rotations that
-#: would need it are the identity.
-VEC_NORM_EPS = 1e-12
+#: At or below this length a vector carries no direction; rotations that would need it are the identity.
+#: ``sqrt(SQUARES_SAFE_MIN)``: a shorter vector's squares lose digits to underflow, and its direction with
+#: them.  Tied to float64's range, not to a unit: the solvers decide their degenerate cases (an end on its
+#: joint, a zero-length bone) by tolerances relative to the chain's size, and an absolute length here (it
+#: was 1e-12) took every direction of a rig in small units for none (two-bone and CCD reached nothing at
+#: 1e-12 units).
+VEC_NORM_EPS = 1e-145
 
 #: ``from_two_vectors``: when the unit vectors' sum is shorter than this they
 #: are taken as exactly opposite and a perpendicular axis is chosen.  1e-15
@@ -312,8 +316,9 @@ def qfrom_two_vectors(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     """Minimal rotation taking the direction of ``a`` to the direction of ``b``.
 
     Up to 90 degrees (``a . b >= 0``): ``normalize(a x b, |a||b| + a . b)``
-    on the raw vectors, well conditioned there and the cheapest exact form.
-    Beyond, with unit ``u, v`` and their sum ``s = u + v``: the half-way form
+    on the raw vectors, well conditioned there and the cheapest exact form
+    (where ``|a|^2 |b|^2`` neither overflows nor underflows).
+    Beyond (and where that product would), with unit ``u, v`` and their sum ``s = u + v``: the half-way form
     ``normalize(u x v, 1 + u . v)`` written as ``normalize(u x s, |s|^2 / 2)``
     (the same quaternion: ``u x v = u x s`` and ``1 + u . v = |s|^2 / 2``).
     Exact at every angle without trigonometry: near 180 degrees ``s`` is
@@ -322,15 +327,15 @@ def qfrom_two_vectors(a: tuple, b: tuple) -> tuple:  # type: ignore[type-arg]
     ``2 atan2(|u x s|, |s|^2 / 2)`` is that of ``u`` and ``v``; a 1e-7 rad
     miss from opposite still rotates ``u`` onto ``v`` to ~1e-15 (the
     ``1 + u . v`` form loses ~1e-9 there).  Only truly opposite vectors
-    (``|s| <= OPPOSITE_SINE_EPS``) take a stable perpendicular axis.  A zero
-    vector gives the identity.
+    (``|s| <= OPPOSITE_SINE_EPS``) take a stable perpendicular axis.  A vector
+    no longer than ``VEC_NORM_EPS`` gives the identity.
     """
     a2 = a[0] * a[0] + a[1] * a[1] + a[2] * a[2]
     b2 = b[0] * b[0] + b[1] * b[1] + b[2] * b[2]
     if a2 <= VEC_NORM_EPS * VEC_NORM_EPS or b2 <= VEC_NORM_EPS * VEC_NORM_EPS:
         return (0.0, 0.0, 0.0, 1.0)  # a zero vector has no direction
     d = a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-    if d >= 0.0 and a2 * b2 <= HALFWAY_MAX_NORM2:
+    if d >= 0.0 and SQUARES_SAFE_MIN <= a2 * b2 <= HALFWAY_MAX_NORM2:
         # Up to 90 degrees: the half-way form on the raw vectors, normalize(a x b, |a||b| + a . b), the same
         # quaternion scaled by |a||b|.  Well conditioned here (|a||b| + a . b >= |a||b|), and two square
         # roots and one division instead of three and three.

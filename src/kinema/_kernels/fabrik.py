@@ -50,6 +50,7 @@ from .chain import (
 from .drivers import make_drivers
 from .limits import LIMIT_HINGE, apply_limit_local, wrap_near
 from .quat import (
+    VEC_NORM_EPS,
     put3,
     put4,
     qconj,
@@ -68,10 +69,11 @@ from .quat import (
     vnorm,
 )
 
-#: Below this distance (world units) an aim point is taken to coincide with
-#: the joint it is aimed from: it gives no direction, and the bone keeps the
-#: direction it had at the start of the solve.
-AIM_EPS = 1e-12
+#: At or below this distance (world units) an aim point is taken to coincide with the joint it is aimed from:
+#: it gives no direction, and the bone keeps the direction it had at the start of the solve.  The
+#: foundation's "no direction" (:data:`~.quat.VEC_NORM_EPS`, tied to float64's range): an absolute 1e-12 here
+#: made a chain in units of 1e-12 take every aim for none and never move.
+AIM_EPS = VEC_NORM_EPS
 
 #: Pole: when a joint lies within this distance of the line through its
 #: neighbours (a straight chain), or the pole does, the bend plane is

@@ -11,6 +11,7 @@ the same bits for C, Fortran and strided inputs.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -287,6 +288,15 @@ def test_key_brackets_bracket_each_query(keys: list[float], queries: list[float]
         j0, j1, v = P.key_brackets(t_in, q_in)
         r0, r1, w = P.key_brackets(np.asarray(t_in, dtype=np.float64), np.asarray(q_in, dtype=np.float64))
         assert np.array_equal(j0, r0) and np.array_equal(j1, r1) and np.array_equal(v, w)
+
+
+def test_key_brackets_before_a_tiny_first_span_hold_the_first_key_without_a_warning() -> None:
+    """A query far before the first key over a span of one subnormal step: its fraction overflows to -inf before it
+    is clipped to 0 (the hypothesis test above met it once as a RuntimeWarning)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        i0, i1, u = P.key_brackets([0.0, 5e-324, 1.0], [-1e300, 0.5])
+    assert list(i0) == [0, 1] and list(i1) == [1, 2] and list(u) == [0.0, 0.5]
 
 
 def test_key_brackets_of_one_key_and_infinite_queries_hold_the_end() -> None:

@@ -330,5 +330,6 @@ def key_brackets(times: ArrayLike, query: ArrayLike
     d = t[i1] - t[i0]
     # At or past the last key (and before the first) i0 == i1 or u clips to 0: the end value holds.
     safe_d = np.where(d > 0.0, d, 1.0)
-    u = np.where(d > 0.0, np.clip((q - t[i0]) / safe_d, 0.0, 1.0), 0.0)
+    with np.errstate(over="ignore"):  # a query far before the first key over a tiny first span: -inf, clipped to 0
+        u = np.where(d > 0.0, np.clip((q - t[i0]) / safe_d, 0.0, 1.0), 0.0)
     return i0, i1, u

@@ -33,9 +33,15 @@ def _env(cache: Path) -> dict[str, str]:
     return env
 
 
-def _run(code: str, cache: Path, timeout: float = 240.0, args: tuple[str, ...] = ()) -> str:
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], env=_env(cache), capture_output=True,
-                         text=True, timeout=timeout)
+def _run(code: str, cache: Path, timeout: float = 240.0, args: tuple[str, ...] = (), script: Path | None = None) -> str:
+    """Run ``code`` in a fresh interpreter (``_env(cache)``) and return its output; it must succeed.  ``script``:
+    run it from that file instead of ``-c`` (numba caches only functions defined in a file)."""
+    if script is None:
+        cmd = [sys.executable, "-c", textwrap.dedent(code), *args]
+    else:
+        script.write_text(textwrap.dedent(code))
+        cmd = [sys.executable, str(script), *args]
+    out = subprocess.run(cmd, env=_env(cache), capture_output=True, text=True, timeout=timeout)
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -353,13 +359,9 @@ STALE_TEMPS = """
 
 
 def test_the_first_cache_write_removes_stale_temporary_files(tmp_path: Path) -> None:
-    script = tmp_path / "stale_temps.py"
-    script.write_text(textwrap.dedent(STALE_TEMPS))
-    out = subprocess.run([sys.executable, str(script)], env=_env(tmp_path / "cache"), capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
+    out = _run(STALE_TEMPS, tmp_path / "cache", 120, script=tmp_path / "stale_temps.py")
     # the old temporary file is gone; the fresh one (perhaps still being written) and the other name stay
-    assert out.stdout.strip() == repr(["m.f-1.py311.nbc.tmp.fedcba9876543210", "notes.tmp.txt"])
+    assert out.strip() == repr(["m.f-1.py311.nbc.tmp.fedcba9876543210", "notes.tmp.txt"])
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
@@ -424,10 +426,6 @@ OTHER_NUMBA = """
 
 def test_only_kinema_s_cache_folder_gets_whole_writes(tmp_path: Path) -> None:
     # Other numba code in the process (the user's own cached functions) is written the way numba writes it.
-    script = tmp_path / "other_numba.py"
-    script.write_text(textwrap.dedent(OTHER_NUMBA))
-    out = subprocess.run([sys.executable, str(script)], env=_env(tmp_path / "cache"), capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[0] == "user's own 0"
-    assert out.stdout.split("\n")[1] == "kinema's 2"  # its data file and its index
+    out = _run(OTHER_NUMBA, tmp_path / "cache", 120, script=tmp_path / "other_numba.py")
+    assert out.split("\n")[0] == "user's own 0"
+    assert out.split("\n")[1] == "kinema's 2"  # its data file and its index

@@ -176,9 +176,7 @@ class CCD(PackedChain):
         self._weights = _read_only(_chain_weights(skeleton, joints, listed, weights))
         self._base = ancestors_root_first(skeleton, int(joints[0]))
         self.scale_joints = np.concatenate([self._base, joints]).astype(np.int64)
-        self._packed = pack_limits(skeleton, joints, limits)
-        self._limits = limit_map(limits)
-        self._pack_plan()
+        self._set_limits(limits)
         self._pack_options()
 
     # Every option is a property: its setter checks the value as the constructor does and packs again what the
@@ -239,8 +237,13 @@ class CCD(PackedChain):
 
     @limits.setter
     def limits(self, value: Mapping[Any, Limit] | None) -> None:
-        self._packed = pack_limits(self.skeleton, self.joints, value)
-        self._limits = limit_map(value)
+        self._set_limits(value)
+
+    def _set_limits(self, limits: Any) -> None:
+        """Check and pack ``limits`` (as the constructor does); a refused value leaves the solver as it was."""
+        kept = limit_map(limits)  # (a snapshot: the caller may change its mapping)
+        self._packed = pack_limits(self.skeleton, self.joints, kept)
+        self._limits = kept
         self._pack_plan()
 
     def solve(self, pose: Pose, target: ArrayLike, *, pole: ArrayLike | None = None, weight: ArrayLike = 1.0,
